@@ -1,0 +1,186 @@
+import readline from 'node:readline';
+import { PassThrough, type Readable } from 'node:stream';
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { CatalogService } from '../catalog/service.js';
+import { bearerToken } from '../http/auth-util.js';
+import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import type { SettingsService } from '../settings/service.js';
+import { safeEqual } from '../shared/crypto.js';
+import { createIpMatcher } from '../shared/ip.js';
+import { categorySchema } from '../ordering/schemas.js';
+import type { UsersService } from '../users/service.js';
+import { seedDemo } from './demo.js';
+import {
+  adminProduct,
+  categoryCreateBody,
+  creditBody,
+  creditResult,
+  demoSeedResult,
+  importResult,
+  ledgerEntry,
+  ok,
+  productCreateBody,
+  productIdParams,
+  productUpdateBody,
+  setIpsBody,
+  settingKeyParams,
+  settingSetBody,
+  settingView,
+  userCreateBody,
+  userRefParams,
+  userView,
+} from './schemas.js';
+
+export type AdminDeps = {
+  adminToken: string;
+  allowedIps: string[];
+  uploadMaxBytes: number;
+  users: UsersService;
+  catalog: CatalogService;
+  settings: SettingsService;
+};
+
+const ADMIN_ERRORS: ErrorCode[] = ['admin_unauthorized', 'forbidden'];
+const security: Record<string, string[]>[] = [{ adminToken: [] }];
+const ACTOR = 'admin-api';
+
+/** Passes a stream through, failing it with payload_too_large past `max` bytes (the body limit does not apply to streams). */
+function limitBytes(input: Readable, max: number): Readable {
+  let seen = 0;
+  const out = new PassThrough();
+  input.on('data', (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > max) {
+      input.destroy();
+      out.destroy(new AppError('payload_too_large', `Upload is larger than ${max} bytes`));
+    }
+  });
+  input.on('error', (err) => out.destroy(err));
+  input.pipe(out);
+  return out;
+}
+
+function linesOf(stream: Readable): AsyncIterable<string> {
+  return readline.createInterface({ input: stream, crlfDelay: Infinity });
+}
+
+/** The admin HTTP API (DESIGN 6): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */
+export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
+  const allowed = createIpMatcher(deps.allowedIps);
+  app.addHook('onRequest', async (req) => {
+    if (!allowed.allows(req.ip)) throw new AppError('forbidden', `Admin API is not served to ${req.ip}; see ADMIN_ALLOWED_IPS`);
+    const token = bearerToken(req.headers.authorization);
+    if (!token || !safeEqual(token, deps.adminToken)) throw new AppError('admin_unauthorized', 'Send Authorization: Bearer <ADMIN_TOKEN>');
+  });
+  await app.register(multipart, { limits: { fileSize: deps.uploadMaxBytes, files: 1, fields: 10 } });
+  // Code lists may also be sent as a plain text body (one code a line), streamed as well.
+  app.addContentTypeParser('text/plain', (_req, payload, done) => done(null, limitBytes(payload, deps.uploadMaxBytes)));
+
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['admin'];
+  const errs = (...codes: ErrorCode[]) => errorResponses(...ADMIN_ERRORS, ...codes);
+
+  r.get('/admin/v1/users', {
+    schema: { operationId: 'adminListUsers', tags, security, description: 'All users (keys hidden; `user show` reveals one).', response: { 200: ok(z.array(userView)), ...errs() } },
+    handler: async () => ({ ok: true as const, data: await deps.users.list() }),
+  });
+  r.post('/admin/v1/users', {
+    schema: { operationId: 'adminCreateUser', tags, security, description: 'New user with API enabled and a fresh key.', body: userCreateBody, response: { 200: ok(userView), ...errs('invalid_request', 'conflict') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.create(req.body, ACTOR) }),
+  });
+  r.get('/admin/v1/users/:ref', {
+    schema: { operationId: 'adminShowUser', tags, security, description: 'One user by id or name, with the current API key.', params: userRefParams, response: { 200: ok(userView), ...errs('not_found') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.show(req.params.ref) }),
+  });
+  r.post('/admin/v1/users/:ref/rotate-key', {
+    schema: { operationId: 'adminRotateKey', tags, security, description: 'New key; the old one fails on the very next request.', params: userRefParams, response: { 200: ok(userView), ...errs('not_found') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.rotateKey(req.params.ref) }),
+  });
+  r.post('/admin/v1/users/:ref/disable', {
+    schema: { operationId: 'adminDisableUser', tags, security, description: 'API off: every request answers api_disabled.', params: userRefParams, response: { 200: ok(userView), ...errs('not_found') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.setEnabled(req.params.ref, false) }),
+  });
+  r.post('/admin/v1/users/:ref/enable', {
+    schema: { operationId: 'adminEnableUser', tags, security, description: 'API on again.', params: userRefParams, response: { 200: ok(userView), ...errs('not_found') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.setEnabled(req.params.ref, true) }),
+  });
+  r.put('/admin/v1/users/:ref/ips', {
+    schema: { operationId: 'adminSetUserIps', tags, security, description: 'Replace the IP allowlist (IPv4, IPv6, CIDR); empty = any address.', params: userRefParams, body: setIpsBody, response: { 200: ok(userView), ...errs('not_found', 'invalid_request') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.setIps(req.params.ref, req.body.ips) }),
+  });
+  r.post('/admin/v1/users/:ref/credit', {
+    schema: { operationId: 'adminCreditUser', tags, security, description: 'Signed balance change with a ledger row; never below zero.', params: userRefParams, body: creditBody, response: { 200: ok(creditResult), ...errs('not_found', 'invalid_request') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.credit(req.params.ref, req.body.amount, req.body.note, ACTOR) }),
+  });
+  r.get('/admin/v1/users/:ref/ledger', {
+    schema: { operationId: 'adminUserLedger', tags, security, description: 'Last 50 balance movements, newest first.', params: userRefParams, response: { 200: ok(z.array(ledgerEntry)), ...errs('not_found') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.ledger(req.params.ref) }),
+  });
+
+  r.get('/admin/v1/categories', {
+    schema: { operationId: 'adminListCategories', tags, security, description: 'All categories.', response: { 200: ok(z.array(categorySchema)), ...errs() } },
+    handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories() }),
+  });
+  r.post('/admin/v1/categories', {
+    schema: { operationId: 'adminCreateCategory', tags, security, description: 'New local category.', body: categoryCreateBody, response: { 200: ok(categorySchema), ...errs('invalid_request') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.catalog.createCategory(req.body) }),
+  });
+  r.get('/admin/v1/products', {
+    schema: { operationId: 'adminListProducts', tags, security, description: 'All local products, hidden ones included.', response: { 200: ok(z.array(adminProduct)), ...errs() } },
+    handler: async () => ({ ok: true as const, data: await deps.catalog.listProductsAdmin() }),
+  });
+  r.post('/admin/v1/products', {
+    schema: { operationId: 'adminCreateProduct', tags, security, description: 'New local product; descriptions are sanitised to safe HTML.', body: productCreateBody, response: { 200: ok(adminProduct), ...errs('invalid_request') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.catalog.createProduct(req.body) }),
+  });
+  r.patch('/admin/v1/products/:id', {
+    schema: { operationId: 'adminUpdateProduct', tags, security, description: 'Change a local product; cached lists drop it at once.', params: productIdParams, body: productUpdateBody, response: { 200: ok(adminProduct), ...errs('invalid_request', 'not_found') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.catalog.updateProduct(req.params.id, req.body) }),
+  });
+  r.post('/admin/v1/products/:id/codes', {
+    schema: {
+      operationId: 'adminImportCodes',
+      tags,
+      security,
+      description: 'Stock of codes: multipart field `file` (or a text/plain body), one code a line; duplicates are skipped.',
+      consumes: ['multipart/form-data', 'text/plain'],
+      params: productIdParams,
+      response: { 200: ok(importResult), ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.catalog.importCodes(req.params.id, await uploadedLines(req)) }),
+  });
+
+  r.get('/admin/v1/settings', {
+    schema: { operationId: 'adminListSettings', tags, security, description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView)), ...errs() } },
+    handler: async () => ({ ok: true as const, data: (await deps.settings.list()).map((s) => (s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s)) }),
+  });
+  r.get('/admin/v1/settings/:key', {
+    schema: { operationId: 'adminGetSetting', tags, security, description: 'One setting, unmasked.', params: settingKeyParams, response: { 200: ok(settingView), ...errs('not_found') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.settings.view(req.params.key) }),
+  });
+  r.put('/admin/v1/settings/:key', {
+    schema: { operationId: 'adminSetSetting', tags, security, description: 'Change a setting (empty value = default); every process sees it within ~1 s.', params: settingKeyParams, body: settingSetBody, response: { 200: ok(settingView), ...errs('not_found', 'invalid_request') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.settings.set(req.params.key, req.body.value) }),
+  });
+
+  r.post('/admin/v1/demo/seed', {
+    schema: { operationId: 'adminDemoSeed', tags, security, description: 'Demo user, categories, products and codes, with curl commands to try.', response: { 200: ok(demoSeedResult), ...errs() } },
+    handler: async (req) => {
+      const base = (await deps.settings.get('public_base_url')) || `${req.protocol}://${req.host}`;
+      return { ok: true as const, data: await seedDemo(deps, base, ACTOR) };
+    },
+  });
+}
+
+async function uploadedLines(req: FastifyRequest): Promise<AsyncIterable<string>> {
+  if (req.isMultipart()) {
+    const file = await req.file();
+    if (!file) throw new AppError('invalid_request', 'Send the code list as the multipart field `file`');
+    return linesOf(file.file);
+  }
+  if (req.body && typeof (req.body as Readable).pipe === 'function') return linesOf(req.body as Readable);
+  throw new AppError('unsupported_media_type', 'Send the code list as multipart/form-data (field `file`) or text/plain');
+}

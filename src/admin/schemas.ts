@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { productSchema, categorySchema } from '../ordering/schemas.js';
+import { moneyInput } from '../shared/money.js';
+
+export const userView = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  api_key: z.string().optional().describe('the current key (admin only)'),
+  api_key_hint: z.string(),
+  api_enabled: z.boolean(),
+  balance: z.number(),
+  allowed_ips: z.array(z.string()),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const ipsInput = z.array(z.string().max(64)).max(200);
+
+export const userCreateBody = z.object({
+  name: z.string().trim().min(1).max(100),
+  balance: moneyInput.optional(),
+  ips: ipsInput.optional(),
+});
+
+export const userRefParams = z.object({ ref: z.string().min(1).max(100).describe('user id or name') });
+export const setIpsBody = z.object({ ips: ipsInput.describe('empty list = any address') });
+export const creditBody = z.object({ amount: moneyInput.describe('negative debits'), note: z.string().max(500).optional() });
+export const creditResult = z.object({ user_id: z.number().int(), amount: z.number(), balance: z.number(), ledger_id: z.number().int() });
+export const ledgerEntry = z.object({
+  id: z.number().int(),
+  amount: z.number(),
+  balance_after: z.number(),
+  kind: z.string(),
+  ref: z.string().nullable(),
+  note: z.string().nullable(),
+  actor: z.string(),
+  created_at: z.string(),
+});
+
+export const categoryCreateBody = z.object({
+  name: z.string().trim().min(1).max(200),
+  parent_id: z.string().regex(/^\d{1,9}$/).optional(),
+  sort: z.number().int().optional(),
+});
+
+const qty = z.number().int().min(1).max(1_000_000);
+export const productCreateBody = z.object({
+  category_id: z.string().regex(/^\d{1,9}$/, 'must be a category id'),
+  name: z.string().trim().min(1).max(200),
+  price: moneyInput,
+  type: z.enum(['code', 'file', 'service']).optional(),
+  min_qty: qty.optional(),
+  max_qty: qty.optional(),
+  description: z.string().max(20_000).optional(),
+  description2: z.string().max(20_000).optional(),
+  hidden: z.boolean().optional(),
+  sort: z.number().int().optional(),
+});
+export const productUpdateBody = productCreateBody.omit({ type: true }).partial();
+export const productIdParams = z.object({ id: z.string().min(1).max(32) });
+export const adminProduct = productSchema.extend({ hidden: z.boolean() });
+export const importResult = z.object({ product_id: z.string(), imported: z.number().int(), skipped: z.number().int(), invalid: z.number().int() });
+
+export const settingView = z.object({
+  key: z.string(),
+  value: z.string().describe('masked as "********" in list for secret settings'),
+  default: z.string(),
+  source: z.enum(['default', 'database']),
+  secret: z.boolean(),
+  help: z.string(),
+});
+export const settingKeyParams = z.object({ key: z.string().min(1).max(64) });
+export const settingSetBody = z.object({ value: z.string().max(4096).describe('empty string resets to the default') });
+
+export const demoSeedResult = z.object({
+  user: userView,
+  categories: z.array(categorySchema),
+  products: z.array(adminProduct),
+  codes_imported: z.number().int(),
+  try: z.array(z.string()).describe('curl commands to try'),
+});
+
+export const ok = <T extends z.ZodType>(data: T) => z.object({ ok: z.literal(true), data });

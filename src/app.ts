@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { adminRoutes } from './admin/routes.js';
+import type { Deps } from './deps.js';
+import { installErrorHandler, installNotFound, validationCodeFor } from './http/error-handler.js';
+import { installJsonParser } from './http/raw-body.js';
+import { opsRoutes } from './ops/routes.js';
+import { orderingRoutes } from './ordering/routes.js';
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export type AppOptions = { version?: string };
+
+/** Builds the Fastify app from its dependencies: plugins, OpenAPI, the error envelope and every domain's routes. */
+export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const { config } = deps;
+  let closing = false;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    // A hop count is valid for Fastify (proxy-addr) though its types omit it.
+    trustProxy: config.TRUST_PROXY as boolean | string[],
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    requestIdHeader: false,
+    // The caller's X-Request-Id is echoed when it is sane; otherwise we make one.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('X-Request-Id', req.id);
+  });
+  app.addHook('onClose', async () => {
+    closing = true;
+  });
+
+  const paymentPrefix = config.PAYMENT_BASE_PATH;
+  installErrorHandler(app, paymentPrefix);
+  installNotFound(app, paymentPrefix);
+  installJsonParser(app, (url) => validationCodeFor(url, paymentPrefix) as 'invalid_request' | 'VALIDATION_ERROR');
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'reseller-gateway',
+        version: opts.version ?? '0.1.0',
+        description: 'Reseller ordering API, catalogue sync, payment top-up API and admin API. Error bodies: {ok:false, error, message, details?, reason?}.',
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'Ordering API key (Authorization: Bearer <API_KEY>)' },
+          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'Ordering API key, alternative header' },
+          adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(opsRoutes, { db: deps.db, isClosing: () => closing });
+  await app.register(orderingRoutes, { users: deps.users, settings: deps.settings, catalog: deps.catalog });
+  await app.register(adminRoutes, {
+    adminToken: deps.adminToken,
+    allowedIps: config.ADMIN_ALLOWED_IPS,
+    uploadMaxBytes: config.UPLOAD_MAX_BYTES,
+    users: deps.users,
+    catalog: deps.catalog,
+    settings: deps.settings,
+  });
+  return app;
+}

@@ -1,0 +1,98 @@
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import pg from 'pg';
+import * as schema from './schema/index.js';
+
+export type Schema = typeof schema;
+/** Both drivers share this type; a transaction is a Db too, so queries take `Db` and work inside or outside one. */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations', import.meta.url));
+
+/** Channel for cross-process cache invalidation (settings, auth, catalogue). */
+export const EVENTS_CHANNEL = 'rg_events';
+
+export type Database = {
+  kind: 'pglite' | 'pg';
+  db: Db;
+  /** LISTEN on the events channel; returns the unsubscribe function. */
+  listen(cb: (payload: string) => void): Promise<() => Promise<void>>;
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+};
+
+// Arbitrary but fixed: serialises migrations of processes starting together on one PostgreSQL.
+const MIGRATION_LOCK_KEY = 724_611_001;
+
+export async function openPg(url: string, poolSize: number): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000 });
+  // An idle client that loses its connection emits 'error'; without a listener that would kill the process.
+  pool.on('error', () => {});
+  const db = drizzlePg({ client: pool, schema }) as unknown as Db;
+  let listener: pg.Client | null = null;
+  const callbacks = new Set<(payload: string) => void>();
+  return {
+    kind: 'pg',
+    db,
+    async listen(cb) {
+      if (!listener) {
+        listener = new pg.Client({ connectionString: url });
+        listener.on('error', () => {});
+        await listener.connect();
+        listener.on('notification', (msg) => {
+          if (msg.channel === EVENTS_CHANNEL) for (const fn of callbacks) fn(msg.payload ?? '');
+        });
+        await listener.query(`LISTEN ${EVENTS_CHANNEL}`);
+      }
+      callbacks.add(cb);
+      return async () => {
+        callbacks.delete(cb);
+      };
+    },
+    async migrate() {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+        await migratePg(drizzlePg({ client }), { migrationsFolder: MIGRATIONS_DIR });
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+        await client.end();
+      }
+    },
+    async close() {
+      const l = listener;
+      listener = null;
+      if (l) await l.end().catch(() => {});
+      await pool.end();
+    },
+  };
+}
+
+/** Embedded PostgreSQL: `dataDir` on disk, or in memory when undefined; `loadDataDir` starts from a dumped snapshot. */
+export async function openPglite(opts: { dataDir?: string; loadDataDir?: Blob }): Promise<Database & { client: PGlite }> {
+  const client = await PGlite.create({ dataDir: opts.dataDir, loadDataDir: opts.loadDataDir });
+  const db = drizzlePglite({ client, schema }) as unknown as Db;
+  return {
+    kind: 'pglite',
+    db,
+    client,
+    async listen(cb) {
+      const unlisten = await client.listen(EVENTS_CHANNEL, cb);
+      return async () => {
+        await unlisten();
+      };
+    },
+    async migrate() {
+      await migratePglite(drizzlePglite({ client }), { migrationsFolder: MIGRATIONS_DIR });
+    },
+    async close() {
+      if (!client.closed) await client.close();
+    },
+  };
+}

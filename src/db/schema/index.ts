@@ -1,0 +1,3 @@
+export * from './settings.js';
+export * from './users.js';
+export * from './catalog.js';

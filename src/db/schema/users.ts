@@ -1,0 +1,37 @@
+import { sql } from 'drizzle-orm';
+import { bigint, boolean, check, index, integer, numeric, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+
+/** Resellers. The API key is stored as a SHA-256 digest (lookup) and an AES-256-GCM box (admin view, HMAC checks). */
+export const users = pgTable(
+  'users',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    name: text('name').notNull().unique(),
+    apiKeyHash: text('api_key_hash').notNull().unique(),
+    apiKeyEnc: text('api_key_enc').notNull(),
+    apiKeyHint: text('api_key_hint').notNull(),
+    apiEnabled: boolean('api_enabled').notNull().default(true),
+    balance: numeric('balance', { precision: 18, scale: 2 }).notNull().default('0'),
+    allowedIps: text('allowed_ips').array().notNull().default(sql`'{}'::text[]`),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [check('users_balance_non_negative', sql`${t.balance} >= 0`)],
+);
+
+/** One row per balance movement, written in the same transaction as the movement. */
+export const balanceLedger = pgTable(
+  'balance_ledger',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    userId: integer('user_id').notNull().references(() => users.id),
+    amount: numeric('amount', { precision: 18, scale: 2 }).notNull(),
+    balanceAfter: numeric('balance_after', { precision: 18, scale: 2 }).notNull(),
+    kind: text('kind').notNull(),
+    ref: text('ref'),
+    note: text('note'),
+    actor: text('actor').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [index('balance_ledger_user_idx').on(t.userId, t.id)],
+);

@@ -1,0 +1,82 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { createCatalogService } from './catalog/service.js';
+import type { Config } from './config.js';
+import { openPg, openPglite, type Database } from './db/client.js';
+import { createLogger } from './http/logger.js';
+import { createSettingsService } from './settings/service.js';
+import { systemClock, type Clock } from './shared/clock.js';
+import { createCipher } from './shared/crypto.js';
+import { lockDataDir, readOrCreateSecret } from './shared/data-dir.js';
+import { createEventBus } from './shared/events.js';
+import { createUsersService } from './users/service.js';
+
+export type DepsOverrides = {
+  database?: Database;
+  clock?: Clock;
+  logger?: Logger;
+  /** Skip running migrations (the test harness hands in an already migrated database). */
+  skipMigrations?: boolean;
+  /** Close the database on close() (false when a test shares one database between two apps). */
+  ownsDatabase?: boolean;
+};
+
+/** Composition root: builds every service from the config; the CLI, jobs and tests reuse it with overrides. */
+export async function createDeps(config: Config, overrides: DepsOverrides = {}) {
+  const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
+  const clock = overrides.clock ?? systemClock;
+  const cleanups: (() => Promise<void> | void)[] = [];
+
+  const appSecret = config.APP_SECRET ?? readOrCreateSecret(path.join(config.dataDir, 'app-secret')).value;
+  const adminTokenFile = path.join(config.dataDir, 'admin-token');
+  const adminToken = config.ADMIN_TOKEN ?? readOrCreateSecret(adminTokenFile).value;
+
+  let database = overrides.database;
+  const ownsDatabase = overrides.ownsDatabase ?? !overrides.database;
+  if (!database) {
+    if (config.DATABASE_URL) {
+      database = await openPg(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+    } else {
+      const unlock = lockDataDir(config.dataDir);
+      cleanups.push(unlock);
+      try {
+        database = await openPglite({ dataDir: path.join(config.dataDir, 'pgdata') });
+      } catch (err) {
+        unlock();
+        throw err;
+      }
+    }
+  }
+  if (ownsDatabase) cleanups.unshift(() => database.close());
+  if (!overrides.skipMigrations) await database.migrate();
+
+  const db = database.db;
+  const bus = createEventBus(database, logger);
+  await bus.start();
+  cleanups.unshift(() => bus.stop());
+
+  const cipher = createCipher(appSecret);
+  const settings = createSettingsService({ db, clock, bus, logger, defaults: config.settingDefaults });
+  const users = createUsersService({ db, cipher, bus, clock });
+  const catalog = createCatalogService({ db, cipher, bus, clock, settings });
+
+  return {
+    config,
+    logger,
+    clock,
+    database,
+    db,
+    bus,
+    cipher,
+    adminToken,
+    adminTokenFile: config.ADMIN_TOKEN ? null : adminTokenFile,
+    settings,
+    users,
+    catalog,
+    async close(): Promise<void> {
+      for (const fn of cleanups) await fn();
+    },
+  };
+}
+
+export type Deps = Awaited<ReturnType<typeof createDeps>>;

@@ -1,0 +1,16 @@
+/** Bearer token from Authorization, if the scheme is Bearer. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1] : undefined;
+}
+
+/** Query parameter names that would put a credential in a URL (refused, DESIGN 3). */
+const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'key', 'token', 'access_token', 'x-api-key']);
+
+export function hasCredentialInQuery(url: string): boolean {
+  const q = url.indexOf('?');
+  if (q < 0) return false;
+  for (const name of new URLSearchParams(url.slice(q + 1)).keys()) if (CREDENTIAL_PARAMS.has(name.toLowerCase())) return true;
+  return false;
+}

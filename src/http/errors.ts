@@ -1,0 +1,104 @@
+import { z } from 'zod';
+
+/** The closed list of error codes and their HTTP status (DESIGN 3 and 5; the extra ones are documented in docs/errors.md). */
+export const errorStatus = {
+  // ordering API (DESIGN 3, contract)
+  missing_api_key: 401,
+  unauthorized: 401,
+  api_disabled: 403,
+  ip_not_allowed: 403,
+  rate_limited: 429,
+  api_guard: 429,
+  missing_request_id: 400,
+  invalid_signature: 401,
+  maintenance: 503,
+  order_failed: 422,
+  invalid_request: 400,
+  unsupported_media_type: 415,
+  method_not_allowed: 405,
+  not_found: 404,
+  request_id_conflict: 409,
+  internal_error: 500,
+  // operations and admin
+  payload_too_large: 413,
+  not_ready: 503,
+  admin_unauthorized: 401,
+  forbidden: 403,
+  conflict: 409,
+  // payment API (DESIGN 5, contract)
+  API_AUTH_HEADERS_MISSING: 401,
+  API_KEY_INVALID: 401,
+  API_SIGNATURE_ALG_INVALID: 400,
+  API_EVENT_INVALID: 400,
+  API_SIGNATURE_INVALID: 401,
+  API_IP_DENIED: 403,
+  API_CLIENT_DISABLED: 403,
+  API_DOMAIN_CONFIG_INVALID: 403,
+  VALIDATION_ERROR: 400,
+  IDEMPOTENCY_KEY_MISSING: 400,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  IDEMPOTENCY_IN_PROGRESS: 409,
+  PAYMENT_NOT_FOUND: 404,
+  PAYMENT_METHOD_INVALID: 400,
+  RATE_LIMITED: 429,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+export type ErrorDetail = { path: string; message: string };
+
+export type AppErrorOptions = {
+  details?: ErrorDetail[];
+  reason?: string;
+  /** Overrides the code's status where DESIGN allows two (order_failed: 502 when the source site failed). */
+  status?: number;
+  headers?: Record<string, string>;
+  extra?: Record<string, unknown>;
+};
+
+/** The one error type: a code from the closed list and a message written for humans (never SQL or a stack). */
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly options: AppErrorOptions = {},
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.status = options.status ?? errorStatus[code];
+  }
+}
+
+export const errorBodySchema = z
+  .object({
+    ok: z.literal(false),
+    error: z.string().describe('machine-readable code'),
+    message: z.string().describe('text for humans'),
+    details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    reason: z.string().optional(),
+  })
+  .describe('error envelope');
+
+export function errorBody(code: string, message: string, opts: { details?: ErrorDetail[]; reason?: string; extra?: Record<string, unknown> } = {}) {
+  return {
+    ok: false as const,
+    error: code,
+    message,
+    ...(opts.details ? { details: opts.details } : {}),
+    ...(opts.reason ? { reason: opts.reason } : {}),
+    ...(opts.extra ?? {}),
+  };
+}
+
+/** OpenAPI responses for the given error codes, grouped by status, each described by the codes it can carry. */
+export function errorResponses(...codes: ErrorCode[]): Record<number, z.ZodType> {
+  const byStatus = new Map<number, string[]>();
+  for (const code of [...codes, 'internal_error' as const]) {
+    const s = errorStatus[code];
+    byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
+  }
+  const out: Record<number, z.ZodType> = {};
+  for (const [status, list] of byStatus) out[status] = errorBodySchema.describe(`error: ${[...new Set(list)].join(', ')}`);
+  return out;
+}

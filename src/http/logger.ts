@@ -1,0 +1,63 @@
+import pino, { type Logger } from 'pino';
+
+/** Query parameters that can carry a secret (a cron token, a key someone wrongly put in the URL). */
+const SECRET_PARAMS = /([?&](?:token|api_key|apikey|key|secret|signature|access_token)=)[^&#]*/gi;
+
+export function redactUrl(url: string): string {
+  return url.replace(SECRET_PARAMS, '$1[REDACTED]');
+}
+
+/**
+ * Errors are logged as type, code and message only: no stack, and never a driver message that quotes SQL or its
+ * parameters (drizzle wraps driver errors as "Failed query: <sql> params: <values>", which can hold secrets).
+ */
+export function safeErr(err: unknown): Record<string, unknown> {
+  if (!err || typeof err !== 'object') return { message: String(err) };
+  const e = err as { name?: string; code?: unknown; message?: string; cause?: unknown };
+  if (typeof e.message === 'string' && e.message.startsWith('Failed query')) {
+    return { type: e.name, ...(e.cause ? { cause: safeErr(e.cause) } : {}) };
+  }
+  const out: Record<string, unknown> = { type: e.name ?? 'Error', message: String(e.message ?? '').slice(0, 500) };
+  if (typeof e.code === 'string' || typeof e.code === 'number') out.code = e.code;
+  if (e.cause) out.cause = safeErr(e.cause);
+  return out;
+}
+
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers["x-api-signature"]',
+  'req.headers["x-api-nonce"]',
+  'req.headers["x-webhook-signature"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  '*.api_key',
+  '*.apiKey',
+  '*.api_secret',
+  '*.webhook_secret',
+  '*.token',
+  '*.code',
+  '*.codes',
+  '*.password',
+  '*.secret',
+];
+
+/** JSON logs; secrets are removed by path, and URLs are logged with secret query parameters masked. */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+      serializers: {
+        req(req: { method: string; url: string; ip?: string; id?: string }) {
+          return { method: req.method, url: redactUrl(req.url), ip: req.ip };
+        },
+        res(res: { statusCode: number }) {
+          return { statusCode: res.statusCode };
+        },
+        err: safeErr,
+      },
+    },
+    destination,
+  );
+}

@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError } from './errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The JSON body exactly as it crossed the wire: signatures are verified on these bytes, never on a re-serialisation. */
+    rawBody?: string;
+  }
+}
+
+/** JSON parser that keeps the raw text and answers malformed JSON with the envelope. */
+export function installJsonParser(app: FastifyInstance, validationCode: (url: string) => 'invalid_request' | 'VALIDATION_ERROR'): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = body as string;
+    req.rawBody = text;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new AppError(validationCode(req.url), 'Malformed JSON body'), undefined);
+    }
+  });
+}

@@ -1,0 +1,78 @@
+import { ConfigError, loadConfig } from './config.js';
+import { buildApp } from './app.js';
+import { createDeps } from './deps.js';
+import { DataDirLockedError } from './shared/data-dir.js';
+
+async function main(): Promise<void> {
+  try {
+    process.loadEnvFile?.('.env');
+  } catch {
+    // no .env: the environment alone configures the server
+  }
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Invalid configuration:\n${err.lines.map((l) => `  ${l}`).join('\n')}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+
+  let deps;
+  try {
+    deps = await createDeps(config);
+  } catch (err) {
+    if (err instanceof DataDirLockedError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(3);
+    }
+    throw err;
+  }
+  const app = await buildApp(deps);
+  await app.listen({ port: config.PORT, host: config.HOST });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
+  const local = `http://127.0.0.1:${port}`;
+  deps.logger.info(
+    {
+      api: `${local}/api/v1`,
+      docs: `${local}/docs`,
+      openapi: `${local}/openapi.json`,
+      admin_api: `${local}/admin/v1`,
+      admin_token: deps.adminTokenFile ? `in file ${deps.adminTokenFile}` : 'from ADMIN_TOKEN',
+      database: deps.database.kind === 'pg' ? 'PostgreSQL (DATABASE_URL)' : `embedded PostgreSQL in ${config.dataDir}/pgdata`,
+    },
+    `reseller-gateway listening on ${local} — docs at ${local}/docs; admin token ${deps.adminTokenFile ? `in ${deps.adminTokenFile}` : 'from ADMIN_TOKEN'}`,
+  );
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    deps.logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    const force = setTimeout(() => {
+      deps.logger.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, config.SHUTDOWN_TIMEOUT_MS);
+    force.unref();
+    try {
+      await app.close();
+      await deps.close();
+      deps.logger.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      deps.logger.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  const e = err as { message?: string; code?: string };
+  process.stderr.write(`Start-up failed: ${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { CatalogService } from '../catalog/service.js';
+import { errorResponses, type ErrorCode } from '../http/errors.js';
+import type { SettingsService } from '../settings/service.js';
+import type { UsersService } from '../users/service.js';
+import { installOrderingAuth, userOf } from './auth.js';
+import { balanceResponse, categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
+
+export type OrderingDeps = { users: UsersService; settings: SettingsService; catalog: CatalogService };
+
+const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard'];
+const security: Record<string, string[]>[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
+
+/** The ordering API (spec endpoints 1-9) behind the per-user key. */
+export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
+  installOrderingAuth(app, deps);
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.get('/api/v1/categories', {
+    schema: {
+      operationId: 'listCategories',
+      tags: ['ordering'],
+      summary: 'List categories',
+      description: 'Local categories and the source-site categories the intermediary shows.',
+      security,
+      response: { 200: categoriesResponse, ...errorResponses(...AUTH_ERRORS) },
+    },
+    handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories() }),
+  });
+
+  r.get('/api/v1/products', {
+    schema: {
+      operationId: 'listProducts',
+      tags: ['ordering'],
+      summary: 'List products (paginated, cached)',
+      description: 'Visible products, newest changes always reflected: the cache is dropped on every catalogue change.',
+      security,
+      querystring: productsQuery,
+      response: { 200: productsResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request') },
+    },
+    handler: async (req) => ({ ok: true as const, ...(await deps.catalog.listProducts(req.query)) }),
+  });
+
+  r.get('/api/v1/product', {
+    schema: {
+      operationId: 'getProduct',
+      tags: ['ordering'],
+      summary: 'One product',
+      description: 'Descriptions 1 and 2, quantity bounds, stock and selling price of one visible product.',
+      security,
+      querystring: productQuery,
+      response: { 200: productResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request', 'not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.catalog.getProduct(req.query.id) }),
+  });
+
+  r.get('/api/v1/balance', {
+    schema: {
+      operationId: 'getBalance',
+      tags: ['ordering'],
+      summary: "Balance of the key's owner",
+      security,
+      response: { 200: balanceResponse, ...errorResponses(...AUTH_ERRORS) },
+    },
+    handler: async (req) => ({ ok: true as const, balance: await deps.users.balance(userOf(req).id), currency: await deps.settings.get('currency') }),
+  });
+}

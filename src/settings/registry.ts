@@ -1,0 +1,100 @@
+import { z } from 'zod';
+
+const bool = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']))
+  .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+const int = (min: number, max: number) => z.string().trim().regex(/^-?\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
+const money = z
+  .string()
+  .trim()
+  .regex(/^\d{1,16}(\.\d{1,2})?$/, 'must be a non-negative amount with at most 2 decimals');
+const optionalUrl = z
+  .string()
+  .trim()
+  .refine((s) => s === '' || /^https?:\/\/[^\s]+$/.test(s), 'must be empty or an http(s) URL')
+  .transform((s) => s.replace(/\/+$/, ''));
+const timezone = z
+  .string()
+  .trim()
+  .refine((tz) => {
+    try {
+      new Intl.DateTimeFormat('en-GB', { timeZone: tz });
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'must be an IANA time zone such as Asia/Ho_Chi_Minh');
+
+type Def<S extends z.ZodType<unknown, string>> = { schema: S; default: string; secret?: boolean; help: string };
+const def = <S extends z.ZodType<unknown, string>>(d: Def<S>): Def<S> => d;
+
+/** Every runtime setting: its parser, its default (overridable by the upper-case environment variable) and its meaning. */
+export const settingDefs = {
+  maintenance: def({ schema: bool, default: 'false', help: 'answer 503 maintenance on every public API route' }),
+  require_signature: def({ schema: bool, default: 'false', help: 'order creation must carry a valid HMAC signature' }),
+  require_request_id: def({ schema: bool, default: 'false', help: 'order creation must carry a request_id' }),
+  signature_window_seconds: def({ schema: int(5, 86_400), default: '300', help: 'allowed clock skew of X-Api-Timestamp, either side' }),
+  products_max_limit: def({ schema: int(1, 1000), default: '100', help: 'cap of limit on GET /api/v1/products' }),
+  products_cache_seconds: def({ schema: int(0, 3600), default: '30', help: 'lifetime of a cached product list (also invalidated on every change)' }),
+  rate_limit_per_minute: def({ schema: int(1, 1_000_000), default: '120', help: 'requests per minute per API key' }),
+  order_rate_limit_per_minute: def({ schema: int(1, 1_000_000), default: '30', help: 'order creations per minute per API key' }),
+  guard_enabled: def({ schema: bool, default: 'true', help: 'trip api_guard for keys or addresses that keep exceeding limits' }),
+  guard_seconds: def({ schema: int(1, 86_400), default: '300', help: 'how long api_guard lasts' }),
+  currency: def({ schema: z.string().trim().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as VND'), default: 'VND', help: 'currency of prices and balances' }),
+  display_timezone: def({ schema: timezone, default: 'Asia/Ho_Chi_Minh', help: 'time zone of used_at and status_label' }),
+  public_base_url: def({ schema: optionalUrl, default: '', help: 'external base URL used in download_url (empty = from the request)' }),
+  cron_token: def({ schema: z.string().trim().max(256), default: '', secret: true, help: 'token of GET /api-sync-cron.php (empty = endpoint refuses every call)' }),
+  source_url: def({ schema: optionalUrl, default: '', help: 'base URL of the source site (empty = no intermediary mode)' }),
+  source_api_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'our API key on the source site' }),
+  sync_timeout_seconds: def({ schema: int(1, 600), default: '15', help: 'bound of each call to the source site' }),
+  sync_interval_seconds: def({ schema: int(0, 86_400), default: '60', help: 'minimum time between two syncs' }),
+  price_markup_percent: def({ schema: z.string().trim().regex(/^\d{1,4}(\.\d{1,2})?$/, 'must be a percentage >= 0 with at most 2 decimals'), default: '0', help: 'markup on source prices' }),
+  payment_lifetime_minutes: def({ schema: int(1, 10_080), default: '30', help: 'lifetime of a payment request' }),
+  payment_min_amount: def({ schema: money, default: '10000', help: 'smallest top-up amount' }),
+  payment_max_amount: def({ schema: money, default: '500000000', help: 'largest top-up amount' }),
+  webhook_retry_schedule: def({
+    schema: z
+      .string()
+      .trim()
+      .regex(/^\d+(,\d+)*$/, 'must be comma-separated whole seconds')
+      .transform((s) => s.split(',').map(Number)),
+    default: '60,300,1800,7200,18000,36000,50400,72000,86400',
+    help: 'seconds between webhook attempts',
+  }),
+} as const;
+
+export type SettingKey = keyof typeof settingDefs;
+export type SettingValues = { [K in SettingKey]: z.output<(typeof settingDefs)[K]['schema']> };
+export const settingKeys = Object.keys(settingDefs) as SettingKey[];
+
+export function isSettingKey(key: string): key is SettingKey {
+  return Object.hasOwn(settingDefs, key);
+}
+
+/** Parses one raw value; the error message is the first issue, for humans. */
+export function parseSetting<K extends SettingKey>(key: K, raw: string): { ok: true; value: SettingValues[K] } | { ok: false; message: string } {
+  const r = settingDefs[key].schema.safeParse(raw);
+  if (r.success) return { ok: true, value: r.data as SettingValues[K] };
+  return { ok: false, message: r.error.issues[0]?.message ?? 'invalid value' };
+}
+
+/** Defaults after environment overrides (upper-case key, e.g. MAINTENANCE=true); bad ones are reported, not ignored. */
+export function resolveDefaults(env: Record<string, string | undefined>): { defaults: Record<SettingKey, string>; errors: string[] } {
+  const defaults = {} as Record<SettingKey, string>;
+  const errors: string[] = [];
+  for (const key of settingKeys) {
+    const envName = key.toUpperCase();
+    const raw = env[envName];
+    if (raw !== undefined && raw !== '') {
+      const r = parseSetting(key, raw);
+      if (!r.ok) errors.push(`${envName}: ${r.message} (got ${settingDefs[key].secret ? '***' : JSON.stringify(raw)})`);
+      defaults[key] = raw;
+    } else {
+      defaults[key] = settingDefs[key].default;
+    }
+  }
+  return { defaults, errors };
+}

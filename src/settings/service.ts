@@ -1,0 +1,101 @@
+import { eq, sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Db } from '../db/client.js';
+import { settings } from '../db/schema/index.js';
+import { AppError } from '../http/errors.js';
+import type { Clock } from '../shared/clock.js';
+import type { EventBus } from '../shared/events.js';
+import { isSettingKey, parseSetting, settingDefs, settingKeys, type SettingKey, type SettingValues } from './registry.js';
+
+export type SettingsDeps = { db: Db; clock: Clock; bus: EventBus; logger: Logger; defaults: Record<SettingKey, string>; refreshMs?: number };
+
+export type SettingView = { key: SettingKey; value: string; default: string; source: 'default' | 'database'; secret: boolean; help: string };
+
+/**
+ * Runtime settings: one cached snapshot per process, reloaded when older than refreshMs (1 s) by the injected clock and
+ * at once when any process publishes a change, so every process sees a change within ~1 s at most.
+ */
+export function createSettingsService(deps: SettingsDeps) {
+  const refreshMs = deps.refreshMs ?? 1000;
+  let snapshot: { values: SettingValues; raw: Map<SettingKey, string>; at: number } | null = null;
+  let loading: Promise<SettingValues> | null = null;
+  deps.bus.subscribe('settings', () => {
+    snapshot = null;
+  });
+
+  async function load(): Promise<SettingValues> {
+    const rows = await deps.db.select().from(settings);
+    const raw = new Map<SettingKey, string>();
+    const values = {} as Record<SettingKey, unknown>;
+    for (const key of settingKeys) values[key] = (parseSetting(key, deps.defaults[key]) as { value: unknown }).value;
+    for (const row of rows) {
+      if (!isSettingKey(row.key)) continue;
+      const parsed = parseSetting(row.key, row.value);
+      if (parsed.ok) {
+        values[row.key] = parsed.value;
+        raw.set(row.key, row.value);
+      } else {
+        // A bad value written by SQL must not take the service down: keep the default and say so.
+        deps.logger.warn({ setting: row.key, problem: parsed.message }, 'ignoring invalid setting value from the database');
+      }
+    }
+    snapshot = { values: values as SettingValues, raw, at: deps.clock.now().getTime() };
+    return snapshot.values;
+  }
+
+  async function all(): Promise<SettingValues> {
+    if (snapshot && deps.clock.now().getTime() - snapshot.at < refreshMs) return snapshot.values;
+    loading ??= load().finally(() => {
+      loading = null;
+    });
+    return loading;
+  }
+
+  function requireKey(key: string): SettingKey {
+    if (!isSettingKey(key)) throw new AppError('not_found', `Unknown setting ${JSON.stringify(key)}; see \`setting list\``);
+    return key;
+  }
+
+  return {
+    all,
+    async get<K extends SettingKey>(key: K): Promise<SettingValues[K]> {
+      return (await all())[key];
+    },
+    /** Admin view: every setting with its effective raw value and where it comes from. */
+    async list(): Promise<SettingView[]> {
+      await load();
+      const raw = snapshot!.raw;
+      return settingKeys.map((key) => ({
+        key,
+        value: raw.get(key) ?? deps.defaults[key],
+        default: deps.defaults[key],
+        source: raw.has(key) ? 'database' : 'default',
+        secret: settingDefs[key].secret === true,
+        help: settingDefs[key].help,
+      }));
+    },
+    async view(key: string): Promise<SettingView> {
+      const k = requireKey(key);
+      return (await this.list()).find((s) => s.key === k)!;
+    },
+    /** Validates, stores and broadcasts; an empty value resets the key to its default. */
+    async set(key: string, value: string): Promise<SettingView> {
+      const k = requireKey(key);
+      if (value === '') {
+        await deps.db.delete(settings).where(eq(settings.key, k));
+      } else {
+        const parsed = parseSetting(k, value);
+        if (!parsed.ok) throw new AppError('invalid_request', `Invalid value for ${k}: ${parsed.message}`, { details: [{ path: k, message: parsed.message }] });
+        await deps.db
+          .insert(settings)
+          .values({ key: k, value })
+          .onConflictDoUpdate({ target: settings.key, set: { value, updatedAt: sql`now()` } });
+      }
+      snapshot = null;
+      await deps.bus.publish('settings');
+      return this.view(k);
+    },
+  };
+}
+
+export type SettingsService = ReturnType<typeof createSettingsService>;

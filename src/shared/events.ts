@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import { EVENTS_CHANNEL, type Database } from '../db/client.js';
+
+export type Topic = 'settings' | 'auth' | 'catalog';
+
+export type EventBus = {
+  /** Tells this process at once and every other process on the database through NOTIFY (after the caller's commit). */
+  publish(topic: Topic): Promise<void>;
+  subscribe(topic: Topic, fn: () => void): void;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+};
+
+/** Cache invalidation across processes: local listeners run synchronously, others hear it through LISTEN/NOTIFY. */
+export function createEventBus(database: Database, logger: Logger): EventBus {
+  const origin = randomUUID();
+  const listeners = new Map<Topic, Set<() => void>>();
+  let unlisten: (() => Promise<void>) | null = null;
+  const emit = (topic: Topic) => {
+    for (const fn of listeners.get(topic) ?? []) fn();
+  };
+  return {
+    async publish(topic) {
+      emit(topic);
+      try {
+        await database.db.execute(sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify({ origin, topic })})`);
+      } catch (err) {
+        // Other processes still converge through their cache TTLs; this process is already up to date.
+        logger.warn({ err }, 'could not publish invalidation');
+      }
+    },
+    subscribe(topic, fn) {
+      let set = listeners.get(topic);
+      if (!set) listeners.set(topic, (set = new Set()));
+      set.add(fn);
+    },
+    async start() {
+      unlisten = await database.listen((payload) => {
+        try {
+          const msg = JSON.parse(payload) as { origin?: string; topic?: Topic };
+          if (msg.origin !== origin && msg.topic) emit(msg.topic);
+        } catch {
+          // not ours
+        }
+      });
+    },
+    async stop() {
+      if (unlisten) await unlisten();
+      unlisten = null;
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import { BlockList, isIP } from 'node:net';
+
+export type IpRule = { family: 'ipv4' | 'ipv6'; address: string; prefix: number };
+
+/** Strips the IPv4-mapped IPv6 form (::ffff:1.2.3.4) so that an IPv4 rule matches a dual-stack socket. */
+export function normalizeIp(ip: string): string {
+  const m = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
+  return m ? m[1]! : ip;
+}
+
+/** Parses "1.2.3.4", "10.0.0.0/8", "2001:db8::1" or "2001:db8::/32"; null when it is none of these. */
+export function parseIpRule(entry: string): IpRule | null {
+  const [addrRaw, prefixRaw, ...rest] = entry.trim().split('/');
+  if (rest.length > 0 || !addrRaw) return null;
+  const address = normalizeIp(addrRaw);
+  const v = isIP(address);
+  if (v === 0) return null;
+  const max = v === 4 ? 32 : 128;
+  let prefix = max;
+  if (prefixRaw !== undefined) {
+    if (!/^\d{1,3}$/.test(prefixRaw)) return null;
+    prefix = Number(prefixRaw);
+    if (prefix > max) return null;
+  }
+  return { family: v === 4 ? 'ipv4' : 'ipv6', address, prefix };
+}
+
+export type IpMatcher = { readonly empty: boolean; allows(ip: string): boolean };
+
+/** Builds a matcher over an allowlist; an empty list allows every address (DESIGN: allowlist empty = any address). */
+export function createIpMatcher(entries: readonly string[]): IpMatcher {
+  const list = new BlockList();
+  let count = 0;
+  for (const entry of entries) {
+    const rule = parseIpRule(entry);
+    if (!rule) continue;
+    list.addSubnet(rule.address, rule.prefix, rule.family);
+    count++;
+  }
+  return {
+    empty: count === 0,
+    allows(ip: string): boolean {
+      if (count === 0) return true;
+      const addr = normalizeIp(ip);
+      const v = isIP(addr);
+      if (v === 0) return false;
+      return list.check(addr, v === 4 ? 'ipv4' : 'ipv6');
+    },
+  };
+}
+
+/** Validates and canonicalises a list of allowlist entries; returns the bad entries when there are any. */
+export function validateIpList(entries: readonly string[]): { ok: true; list: string[] } | { ok: false; bad: string[] } {
+  const bad = entries.filter((e) => parseIpRule(e) === null);
+  if (bad.length > 0) return { ok: false, bad };
+  return {
+    ok: true,
+    list: [...new Set(entries.map((e) => {
+      const r = parseIpRule(e)!;
+      const max = r.family === 'ipv4' ? 32 : 128;
+      return r.prefix === max ? r.address : `${r.address}/${r.prefix}`;
+    }))],
+  };
+}

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+
+/** A decimal amount as text, at most 2 decimals: money crosses the code as strings and is added up in SQL numeric. */
+export const MONEY_RE = /^-?\d{1,16}(\.\d{1,2})?$/;
+
+/** Money in JSON input: a number or a numeric string with at most 2 decimals; kept as a canonical string. */
+export const moneyInput = z
+  .union([z.number(), z.string()])
+  .transform((v, ctx) => {
+    const s = typeof v === 'number' ? numberToPlain(v) : v.trim();
+    if (s === null || !MONEY_RE.test(s)) {
+      ctx.addIssue({ code: 'custom', message: 'must be an amount with at most 2 decimals' });
+      return z.NEVER;
+    }
+    return s;
+  });
+
+function numberToPlain(n: number): string | null {
+  if (!Number.isFinite(n)) return null;
+  // Number#toString gives the shortest round-trip form, so 0.1 stays "0.1" and is checked as text from here on.
+  const s = String(n);
+  return /e/i.test(s) ? null : s;
+}
+
+/** numeric(18,2) text from the database to a JSON number: representation only, no arithmetic. */
+export function moneyOut(v: string | number): number {
+  return typeof v === 'number' ? v : Number(v);
+}

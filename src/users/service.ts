@@ -1,0 +1,193 @@
+import { asc, eq, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { balanceLedger, users } from '../db/schema/index.js';
+import { withTx } from '../db/tx.js';
+import { AppError } from '../http/errors.js';
+import type { Clock } from '../shared/clock.js';
+import type { Cipher } from '../shared/crypto.js';
+import { sha256Hex } from '../shared/crypto.js';
+import type { EventBus } from '../shared/events.js';
+import { newApiKey } from '../shared/ids.js';
+import { createIpMatcher, validateIpList, type IpMatcher } from '../shared/ip.js';
+import { MONEY_RE, moneyOut } from '../shared/money.js';
+
+export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher };
+
+export type UserView = {
+  id: number;
+  name: string;
+  api_key?: string;
+  api_key_hint: string;
+  api_enabled: boolean;
+  balance: number;
+  allowed_ips: string[];
+  created_at: string;
+  updated_at: string;
+};
+
+type UserRow = typeof users.$inferSelect;
+
+export type UsersDeps = { db: Db; cipher: Cipher; bus: EventBus; clock: Clock; authCacheMs?: number; authCacheMax?: number };
+
+function hintOf(key: string): string {
+  return `${key.slice(0, 4)}…${key.slice(-4)}`;
+}
+
+function parseIps(ips: readonly string[]): string[] {
+  const r = validateIpList(ips);
+  if (!r.ok) {
+    throw new AppError('invalid_request', `Not an IPv4/IPv6 address or CIDR: ${r.bad.join(', ')}`, {
+      details: r.bad.map((b) => ({ path: 'ips', message: `${JSON.stringify(b)} is not an address or CIDR` })),
+    });
+  }
+  return r.list;
+}
+
+/** Users, their API keys, allowlists and balances; also the ordering API's key lookup, cached and invalidated on change. */
+export function createUsersService(deps: UsersDeps) {
+  const { db, cipher, bus, clock } = deps;
+  const cacheMs = deps.authCacheMs ?? 60_000;
+  const cacheMax = deps.authCacheMax ?? 10_000;
+  // digest -> user (or null for an unknown key); dropped whole on any key/IP/enable change in any process.
+  const authCache = new Map<string, { user: AuthUser | null; at: number }>();
+  // A lookup that raced with a change must not store what it read before the change: the generation says so.
+  let generation = 0;
+  const dropCache = () => {
+    generation++;
+    authCache.clear();
+  };
+  bus.subscribe('auth', dropCache);
+
+  function view(row: UserRow, withKey: boolean): UserView {
+    return {
+      id: row.id,
+      name: row.name,
+      ...(withKey ? { api_key: cipher.decrypt(row.apiKeyEnc) } : {}),
+      api_key_hint: row.apiKeyHint,
+      api_enabled: row.apiEnabled,
+      balance: moneyOut(row.balance),
+      allowed_ips: row.allowedIps,
+      created_at: row.createdAt.toISOString(),
+      updated_at: row.updatedAt.toISOString(),
+    };
+  }
+
+  async function find(ref: string | number, tx: Db = db): Promise<UserRow> {
+    const s = String(ref).trim();
+    const rows = /^\d+$/.test(s) && Number(s) <= 2_147_483_647
+      ? await tx.select().from(users).where(sql`${users.id} = ${Number(s)} OR ${users.name} = ${s}`).orderBy(sql`${users.name} = ${s} DESC`).limit(1)
+      : await tx.select().from(users).where(eq(users.name, s)).limit(1);
+    const row = rows[0];
+    if (!row) throw new AppError('not_found', `No user ${JSON.stringify(s)}`);
+    return row;
+  }
+
+  async function changed(): Promise<void> {
+    dropCache();
+    await bus.publish('auth');
+  }
+
+  async function update(ref: string | number, set: Partial<typeof users.$inferInsert>): Promise<UserView> {
+    const row = await find(ref);
+    const [updated] = await db.update(users).set({ ...set, updatedAt: sql`now()` as unknown as Date }).where(eq(users.id, row.id)).returning();
+    await changed();
+    return view(updated!, true);
+  }
+
+  return {
+    find,
+    /** Creates a user with API enabled and a fresh key; an opening balance is a ledger movement like any other. */
+    async create(input: { name: string; balance?: string; ips?: string[] }, actor: string): Promise<UserView> {
+      const name = input.name.trim();
+      if (!name || name.length > 100) throw new AppError('invalid_request', 'name must be 1-100 characters');
+      const ips = parseIps(input.ips ?? []);
+      const balance = input.balance ?? '0';
+      if (!MONEY_RE.test(balance) || balance.startsWith('-')) throw new AppError('invalid_request', 'balance must be a non-negative amount with at most 2 decimals');
+      const key = newApiKey();
+      const row = await withTx(db, async (tx) => {
+        const existing = await tx.select({ id: users.id }).from(users).where(eq(users.name, name)).limit(1);
+        if (existing.length > 0) throw new AppError('conflict', `A user named ${JSON.stringify(name)} already exists`);
+        const [created] = await tx
+          .insert(users)
+          .values({ name, apiKeyHash: sha256Hex(key), apiKeyEnc: cipher.encrypt(key), apiKeyHint: hintOf(key), balance, allowedIps: ips })
+          .onConflictDoNothing({ target: users.name })
+          .returning();
+        if (!created) throw new AppError('conflict', `A user named ${JSON.stringify(name)} already exists`);
+        if (Number(balance) !== 0) {
+          await tx.insert(balanceLedger).values({ userId: created.id, amount: balance, balanceAfter: balance, kind: 'admin_credit', note: 'opening balance', actor });
+        }
+        return created;
+      });
+      await changed();
+      return view(row, true);
+    },
+    async show(ref: string): Promise<UserView> {
+      return view(await find(ref), true);
+    },
+    async list(): Promise<UserView[]> {
+      const rows = await db.select().from(users).orderBy(asc(users.id));
+      return rows.map((r) => view(r, false));
+    },
+    /** The old key stops working on the very next request (cache dropped here, NOTIFY for other processes). */
+    async rotateKey(ref: string): Promise<UserView> {
+      const key = newApiKey();
+      return update(ref, { apiKeyHash: sha256Hex(key), apiKeyEnc: cipher.encrypt(key), apiKeyHint: hintOf(key) });
+    },
+    async setEnabled(ref: string, enabled: boolean): Promise<UserView> {
+      return update(ref, { apiEnabled: enabled });
+    },
+    async setIps(ref: string, ips: string[]): Promise<UserView> {
+      return update(ref, { allowedIps: parseIps(ips) });
+    },
+    /** Moves the balance by a signed amount in SQL numeric, never below zero, with its ledger row in the same transaction. */
+    async credit(ref: string, amount: string, note: string | undefined, actor: string): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {
+      if (!MONEY_RE.test(amount) || Number(amount) === 0) throw new AppError('invalid_request', 'amount must be a non-zero amount with at most 2 decimals (negative debits)');
+      return withTx(db, async (tx) => {
+        const user = await find(ref, tx);
+        const [row] = await tx
+          .update(users)
+          .set({ balance: sql`${users.balance} + ${amount}::numeric`, updatedAt: sql`now()` as unknown as Date })
+          .where(sql`${users.id} = ${user.id} AND ${users.balance} + ${amount}::numeric >= 0`)
+          .returning({ balance: users.balance });
+        if (!row) throw new AppError('invalid_request', `Debit of ${amount.replace('-', '')} would take the balance below zero (balance ${user.balance})`);
+        const [ledger] = await tx
+          .insert(balanceLedger)
+          .values({ userId: user.id, amount, balanceAfter: row.balance, kind: Number(amount) > 0 ? 'admin_credit' : 'admin_debit', note: note ?? null, actor })
+          .returning({ id: balanceLedger.id });
+        return { user_id: user.id, amount: moneyOut(amount), balance: moneyOut(row.balance), ledger_id: ledger!.id };
+      });
+    },
+    async ledger(ref: string, limit = 50) {
+      const user = await find(ref);
+      const rows = await db.select().from(balanceLedger).where(eq(balanceLedger.userId, user.id)).orderBy(sql`${balanceLedger.id} DESC`).limit(limit);
+      return rows.map((r) => ({ id: r.id, amount: moneyOut(r.amount), balance_after: moneyOut(r.balanceAfter), kind: r.kind, ref: r.ref, note: r.note, actor: r.actor, created_at: r.createdAt.toISOString() }));
+    },
+    /** Key -> user. Hot path: no database round trip while cached; exact because every change drops the cache. */
+    async authenticate(apiKey: string): Promise<AuthUser | null> {
+      const digest = sha256Hex(apiKey);
+      const now = clock.now().getTime();
+      const hit = authCache.get(digest);
+      if (hit && now - hit.at < cacheMs) return hit.user;
+      const gen = generation;
+      const rows = await db
+        .select({ id: users.id, name: users.name, apiEnabled: users.apiEnabled, allowedIps: users.allowedIps })
+        .from(users)
+        .where(eq(users.apiKeyHash, digest))
+        .limit(1);
+      const r = rows[0];
+      const user = r ? { id: r.id, name: r.name, apiEnabled: r.apiEnabled, ips: createIpMatcher(r.allowedIps) } : null;
+      if (gen === generation) {
+        if (authCache.size >= cacheMax) authCache.clear();
+        authCache.set(digest, { user, at: now });
+      }
+      return user;
+    },
+    async balance(userId: number): Promise<number> {
+      const rows = await db.select({ balance: users.balance }).from(users).where(eq(users.id, userId)).limit(1);
+      if (!rows[0]) throw new AppError('unauthorized', 'Unknown API key');
+      return moneyOut(rows[0].balance);
+    },
+  };
+}
+
+export type UsersService = ReturnType<typeof createUsersService>;

@@ -63,8 +63,11 @@ function limitBytes(input: Readable, max: number): Readable {
   return out;
 }
 
+/** Lines of an upload; readline starts when iteration starts, since lines it emits before that would be lost. */
 function linesOf(stream: Readable): AsyncIterable<string> {
-  return readline.createInterface({ input: stream, crlfDelay: Infinity });
+  return {
+    [Symbol.asyncIterator]: () => readline.createInterface({ input: stream, crlfDelay: Infinity })[Symbol.asyncIterator](),
+  };
 }
 
 /** The admin HTTP API (DESIGN 6): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */

@@ -1,0 +1,57 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import pino from 'pino';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { openPg, openPglite } from '../src/db/client.js';
+import { createDeps } from '../src/deps.js';
+
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+
+/** A real server on 127.0.0.1 (random port), on in-memory PGlite or on BENCH_DATABASE_URL, migrated and empty. */
+export async function startServer(env: Record<string, string> = {}) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-bench-'));
+  const config = loadConfig({ DATA_DIR: dataDir, ADMIN_TOKEN, APP_SECRET: 'bench-app-secret-0123456789abcdef0123456789', LOG_LEVEL: 'silent', ...env });
+  const url = process.env.BENCH_DATABASE_URL;
+  const database = url ? await openPg(url, 10) : await openPglite({});
+  const deps = await createDeps(config, { database, logger: pino({ level: 'silent' }), ownsDatabase: true });
+  const app = await buildApp(deps);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const addr = app.server.address();
+  const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  const admin = async <T>(method: string, p: string, body?: unknown): Promise<T> => {
+    const res = await fetch(base + p, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await res.json()) as { ok: boolean; data: T };
+    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+    return json.data;
+  };
+  return {
+    base,
+    deps,
+    admin,
+    kind: database.kind,
+    async close() {
+      await app.close();
+      await deps.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export type LoadResult = { rps: number; p50: number; p99: number; errors: number; non2xx: number; total: number };
+
+/** Bounded load from autocannon on loopback: `seconds` long, `connections` at once. */
+export async function load(url: string, headers: Record<string, string>, seconds = 5, connections = 20): Promise<LoadResult> {
+  const r = await autocannon({ url, headers, duration: seconds, connections });
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, total: r.requests.total };
+}
+
+export function row(label: string, r: LoadResult): string {
+  return `${label.padEnd(44)} ${String(r.rps).padStart(7)} req/s   p50 ${String(r.p50).padStart(4)} ms   p99 ${String(r.p99).padStart(4)} ms   non-2xx ${r.non2xx}   errors ${r.errors}`;
+}

@@ -10,6 +10,9 @@ import { createCipher } from './shared/crypto.js';
 import { lockDataDir, readOrCreateSecret } from './shared/data-dir.js';
 import { createEventBus } from './shared/events.js';
 import { createUsersService } from './users/service.js';
+import { createDeliveryService } from './ordering/delivery.js';
+import { createOrderService } from './ordering/service.js';
+import { createSignatureVerifier } from './ordering/signing.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -59,6 +62,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const settings = createSettingsService({ db, clock, bus, logger, defaults: config.settingDefaults });
   const users = createUsersService({ db, cipher, bus, clock });
   const catalog = createCatalogService({ db, cipher, bus, clock, settings });
+  const orders = createOrderService({ db, bus, clock });
+  const delivery = createDeliveryService({ db, cipher, settings, clock });
+  const verifySignature = createSignatureVerifier({ db, clock });
 
   return {
     config,
@@ -73,6 +79,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     settings,
     users,
     catalog,
+    orders,
+    delivery,
+    verifySignature,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

@@ -3,10 +3,13 @@ import { bearerToken, hasCredentialInQuery } from '../http/auth-util.js';
 import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { AuthUser, UsersService } from '../users/service.js';
+import type { SignatureVerifier } from './signing.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     user?: AuthUser;
+    /** The key as presented: it keys the HMAC of a signed request. Never logged (the req serializer omits it). */
+    apiKey?: string;
   }
 }
 
@@ -43,5 +46,32 @@ export function installOrderingAuth(app: FastifyInstance, deps: { users: UsersSe
     if (!user.apiEnabled) throw new AppError('api_disabled', 'The API of this account is disabled; contact the administrator');
     if (!user.ips.allows(req.ip)) throw new AppError('ip_not_allowed', `Address ${req.ip} is not in this key's IP allowlist`);
     req.user = user;
+    req.apiKey = key;
+  });
+}
+
+const ORDER_CREATE_PATH = '/api/v1/order/create';
+
+/**
+ * Request signing (DESIGN 3): mandatory on order creation when `require_signature` is on, and verified on any
+ * ordering route whenever one of the headers is sent. Runs before validation, on the raw body.
+ */
+export function installSignatureCheck(app: FastifyInstance, deps: { settings: SettingsService; verify: SignatureVerifier }): void {
+  app.addHook('preValidation', async (req) => {
+    const h = req.headers;
+    const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+    const headers = { timestamp: one(h['x-api-timestamp']), nonce: one(h['x-api-nonce']), signature: one(h['x-api-signature']) };
+    const sent = headers.timestamp !== undefined || headers.nonce !== undefined || headers.signature !== undefined;
+    const path = req.url.split('?')[0] ?? req.url;
+    if (!sent && !(path === ORDER_CREATE_PATH && req.method === 'POST' && (await deps.settings.get('require_signature')))) return;
+    await deps.verify({
+      userId: userOf(req).id,
+      apiKey: req.apiKey ?? '',
+      method: req.method,
+      path,
+      rawBody: req.rawBody ?? '',
+      headers,
+      windowSeconds: await deps.settings.get('signature_window_seconds'),
+    });
   });
 }

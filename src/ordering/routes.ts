@@ -4,17 +4,23 @@ import type { CatalogService } from '../catalog/service.js';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { UsersService } from '../users/service.js';
-import { installOrderingAuth, userOf } from './auth.js';
+import { installOrderingAuth, installSignatureCheck, userOf } from './auth.js';
+import type { DeliveryService } from './delivery.js';
+import { registerOrderRoutes } from './order-routes.js';
+import type { OrderService } from './service.js';
+import type { SignatureVerifier } from './signing.js';
 import { balanceResponse, categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
 
-export type OrderingDeps = { users: UsersService; settings: SettingsService; catalog: CatalogService };
+export type OrderingDeps = { users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier };
 
-const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard'];
+const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
 const security: Record<string, string[]>[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
 
 /** The ordering API (spec endpoints 1-9) behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
   installOrderingAuth(app, deps);
+  installSignatureCheck(app, { settings: deps.settings, verify: deps.verifySignature });
+  registerOrderRoutes(app, deps, security);
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.get('/api/v1/categories', {

@@ -23,3 +23,18 @@ export function newApiKey(): string {
 export function newRequestId(): string {
   return randomUUID();
 }
+
+const CODE_ALPHABET = '0123456789ABCDEFGHJKLMNPQRSTUVWXYZ';
+
+/** Order codes: "OD" + 14 chars without look-alikes (I, O): readable on the phone, ~71 bits of randomness. */
+export function newOrderCode(): string {
+  let out = 'OD';
+  while (out.length < 16) {
+    for (const b of randomBytes(32)) {
+      // 34 symbols; 238 = 7 * 34 keeps the draw unbiased
+      if (b < 238) out += CODE_ALPHABET[b % 34];
+      if (out.length === 16) break;
+    }
+  }
+  return out;
+}

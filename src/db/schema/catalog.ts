@@ -59,6 +59,7 @@ export const codes = pgTable(
     uniqueIndex('codes_digest_uq').on(t.codeDigest),
     // Stock counts and claims only ever look at available codes: a partial index keeps them one probe however many are sold.
     index('codes_available_idx').on(t.productId, t.id).where(sql`${t.status} = 'available'`),
+    index('codes_order_idx').on(t.orderId),
     check('codes_status', sql`${t.status} IN ('available', 'sold')`),
   ],
 );

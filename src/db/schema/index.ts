@@ -1,3 +1,4 @@
 export * from './settings.js';
 export * from './users.js';
 export * from './catalog.js';
+export * from './orders.js';

@@ -1,0 +1,209 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** A failure the CLI reports itself (as opposed to an API envelope it passes through). */
+export class CliError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+export const usageError = (message: string) => new CliError('usage', message);
+
+export type HttpCall = { method: 'GET' | 'POST' | 'PUT' | 'PATCH'; path: string; json?: unknown; form?: FormData };
+
+export type OptionSpec = { type: 'string' } | { type: 'boolean' };
+export type Opts = Record<string, string | boolean | undefined>;
+
+export type Command = {
+  noun: string;
+  verb: string;
+  /** Everything after `<noun> <verb>`, as printed by --help. */
+  usage: string;
+  summary: string;
+  /** Names of the required positional arguments, in order. */
+  args: readonly string[];
+  options: Record<string, OptionSpec>;
+  call(args: Record<string, string>, opts: Opts): HttpCall | Promise<HttpCall>;
+  /** What of `data` to print; all of it when absent. */
+  output?: (data: unknown) => unknown;
+};
+
+// The generic ties `args` to the keys `call` destructures, so a typo in an argument name fails type-checking.
+function cmd<A extends string>(c: Omit<Command, 'args' | 'call' | 'options'> & { args?: readonly A[]; options?: Record<string, OptionSpec>; call(args: Record<A, string>, opts: Opts): HttpCall | Promise<HttpCall> }): Command {
+  return { ...c, args: c.args ?? [], options: c.options ?? {}, call: c.call as Command['call'] };
+}
+
+const S = { type: 'string' } as const;
+const B = { type: 'boolean' } as const;
+const enc = encodeURIComponent;
+
+function str(opts: Opts, name: string): string | undefined {
+  const v = opts[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function required(opts: Opts, name: string, hint = ''): string {
+  const v = str(opts, name);
+  if (v === undefined) throw usageError(`--${name} is required${hint}`);
+  return v;
+}
+
+function int(opts: Opts, name: string): number | undefined {
+  const v = str(opts, name);
+  if (v === undefined) return undefined;
+  if (!/^-?\d{1,9}$/.test(v.trim())) throw usageError(`--${name} must be a whole number (got ${JSON.stringify(v)})`);
+  return Number(v);
+}
+
+/** "a, b" -> ["a","b"]; "" -> [] (an empty allowlist means any address, DESIGN 6). */
+function list(v: string): string[] {
+  return v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** Drops undefined fields so that an omitted flag is absent from the body rather than null. */
+function defined(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+function pick(data: unknown, keys: readonly string[]): unknown {
+  if (typeof data !== 'object' || data === null) return data;
+  const rec = data as Record<string, unknown>;
+  return Object.fromEntries(keys.filter((k) => k in rec).map((k) => [k, rec[k]]));
+}
+
+function visibility(opts: Opts): boolean | undefined {
+  if (opts.hide && opts.show) throw usageError('Give --hide or --show, not both');
+  return opts.hide ? true : opts.show ? false : undefined;
+}
+
+const get = (p: string): HttpCall => ({ method: 'GET', path: p });
+const post = (p: string, json?: unknown): HttpCall => ({ method: 'POST', path: p, json });
+const user = (ref: string) => `/admin/v1/users/${enc(ref)}`;
+
+async function codesForm(file: string): Promise<FormData> {
+  let blob: Blob;
+  try {
+    // openAsBlob answers a bare ERR_INVALID_ARG_VALUE for a missing file; stat first to say what is wrong.
+    if (!(await fs.promises.stat(file)).isFile()) throw usageError(`${JSON.stringify(file)} is not a file; give a text file with one code a line`);
+    // openAsBlob reads the file lazily, so fetch streams it from disk instead of loading it into memory.
+    blob = await fs.openAsBlob(file, { type: 'text/plain' });
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw usageError(`Cannot read ${JSON.stringify(file)} (${code === 'ENOENT' ? 'no such file' : code}); give a text file with one code a line`);
+  }
+  const form = new FormData();
+  form.append('file', blob, path.basename(file));
+  return form;
+}
+
+const productFields = (opts: Opts) => ({
+  name: str(opts, 'name'),
+  price: str(opts, 'price'),
+  min_qty: int(opts, 'min'),
+  max_qty: int(opts, 'max'),
+  description: str(opts, 'description'),
+  description2: str(opts, 'description2'),
+});
+
+/** Every command of this version, in help order; later work adds entries here (and removes them from NOT_YET). */
+export const COMMANDS: readonly Command[] = [
+  cmd({
+    noun: 'user', verb: 'create', usage: '--name N [--balance X] [--ips a,b]', summary: 'new user with API enabled; prints its api_key',
+    options: { name: S, balance: S, ips: S },
+    call: (_, o) => post('/admin/v1/users', defined({ name: required(o, 'name'), balance: str(o, 'balance'), ips: o.ips === undefined ? undefined : list(String(o.ips)) })),
+    output: (d) => pick(d, ['id', 'name', 'api_key', 'api_enabled', 'balance', 'allowed_ips']),
+  }),
+  cmd({ noun: 'user', verb: 'show', usage: 'U', summary: 'one user by id or name, with the current api_key', args: ['U'], call: ({ U }) => get(user(U)) }),
+  cmd({ noun: 'user', verb: 'list', usage: '', summary: 'all users (keys hidden)', call: () => get('/admin/v1/users') }),
+  cmd({ noun: 'user', verb: 'rotate-key', usage: 'U', summary: 'new api_key; the old one stops at once', args: ['U'], call: ({ U }) => post(`${user(U)}/rotate-key`) }),
+  cmd({ noun: 'user', verb: 'disable', usage: 'U', summary: 'API off for this user', args: ['U'], call: ({ U }) => post(`${user(U)}/disable`) }),
+  cmd({ noun: 'user', verb: 'enable', usage: 'U', summary: 'API on again', args: ['U'], call: ({ U }) => post(`${user(U)}/enable`) }),
+  cmd({
+    noun: 'user', verb: 'set-ips', usage: 'U --ips a,b', summary: 'replace the IP allowlist (IPv4, IPv6, CIDR); --ips "" allows any address',
+    args: ['U'], options: { ips: S },
+    call: ({ U }, o) => ({ method: 'PUT', path: `${user(U)}/ips`, json: { ips: list(required(o, 'ips', ' (--ips "" allows any address)')) } }),
+  }),
+  cmd({
+    noun: 'user', verb: 'credit', usage: 'U AMOUNT [--note T]', summary: 'change the balance; a negative AMOUNT debits (user credit U -- -500)',
+    args: ['U', 'AMOUNT'], options: { note: S },
+    // The amount stays a string: money never passes through a float (STYLE 8).
+    call: ({ U, AMOUNT }, o) => post(`${user(U)}/credit`, defined({ amount: AMOUNT.trim(), note: str(o, 'note') })),
+  }),
+  cmd({ noun: 'user', verb: 'ledger', usage: 'U', summary: 'last 50 balance movements, newest first', args: ['U'], call: ({ U }) => get(`${user(U)}/ledger`) }),
+
+  cmd({
+    noun: 'category', verb: 'create', usage: '--name N [--parent ID] [--sort N]', summary: 'new local category',
+    options: { name: S, parent: S, sort: S },
+    call: (_, o) => post('/admin/v1/categories', defined({ name: required(o, 'name'), parent_id: str(o, 'parent'), sort: int(o, 'sort') })),
+  }),
+  cmd({ noun: 'category', verb: 'list', usage: '', summary: 'all categories', call: () => get('/admin/v1/categories') }),
+
+  cmd({
+    noun: 'product', verb: 'create',
+    usage: '--category ID --name N --price P [--type code|file|service] [--min 1] [--max 100] [--description T] [--description2 T] [--hidden]',
+    summary: 'new local product',
+    options: { category: S, name: S, price: S, type: S, min: S, max: S, description: S, description2: S, hidden: B },
+    call: (_, o) => post('/admin/v1/products', defined({
+      category_id: required(o, 'category'),
+      ...productFields(o),
+      name: required(o, 'name'),
+      price: required(o, 'price'),
+      type: str(o, 'type'),
+      hidden: o.hidden ? true : undefined,
+    })),
+  }),
+  cmd({
+    noun: 'product', verb: 'update',
+    usage: 'P [--name T] [--price P] [--min N] [--max N] [--description T] [--description2 T] [--category ID] [--hide|--show]',
+    summary: 'change a local product',
+    args: ['P'], options: { name: S, price: S, min: S, max: S, description: S, description2: S, category: S, hide: B, show: B },
+    call: ({ P }, o) => {
+      const body = defined({ ...productFields(o), category_id: str(o, 'category'), hidden: visibility(o) });
+      if (Object.keys(body).length === 0) throw usageError('Nothing to change: give at least one option');
+      return { method: 'PATCH', path: `/admin/v1/products/${enc(P)}`, json: body };
+    },
+  }),
+  cmd({ noun: 'product', verb: 'list', usage: '', summary: 'all local products, hidden ones included', call: () => get('/admin/v1/products') }),
+
+  cmd({
+    noun: 'codes', verb: 'import', usage: 'P FILE', summary: 'add codes from FILE (one a line; duplicates skipped)',
+    args: ['P', 'FILE'],
+    call: async ({ P, FILE }) => ({ method: 'POST', path: `/admin/v1/products/${enc(P)}/codes`, form: await codesForm(FILE) }),
+  }),
+
+  cmd({ noun: 'setting', verb: 'list', usage: '', summary: 'every runtime setting (secret values masked)', call: () => get('/admin/v1/settings') }),
+  cmd({ noun: 'setting', verb: 'get', usage: 'K', summary: 'one setting, unmasked', args: ['K'], call: ({ K }) => get(`/admin/v1/settings/${enc(K)}`) }),
+  cmd({
+    noun: 'setting', verb: 'set', usage: 'K V', summary: 'change a setting; V "" resets it to its default',
+    args: ['K', 'V'],
+    call: ({ K, V }) => ({ method: 'PUT', path: `/admin/v1/settings/${enc(K)}`, json: { value: V } }),
+  }),
+
+  cmd({ noun: 'demo', verb: 'seed', usage: '', summary: 'demo user, categories, products and codes, with curl commands to try', call: () => post('/admin/v1/demo/seed') }),
+];
+
+/**
+ * Names DESIGN 6 reserves for later versions. They answer a usage error instead of "unknown command" so that an
+ * operator reading the design learns the command is planned, not misspelt. `*` stands for any verb.
+ */
+export const NOT_YET: Readonly<Record<string, readonly string[]>> = {
+  product: ['attach-file'],
+  codes: ['mark-used'],
+  override: ['set', 'clear'],
+  sync: ['run', 'status'],
+  order: ['show', 'list'],
+  pay: ['*'],
+  guard: ['clear'],
+};
+
+export function isNotYet(noun: string, verb?: string): boolean {
+  const verbs = NOT_YET[noun];
+  if (!verbs) return false;
+  return verbs.includes('*') || (verb !== undefined && verbs.includes(verb));
+}

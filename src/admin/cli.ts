@@ -1,0 +1,237 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { CliError, COMMANDS, isNotYet, NOT_YET, usageError, type Command, type HttpCall, type Opts } from './cli-commands.js';
+
+/**
+ * reseller-admin (DESIGN 6): a thin client of the admin HTTP API. JSON `data` on stdout and exit 0; on failure one
+ * line `{"ok":false,"error","message"}` on stderr and exit 1. The commands themselves live in cli-commands.ts.
+ */
+
+export type CliIo = {
+  env: Record<string, string | undefined>;
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+  fetch?: typeof fetch;
+};
+
+const TIMEOUT_MS = 30_000;
+const HELP_FLAGS = new Set(['--help', '-h', 'help']);
+const NOUNS = [...new Set(COMMANDS.map((c) => c.noun))];
+
+const line = (c: Command) => `${c.noun} ${c.verb}${c.usage ? ` ${c.usage}` : ''}`;
+
+function helpText(commands: readonly Command[], full: boolean): string {
+  const width = Math.max(...commands.map((c) => line(c).length).filter((n) => n <= 52));
+  const rows = commands.map((c) => {
+    const l = line(c);
+    // Long usage lines get the summary on the next line rather than pushing the column off screen.
+    return l.length > width ? `  ${l}\n  ${''.padEnd(width)}  ${c.summary}` : `  ${l.padEnd(width)}  ${c.summary}`;
+  });
+  const head = ['Usage: reseller-admin <noun> <verb> [arguments] [options]', '', 'Commands:', ...rows];
+  if (!full) return [...head, '', 'Run reseller-admin --help for connection settings.', ''].join('\n');
+  const later = Object.entries(NOT_YET).map(([noun, verbs]) => verbs.map((v) => (v === '*' ? `${noun} ...` : `${noun} ${v}`)).join(', '));
+  return [
+    'reseller-admin: command line client of the reseller-gateway admin HTTP API',
+    '',
+    ...head,
+    '',
+    `Not available in this version: ${later.join(', ')}.`,
+    '',
+    'Connection: ADMIN_URL (default http://127.0.0.1:$PORT, PORT default 3000); the token is ADMIN_TOKEN, else the',
+    'file $DATA_DIR/admin-token (DATA_DIR default ./data). A .env file in the current directory is read first.',
+    'Output: JSON on stdout and exit 0; on failure {"ok":false,"error","message"} on stderr and exit 1.',
+    '',
+  ].join('\n');
+}
+
+function commandHelp(c: Command): string {
+  return `Usage: reseller-admin ${line(c)}\n\n  ${c.summary}\n`;
+}
+
+type Resolved = { kind: 'help'; text: string } | { kind: 'run'; command: Command; args: Record<string, string>; opts: Opts };
+
+/** argv -> the command to run (or help to print); throws a usage CliError for anything it cannot place. */
+function resolve(argv: string[]): Resolved {
+  const [noun, verb, ...rest] = argv;
+  if (noun === undefined || HELP_FLAGS.has(noun)) {
+    if (noun === 'help' && verb !== undefined) return resolve([verb, '--help']);
+    return { kind: 'help', text: helpText(COMMANDS, true) };
+  }
+  const ofNoun = COMMANDS.filter((c) => c.noun === noun);
+  if (ofNoun.length === 0) {
+    if (isNotYet(noun, verb) || NOT_YET[noun]) throw notYet(noun, verb);
+    throw usageError(`Unknown command ${JSON.stringify(noun)}; commands: ${NOUNS.join(', ')} (run reseller-admin --help)`);
+  }
+  if (verb === undefined) throw usageError(`${noun} needs a verb: ${ofNoun.map((c) => c.verb).join(', ')} (run reseller-admin ${noun} --help)`);
+  if (HELP_FLAGS.has(verb)) return { kind: 'help', text: helpText(ofNoun, false) };
+  const command = ofNoun.find((c) => c.verb === verb);
+  if (!command) {
+    if (isNotYet(noun, verb)) throw notYet(noun, verb);
+    throw usageError(`Unknown command "${noun} ${verb}"; ${noun} verbs: ${ofNoun.map((c) => c.verb).join(', ')}`);
+  }
+
+  const usage = `usage: reseller-admin ${line(command)}`;
+  let parsed;
+  try {
+    parsed = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+  } catch (err) {
+    const negative = rest.find((a) => /^-\d/.test(a));
+    // parseArgs reads -500 as a bundle of short options; its own message does not say what to do about an amount.
+    if (negative !== undefined) throw usageError(`${JSON.stringify(negative)} is read as an option; put a negative number after --, as in: reseller-admin user credit U -- -500`);
+    const unknown = /^Unknown option '([^']+)'/.exec((err as Error).message);
+    if (unknown) throw usageError(`Unknown option ${unknown[1]} for "${noun} ${verb}"; ${usage}`);
+    throw usageError(`${(err as Error).message}; ${usage}`);
+  }
+  if (parsed.values.help) return { kind: 'help', text: commandHelp(command) };
+  const { positionals } = parsed;
+  if (positionals.length < command.args.length) throw usageError(`Missing ${command.args.slice(positionals.length).join(' ')}; ${usage}`);
+  if (positionals.length > command.args.length) throw usageError(`Unexpected argument ${JSON.stringify(positionals[command.args.length])}; ${usage}`);
+  const args = Object.fromEntries(command.args.map((name, i) => [name, positionals[i] ?? '']));
+  return { kind: 'run', command, args, opts: parsed.values as Opts };
+}
+
+function notYet(noun: string, verb: string | undefined): CliError {
+  const name = verb && !verb.startsWith('-') ? `${noun} ${verb}` : noun;
+  return usageError(`"${name}" is not available in this version of reseller-admin (run reseller-admin --help for the commands it has)`);
+}
+
+type Connection = { base: string; shown: string; token: string };
+
+function connection(env: CliIo['env']): Connection {
+  const raw = env.ADMIN_URL?.trim() || `http://127.0.0.1:${env.PORT?.trim() || '3000'}`;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw usageError(`ADMIN_URL is not a URL (got ${JSON.stringify(raw)}); use e.g. http://127.0.0.1:3000`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw usageError(`ADMIN_URL must be http:// or https:// (got ${url.protocol})`);
+  // Credentials in the URL are as secret as the token: never echo them.
+  const shown = new URL(url.href);
+  shown.username = '';
+  shown.password = '';
+  return { base: url.href.replace(/\/+$/, ''), shown: shown.href.replace(/\/+$/, ''), token: adminToken(env) };
+}
+
+/** ADMIN_TOKEN, else the file the server generates at first start (DESIGN 6). */
+function adminToken(env: CliIo['env']): string {
+  const fromEnv = env.ADMIN_TOKEN?.trim();
+  const file = path.resolve(env.DATA_DIR?.trim() || './data', 'admin-token');
+  let token = fromEnv;
+  if (!token) {
+    try {
+      token = fs.readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') throw new CliError('admin_unauthorized', `Cannot read the admin token file ${file} (${code ?? 'error'})`);
+    }
+  }
+  if (!token) throw new CliError('admin_unauthorized', `No admin token: set ADMIN_TOKEN, or DATA_DIR to the server's data directory (${file} not found)`);
+  // fetch quotes an invalid header value in its error message, which would print the token.
+  if (!/^[\x21-\x7e]+$/.test(token)) throw new CliError('admin_unauthorized', `The admin token ${fromEnv ? 'in ADMIN_TOKEN' : `in ${file}`} contains characters that cannot be sent in a header`);
+  return token;
+}
+
+function unreachable(err: unknown, conn: Connection): CliError {
+  const e = err as Error & { cause?: { code?: string } };
+  const where = `the admin API at ADMIN_URL=${conn.shown}`;
+  if (e.name === 'TimeoutError') return new CliError('unreachable', `No answer from ${where} within ${TIMEOUT_MS / 1000} s: the server may be running but stuck, or ADMIN_URL points elsewhere`);
+  const code = e.cause?.code;
+  if (code === 'ECONNREFUSED') return new CliError('unreachable', `Cannot connect to ${where} (connection refused): the server is not running there; start it (npm start) or set ADMIN_URL`);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new CliError('unreachable', `Cannot resolve the host of ADMIN_URL=${conn.shown}: check ADMIN_URL`);
+  return new CliError('unreachable', `Cannot reach ${where} (${code ?? e.message}): is the server running, and is ADMIN_URL right?`);
+}
+
+type Outcome = { ok: true; data: unknown } | { ok: false; envelope: Record<string, unknown> };
+
+async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch): Promise<Outcome> {
+  const headers: Record<string, string> = { authorization: `Bearer ${conn.token}`, accept: 'application/json' };
+  let body: string | FormData | undefined;
+  if (call.form) body = call.form;
+  else if (call.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(call.json);
+  }
+  let status: number;
+  let text: string;
+  try {
+    const res = await fetchFn(conn.base + call.path, { method: call.method, headers, body, signal: AbortSignal.timeout(TIMEOUT_MS) });
+    status = res.status;
+    text = await res.text();
+  } catch (err) {
+    throw unreachable(err, conn);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const rec = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
+  if (rec.ok === true && status < 300 && 'data' in rec) return { ok: true, data: rec.data };
+  if (rec.ok === false && typeof rec.error === 'string') return { ok: false, envelope: rec };
+  throw new CliError('unexpected_response', `ADMIN_URL=${conn.shown} answered HTTP ${status} without the admin API's JSON envelope: is ADMIN_URL the reseller-gateway server?`);
+}
+
+/** Runs one command line; returns the exit code. Never throws and never writes the admin token. */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  let token: string | undefined;
+  const fail = (envelope: Record<string, unknown>) => {
+    let out = JSON.stringify(envelope);
+    if (token) out = out.split(token).join('***');
+    io.stderr(out + '\n');
+    return 1;
+  };
+  try {
+    const r = resolve(argv);
+    if (r.kind === 'help') {
+      io.stdout(r.text);
+      return 0;
+    }
+    const call = await r.command.call(r.args, r.opts);
+    const conn = connection(io.env);
+    token = conn.token;
+    const outcome = await send(call, conn, io.fetch ?? globalThis.fetch);
+    if (!outcome.ok) return fail(outcome.envelope);
+    const data = r.command.output ? r.command.output(outcome.data) : outcome.data;
+    io.stdout(JSON.stringify(data, null, 2) + '\n');
+    return 0;
+  } catch (err) {
+    if (err instanceof CliError) return fail({ ok: false, error: err.code, message: err.message });
+    return fail({ ok: false, error: 'internal', message: `reseller-admin failed: ${(err as Error).message ?? String(err)}` });
+  }
+}
+
+/** Process entry: reads .env, runs the command line, sets the exit code (and lets pending stdout flush). */
+export async function main(): Promise<void> {
+  try {
+    process.loadEnvFile('.env');
+  } catch (err) {
+    // No .env is the normal case: the environment alone configures the CLI.
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+      process.stderr.write(JSON.stringify({ ok: false, error: 'usage', message: `Cannot read .env: ${(err as Error).message}` }) + '\n');
+      process.exitCode = 1;
+      return;
+    }
+  }
+  process.exitCode = await runCli(process.argv.slice(2), {
+    env: process.env,
+    stdout: (s) => void process.stdout.write(s),
+    stderr: (s) => void process.stderr.write(s),
+  });
+}
+
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return import.meta.url === pathToFileURL(fs.realpathSync(script)).href;
+  } catch {
+    return false;
+  }
+}
+
+// bin/reseller-admin.mjs imports this file and calls main() itself; tsx src/admin/cli.ts makes it the entry point.
+if (isEntryPoint()) await main();

@@ -1,0 +1,49 @@
+import { sql } from 'drizzle-orm';
+import { bigint, check, index, integer, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { products } from './catalog.js';
+import { users } from './users.js';
+
+/**
+ * Orders. (user_id, request_id) is unique: the database, not the application, decides which of two racing
+ * requests with one request_id creates the order, also across processes.
+ */
+export const orders = pgTable(
+  'orders',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    orderCode: text('order_code').notNull(),
+    userId: integer('user_id').notNull().references(() => users.id),
+    requestId: text('request_id'),
+    productId: integer('product_id').notNull().references(() => products.id),
+    productName: text('product_name').notNull(),
+    productType: text('product_type').notNull(),
+    quantity: integer('quantity').notNull(),
+    unitPrice: numeric('unit_price', { precision: 18, scale: 2 }).notNull(),
+    total: numeric('total', { precision: 18, scale: 2 }).notNull(),
+    status: text('status').notNull(),
+    message: text('message').notNull().default(''),
+    /** First time the codes were shown to the client (delivery or download): a refund then keeps them out of stock. */
+    deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
+    refundedAt: timestamp('refunded_at', { withTimezone: true, mode: 'date' }),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('orders_code_uq').on(t.orderCode),
+    uniqueIndex('orders_user_request_uq').on(t.userId, t.requestId),
+    index('orders_user_created_idx').on(t.userId, t.id),
+    check('orders_status', sql`${t.status} IN ('pending', 'success', 'failed', 'refunded')`),
+    check('orders_quantity_positive', sql`${t.quantity} >= 1`),
+  ],
+);
+
+/** Nonces of signed requests, accepted once per key within the signature window; expired rows are deleted. */
+export const apiNonces = pgTable(
+  'api_nonces',
+  {
+    userId: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    nonce: text('nonce').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.nonce] }), index('api_nonces_expires_idx').on(t.expiresAt)],
+);

@@ -1,0 +1,131 @@
+import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { codes, orders, products, users } from '../db/schema/index.js';
+import { AppError } from '../http/errors.js';
+import type { SettingsService } from '../settings/service.js';
+import type { Clock } from '../shared/clock.js';
+import type { Cipher } from '../shared/crypto.js';
+import { moneyOut } from '../shared/money.js';
+import { formatDisplayTime } from '../shared/time-format.js';
+import type { OrderRow } from './service.js';
+
+export type OrderStatus = 'pending' | 'success' | 'failed' | 'refunded';
+
+export type OrderView = {
+  order_code: string;
+  request_id: string | null;
+  status: OrderStatus;
+  product_id: string;
+  product_name: string;
+  quantity: number;
+  unit_price: number;
+  total: number;
+  created_at: string;
+  updated_at: string;
+};
+
+export type CodeDetail = { code: string; used: boolean; used_at: string | null; status_label: string };
+
+export type Delivery = {
+  order_code: string;
+  status: OrderStatus;
+  delivery_codes: string[];
+  delivery_codes_detail: CodeDetail[];
+  download_url?: string;
+  product_desc2: string;
+  desc2: string;
+};
+
+export function orderView(o: OrderRow): OrderView {
+  return {
+    order_code: o.orderCode,
+    request_id: o.requestId,
+    status: o.status as OrderStatus,
+    product_id: String(o.productId),
+    product_name: o.productName,
+    quantity: o.quantity,
+    unit_price: moneyOut(o.unitPrice),
+    total: moneyOut(o.total),
+    created_at: o.createdAt.toISOString(),
+    updated_at: o.updatedAt.toISOString(),
+  };
+}
+
+export type DeliveryDeps = { db: Db; cipher: Cipher; settings: SettingsService; clock: Clock };
+
+/** Order reads. A key sees only its own orders: another key's order is the same not_found as a missing one. */
+export function createDeliveryService(deps: DeliveryDeps) {
+  const { db, cipher, settings, clock } = deps;
+
+  async function own(userId: number, ref: { order_code?: string; request_id?: string }): Promise<OrderRow> {
+    const where = ref.order_code !== undefined ? eq(orders.orderCode, ref.order_code) : eq(orders.requestId, ref.request_id ?? '');
+    const rows = await db.select().from(orders).where(and(eq(orders.userId, userId), where)).limit(1);
+    if (!rows[0]) throw new AppError('not_found', 'No such order for this key');
+    return rows[0];
+  }
+
+  /** Codes of an order, decrypted, with usage in the display time zone. */
+  async function codesOf(order: OrderRow): Promise<CodeDetail[]> {
+    const tz = await settings.get('display_timezone');
+    const rows = await db.select({ codeEnc: codes.codeEnc, used: codes.used, usedAt: codes.usedAt }).from(codes).where(eq(codes.orderId, order.id)).orderBy(asc(codes.id));
+    return rows.map((r) => {
+      const usedAt = r.used && r.usedAt ? formatDisplayTime(r.usedAt, tz) : null;
+      return { code: cipher.decrypt(r.codeEnc), used: r.used, used_at: usedAt, status_label: usedAt ?? 'Unused' };
+    });
+  }
+
+  /** Records the first time codes were shown: from then on a refund keeps them out of stock. */
+  async function markDelivered(order: OrderRow): Promise<void> {
+    if (order.deliveredAt || order.status !== 'success') return;
+    await db.update(orders).set({ deliveredAt: clock.now() }).where(and(eq(orders.id, order.id), isNull(orders.deliveredAt)));
+  }
+
+  return {
+    own,
+    codesOf,
+    markDelivered,
+    async status(userId: number, ref: { order_code?: string; request_id?: string }): Promise<OrderView> {
+      return orderView(await own(userId, ref));
+    },
+    async delivery(userId: number, orderCode: string, baseUrl: string): Promise<Delivery> {
+      const order = await own(userId, { order_code: orderCode });
+      const detail = order.status === 'success' || order.status === 'refunded' ? await codesOf(order) : [];
+      if (detail.length > 0) await markDelivered(order);
+      const [product] = await db.select({ description2: products.description2 }).from(products).where(eq(products.id, order.productId)).limit(1);
+      const desc2 = product?.description2 ?? '';
+      return {
+        order_code: order.orderCode,
+        status: order.status as OrderStatus,
+        delivery_codes: detail.map((d) => d.code),
+        delivery_codes_detail: detail,
+        ...(order.productType === 'file' && order.status === 'success' ? { download_url: `${baseUrl}/api/v1/order-download?order_code=${encodeURIComponent(order.orderCode)}` } : {}),
+        product_desc2: desc2,
+        desc2,
+      };
+    },
+    /** Newest first; `has_more` from one extra row, so no count query. */
+    async list(userId: number, page: number, limit: number): Promise<{ data: OrderView[]; page: number; limit: number; has_more: boolean }> {
+      const rows = await db.select().from(orders).where(eq(orders.userId, userId)).orderBy(desc(orders.id)).limit(limit + 1).offset((page - 1) * limit);
+      return { data: rows.slice(0, limit).map(orderView), page, limit, has_more: rows.length > limit };
+    },
+    /** Admin: any order by code, with its owner and codes. */
+    async adminShow(orderCode: string) {
+      const rows = await db.select().from(orders).where(eq(orders.orderCode, orderCode)).limit(1);
+      const order = rows[0];
+      if (!order) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
+      const [owner] = await db.select({ name: users.name }).from(users).where(eq(users.id, order.userId));
+      return { ...orderView(order), user_id: order.userId, user_name: owner?.name ?? '', message: order.message, delivered_at: order.deliveredAt?.toISOString() ?? null, codes: await codesOf(order) };
+    },
+    async adminList(userId: number | undefined, limit = 100): Promise<(OrderView & { user_id: number })[]> {
+      const rows = await db
+        .select()
+        .from(orders)
+        .where(userId !== undefined ? eq(orders.userId, userId) : sql`true`)
+        .orderBy(desc(orders.id))
+        .limit(limit);
+      return rows.map((o) => ({ ...orderView(o), user_id: o.userId }));
+    },
+  };
+}
+
+export type DeliveryService = ReturnType<typeof createDeliveryService>;

@@ -1,0 +1,97 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import type { SettingsService } from '../settings/service.js';
+import { userOf } from './auth.js';
+import type { DeliveryService } from './delivery.js';
+import {
+  deliveryResponse,
+  orderCodeQuery,
+  orderCreateBody,
+  orderCreateResponse,
+  ordersQuery,
+  ordersResponse,
+  orderStatusQuery,
+  orderStatusResponse,
+} from './schemas.js';
+import { orderSummary, type OrderService } from './service.js';
+
+export type OrderRoutesDeps = { orders: OrderService; delivery: DeliveryService; settings: SettingsService };
+
+export const ORDER_AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
+
+/** Base of links we hand out (download_url): the public_base_url setting, else the address the client called. */
+export async function baseUrlOf(req: FastifyRequest, settings: SettingsService): Promise<string> {
+  return (await settings.get('public_base_url')) || `${req.protocol}://${req.host}`;
+}
+
+/** Order endpoints (spec 5-7, 9); registered inside the ordering plugin, behind its auth and signing hooks. */
+export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps, security: Record<string, string[]>[]): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.post('/api/v1/order/create', {
+    schema: {
+      operationId: 'createOrder',
+      tags: ['ordering'],
+      summary: 'Create an order (exactly once per request_id)',
+      description:
+        'Only POST with Content-Type: application/json. Debits the balance and allocates codes in one transaction. A repeated request_id answers the original order with `idempotent_replay: true` and the header `Idempotent-Replayed: true`.',
+      security,
+      body: orderCreateBody,
+      response: { 200: orderCreateResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'missing_request_id', 'order_failed', 'request_id_conflict', 'unsupported_media_type', 'method_not_allowed') },
+    },
+    preValidation: async (req) => {
+      const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if (type !== 'application/json') throw new AppError('unsupported_media_type', 'Order creation accepts only Content-Type: application/json');
+    },
+    handler: async (req, reply) => {
+      const user = userOf(req);
+      if (req.body.request_id === undefined && (await deps.settings.get('require_request_id'))) {
+        throw new AppError('missing_request_id', 'This shop requires a request_id on every order');
+      }
+      const { order, replay } = await deps.orders.create(user.id, req.body);
+      if (replay) reply.header('Idempotent-Replayed', 'true');
+      return { ok: true as const, ...orderSummary(order), ...(replay ? { idempotent_replay: true } : {}) };
+    },
+  });
+
+  r.get('/api/v1/order/status', {
+    schema: {
+      operationId: 'getOrderStatus',
+      tags: ['ordering'],
+      summary: 'Status of one of your orders',
+      description: 'By order_code, or by request_id to settle a retry after a timeout. Another key\'s order answers not_found.',
+      security,
+      querystring: orderStatusQuery,
+      response: { 200: orderStatusResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.delivery.status(userOf(req).id, req.query) }),
+  });
+
+  r.get('/api/v1/order/delivery', {
+    schema: {
+      operationId: 'getOrderDelivery',
+      tags: ['ordering'],
+      summary: 'Delivered codes with their usage, or the download link',
+      security,
+      querystring: orderCodeQuery,
+      response: { 200: deliveryResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, ...(await deps.delivery.delivery(userOf(req).id, req.query.order_code, await baseUrlOf(req, deps.settings))) }),
+  });
+
+  r.get('/api/v1/orders', {
+    schema: {
+      operationId: 'listOrders',
+      tags: ['ordering'],
+      summary: 'Your most recent orders, newest first',
+      security,
+      querystring: ordersQuery,
+      response: { 200: ordersResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request') },
+    },
+    handler: async (req) => {
+      const page = await deps.delivery.list(userOf(req).id, req.query.page, req.query.limit);
+      return { ok: true as const, ...page };
+    },
+  });
+}

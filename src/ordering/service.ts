@@ -1,0 +1,174 @@
+import { and, eq, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { balanceLedger, codes, orders, products, users } from '../db/schema/index.js';
+import { rowsOf, withTx } from '../db/tx.js';
+import { AppError } from '../http/errors.js';
+import type { Clock } from '../shared/clock.js';
+import type { EventBus } from '../shared/events.js';
+import { newOrderCode } from '../shared/ids.js';
+import { moneyOut } from '../shared/money.js';
+
+export type OrderRow = typeof orders.$inferSelect;
+
+export type OrderSummary = { order_code: string; status: 'pending' | 'success' | 'failed' | 'refunded'; total: number; message: string };
+
+export type OrderFailReason = 'insufficient_balance' | 'out_of_stock' | 'quantity_out_of_range' | 'product_unavailable' | 'upstream_failed';
+
+const FAIL_MESSAGES: Record<OrderFailReason, string> = {
+  insufficient_balance: 'Insufficient balance for this order',
+  out_of_stock: 'Not enough stock for this quantity',
+  quantity_out_of_range: 'Quantity is outside the product limits',
+  product_unavailable: 'This product is not available',
+  upstream_failed: 'The source site could not fulfil the order',
+};
+
+export function orderFailed(reason: OrderFailReason, detail?: string): AppError {
+  return new AppError('order_failed', detail ? `${FAIL_MESSAGES[reason]}: ${detail}` : FAIL_MESSAGES[reason], { reason });
+}
+
+/** Thrown inside the transaction when another request already holds this request_id; the caller answers a replay. */
+class RequestIdTaken extends Error {}
+
+export function orderSummary(o: OrderRow): OrderSummary {
+  return { order_code: o.orderCode, status: o.status as OrderSummary['status'], total: moneyOut(o.total), message: o.message };
+}
+
+export type OrderInput = { product_id: string; quantity: number; request_id?: string };
+
+export type OrderServiceDeps = { db: Db; bus: EventBus; clock: Clock };
+
+/** Order creation and refund: where balance and stock move, each in exactly one transaction. */
+export function createOrderService(deps: OrderServiceDeps) {
+  const { db, bus } = deps;
+
+  async function byRequestId(userId: number, requestId: string): Promise<OrderRow | undefined> {
+    const rows = await db.select().from(orders).where(and(eq(orders.userId, userId), eq(orders.requestId, requestId))).limit(1);
+    return rows[0];
+  }
+
+  function replayOf(existing: OrderRow, input: OrderInput): { order: OrderRow; replay: true } {
+    if (String(existing.productId) !== input.product_id.trim() || existing.quantity !== input.quantity) {
+      throw new AppError('request_id_conflict', `request_id was already used for order ${existing.orderCode} with another product or quantity`);
+    }
+    return { order: existing, replay: true };
+  }
+
+  /**
+   * Takes an order exactly once: the order row (unique per user and request_id) is written first, so a racing
+   * duplicate waits on it and then replays; debit, code claim and ledger follow in the same transaction, and any
+   * failure rolls all of it back.
+   */
+  async function create(userId: number, input: OrderInput): Promise<{ order: OrderRow; replay: boolean }> {
+    const requestId = input.request_id ?? null;
+    if (requestId) {
+      const existing = await byRequestId(userId, requestId);
+      if (existing) return replayOf(existing, input);
+    }
+    if (!/^\d{1,9}$/.test(input.product_id.trim())) throw orderFailed('product_unavailable');
+    const productId = Number(input.product_id.trim());
+    try {
+      const order = await withTx(db, async (tx) => {
+        const [product] = await tx
+          .select({ id: products.id, name: products.name, type: products.type, price: products.price, minQty: products.minQty, maxQty: products.maxQty, total: sql<string>`(${products.price} * ${input.quantity})::numeric(18,2)` })
+          .from(products)
+          .where(and(eq(products.id, productId), eq(products.hidden, false)))
+          .limit(1);
+        if (!product || (product.type !== 'code' && product.type !== 'file')) throw orderFailed('product_unavailable');
+        if (input.quantity < product.minQty || input.quantity > product.maxQty) {
+          throw orderFailed('quantity_out_of_range', `allowed ${product.minQty}-${product.maxQty}`);
+        }
+        const message = product.type === 'code' ? `Order completed: ${input.quantity} code(s) delivered` : 'Order completed: files ready to download';
+        const [created] = await tx
+          .insert(orders)
+          .values({
+            orderCode: newOrderCode(),
+            userId,
+            requestId,
+            productId,
+            productName: product.name,
+            productType: product.type,
+            quantity: input.quantity,
+            unitPrice: product.price,
+            total: product.total,
+            status: 'success',
+            message,
+          })
+          .onConflictDoNothing({ target: [orders.userId, orders.requestId] })
+          .returning();
+        if (!created) throw new RequestIdTaken();
+
+        const [debited] = await tx
+          .update(users)
+          .set({ balance: sql`${users.balance} - ${product.total}::numeric`, updatedAt: sql`now()` as unknown as Date })
+          .where(and(eq(users.id, userId), sql`${users.balance} >= ${product.total}::numeric`))
+          .returning({ balance: users.balance });
+        if (!debited) throw orderFailed('insufficient_balance');
+
+        if (product.type === 'code') {
+          // SKIP LOCKED: concurrent orders take different codes instead of waiting on each other; the partial index
+          // keeps this one probe of the available codes however many are sold.
+          const claimed = rowsOf<{ id: number }>(
+            await tx.execute(sql`
+              UPDATE codes SET status = 'sold', order_id = ${created.id}
+              WHERE id IN (
+                SELECT id FROM codes
+                WHERE product_id = ${productId} AND status = 'available'
+                ORDER BY id
+                LIMIT ${input.quantity}
+                FOR UPDATE SKIP LOCKED
+              )
+              RETURNING id`),
+          );
+          if (claimed.length < input.quantity) throw orderFailed('out_of_stock');
+        }
+        await tx.insert(balanceLedger).values({
+          userId,
+          amount: sql`-${product.total}::numeric` as unknown as string,
+          balanceAfter: debited.balance,
+          kind: 'order',
+          ref: created.orderCode,
+          actor: `user:${userId}`,
+        });
+        return created;
+      });
+      await bus.publish('catalog');
+      return { order, replay: false };
+    } catch (err) {
+      if (err instanceof RequestIdTaken && requestId) {
+        const existing = await byRequestId(userId, requestId);
+        if (existing) return replayOf(existing, input);
+      }
+      throw err;
+    }
+  }
+
+  /** Gives the total back with a ledger row; codes return to stock only if the client never saw them. */
+  async function refund(orderCode: string, actor: string): Promise<OrderRow> {
+    const result = await withTx(db, async (tx) => {
+      const [o] = await tx.select().from(orders).where(eq(orders.orderCode, orderCode)).for('update').limit(1);
+      if (!o) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
+      if (o.status !== 'success' && o.status !== 'pending') throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only success or pending orders can be refunded`);
+      const [credited] = await tx
+        .update(users)
+        .set({ balance: sql`${users.balance} + ${o.total}::numeric`, updatedAt: sql`now()` as unknown as Date })
+        .where(eq(users.id, o.userId))
+        .returning({ balance: users.balance });
+      await tx.insert(balanceLedger).values({ userId: o.userId, amount: o.total, balanceAfter: credited!.balance, kind: 'refund', ref: o.orderCode, actor });
+      if (!o.deliveredAt) {
+        await tx.update(codes).set({ status: 'available', orderId: null }).where(eq(codes.orderId, o.id));
+      }
+      const [updated] = await tx
+        .update(orders)
+        .set({ status: 'refunded', refundedAt: deps.clock.now(), updatedAt: deps.clock.now(), message: o.deliveredAt ? 'Refunded; delivered codes stay with the order' : 'Refunded; codes returned to stock' })
+        .where(eq(orders.id, o.id))
+        .returning();
+      return updated!;
+    });
+    await bus.publish('catalog');
+    return result;
+  }
+
+  return { create, refund, byRequestId };
+}
+
+export type OrderService = ReturnType<typeof createOrderService>;

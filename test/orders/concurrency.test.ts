@@ -1,0 +1,122 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rowsOf } from '../../src/db/tx.js';
+import { bearer, createTestApp, createTestDatabase, importCodes, makeCategory, makeProduct, makeUser, type TestApp, type TestDatabase } from '../harness.js';
+
+async function count(t: TestApp, query: ReturnType<typeof sql>): Promise<number> {
+  const [row] = rowsOf<{ n: number | string }>(await t.deps.db.execute(query));
+  return Number(row!.n);
+}
+
+function order(t: TestApp, key: string, body: Record<string, unknown>) {
+  return t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+}
+
+describe('orders under concurrency', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('100 concurrent orders for 10 codes: exactly 10 succeed, 90 fail out_of_stock, 10 debits, no code sold twice', async () => {
+    const user = await makeUser(t, { balance: '1000000' });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, price: '1234.56' });
+    const codes = Array.from({ length: 10 }, (_, i) => `RACE-${p.id}-${i}`);
+    await importCodes(t, p.id, codes);
+
+    const answers = await Promise.all(Array.from({ length: 100 }, () => order(t, user.api_key, { product_id: p.id, quantity: 1 })));
+    const ok = answers.filter((a) => a.statusCode === 200);
+    const failed = answers.filter((a) => a.statusCode === 422);
+    expect(ok).toHaveLength(10);
+    expect(failed).toHaveLength(90);
+    for (const f of failed) expect(f.json()).toMatchObject({ ok: false, error: 'order_failed', reason: 'out_of_stock' });
+    for (const a of ok) expect(a.json()).toMatchObject({ ok: true, status: 'success', total: 1234.56 });
+
+    expect(await count(t, sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(1000000 - 12345.6);
+    expect(await count(t, sql`SELECT count(*) AS n FROM balance_ledger WHERE user_id = ${user.id} AND kind = 'order'`)).toBe(10);
+    expect(await count(t, sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id}`)).toBe(10);
+    expect(await count(t, sql`SELECT count(DISTINCT order_id) AS n FROM codes WHERE product_id = ${Number(p.id)} AND status = 'sold'`)).toBe(10);
+    // every delivered code appears in exactly one order
+    const delivered: string[] = [];
+    for (const a of ok) {
+      const d = await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${a.json().order_code}`, headers: bearer(user.api_key) });
+      delivered.push(...(d.json().delivery_codes as string[]));
+    }
+    expect(delivered.sort()).toEqual([...codes].sort());
+  });
+
+  it('50 concurrent requests with one request_id: one order, one debit, 50 identical answers', async () => {
+    const user = await makeUser(t, { balance: '100000' });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, price: '1000' });
+    await importCodes(t, p.id, Array.from({ length: 20 }, (_, i) => `IDEM-${p.id}-${i}`));
+    const answers = await Promise.all(Array.from({ length: 50 }, () => order(t, user.api_key, { product_id: p.id, quantity: 2, request_id: 'same-1' })));
+    expect(answers.map((a) => a.statusCode)).toEqual(Array(50).fill(200));
+    const codesSeen = new Set(answers.map((a) => a.json().order_code));
+    expect(codesSeen.size).toBe(1);
+    expect(answers.filter((a) => a.headers['idempotent-replayed'] === 'true')).toHaveLength(49);
+    for (const a of answers) expect(a.json()).toMatchObject({ ok: true, status: 'success', total: 2000 });
+    expect(await count(t, sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id}`)).toBe(1);
+    expect(await count(t, sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(98000);
+    expect(await count(t, sql`SELECT count(*) AS n FROM codes WHERE product_id = ${Number(p.id)} AND status = 'sold'`)).toBe(2);
+  });
+
+  it('a request_id reused with another quantity is request_id_conflict and changes nothing', async () => {
+    const user = await makeUser(t, { balance: '100000' });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, price: '1000' });
+    await importCodes(t, p.id, [`C-${p.id}-1`, `C-${p.id}-2`, `C-${p.id}-3`]);
+    expect((await order(t, user.api_key, { product_id: p.id, quantity: 1, request_id: 'r-1' })).statusCode).toBe(200);
+    const res = await order(t, user.api_key, { product_id: p.id, quantity: 2, request_id: 'r-1' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ ok: false, error: 'request_id_conflict' });
+    expect(await count(t, sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(99000);
+  });
+
+  it('insufficient balance changes nothing', async () => {
+    const user = await makeUser(t, { balance: '999.99' });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, price: '1000' });
+    await importCodes(t, p.id, [`B-${p.id}-1`]);
+    const res = await order(t, user.api_key, { product_id: p.id, quantity: 1, request_id: 'poor-1' });
+    expect(res.statusCode).toBe(422);
+    expect(res.json()).toEqual({ ok: false, error: 'order_failed', reason: 'insufficient_balance', message: expect.any(String) });
+    expect(await count(t, sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(999.99);
+    expect(await count(t, sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id}`)).toBe(0);
+    expect(await count(t, sql`SELECT count(*) AS n FROM codes WHERE product_id = ${Number(p.id)} AND status = 'available'`)).toBe(1);
+    expect(await count(t, sql`SELECT count(*) AS n FROM balance_ledger WHERE user_id = ${user.id} AND kind = 'order'`)).toBe(0);
+  });
+});
+
+describe('one request_id racing on two app instances sharing one database', () => {
+  let db: TestDatabase;
+  let a: TestApp;
+  let b: TestApp;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    a = await createTestApp({ database: db.database });
+    b = await createTestApp({ database: db.database });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await db?.drop();
+  });
+
+  it('gives one order and one debit', async () => {
+    const user = await makeUser(a, { balance: '50000' });
+    const cat = await makeCategory(a);
+    const p = await makeProduct(a, { category_id: cat.id, price: '500' });
+    await importCodes(a, p.id, Array.from({ length: 10 }, (_, i) => `TWO-${p.id}-${i}`));
+    const body = { product_id: p.id, quantity: 1, request_id: 'two-proc-1' };
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => order(i % 2 === 0 ? a : b, user.api_key, body)));
+    expect(answers.map((x) => x.statusCode)).toEqual(Array(20).fill(200));
+    expect(new Set(answers.map((x) => x.json().order_code)).size).toBe(1);
+    expect(await count(a, sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id}`)).toBe(1);
+    expect(await count(a, sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(49500);
+  });
+});

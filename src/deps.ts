@@ -13,6 +13,8 @@ import { createUsersService } from './users/service.js';
 import { createDeliveryService } from './ordering/delivery.js';
 import { createOrderService } from './ordering/service.js';
 import { createSignatureVerifier } from './ordering/signing.js';
+import { createFilesService } from './files/service.js';
+import { createFileStorage } from './files/storage.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -65,6 +67,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const orders = createOrderService({ db, bus, clock });
   const delivery = createDeliveryService({ db, cipher, settings, clock });
   const verifySignature = createSignatureVerifier({ db, clock });
+  const files = createFilesService({ db, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
     config,
@@ -82,6 +85,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     orders,
     delivery,
     verifySignature,
+    files,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

@@ -61,7 +61,7 @@ function resolve(argv: string[]): Resolved {
   }
   const ofNoun = COMMANDS.filter((c) => c.noun === noun);
   if (ofNoun.length === 0) {
-    if (isNotYet(noun, verb) || NOT_YET[noun]) throw notYet(noun, verb);
+    if (NOT_YET[noun]) throw notYet(noun, verb);
     throw usageError(`Unknown command ${JSON.stringify(noun)}; commands: ${NOUNS.join(', ')} (run reseller-admin --help)`);
   }
   if (verb === undefined) throw usageError(`${noun} needs a verb: ${ofNoun.map((c) => c.verb).join(', ')} (run reseller-admin ${noun} --help)`);
@@ -105,7 +105,8 @@ function connection(env: CliIo['env']): Connection {
   try {
     url = new URL(raw);
   } catch {
-    throw usageError(`ADMIN_URL is not a URL (got ${JSON.stringify(raw)}); use e.g. http://127.0.0.1:3000`);
+    // Not echoed: a malformed URL may still carry a password.
+    throw usageError('ADMIN_URL is not a URL; use e.g. http://127.0.0.1:3000');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw usageError(`ADMIN_URL must be http:// or https:// (got ${url.protocol})`);
   // Credentials in the URL are as secret as the token: never echo them.

@@ -1,23 +1,31 @@
 import { randomBytes } from 'node:crypto';
-import type { CatalogService } from '../catalog/service.js';
+import type { CatalogService, ProductInput } from '../catalog/service.js';
+import { AppError } from '../http/errors.js';
 import type { UsersService } from '../users/service.js';
 
 const DEMO_USER = 'demo';
 
 /**
- * Creates (or reuses) the demo user, two categories, three products and a few codes, and returns curl commands that
- * use the printed key. Re-running adds a fresh set of codes but never a second demo user.
+ * Creates (or reuses, by name) the demo user, two categories and three products, adds a few fresh codes, and returns
+ * curl commands that use the printed key. Re-running only adds codes.
  */
 export async function seedDemo(deps: { users: UsersService; catalog: CatalogService }, baseUrl: string, actor: string) {
   let user;
   try {
     user = await deps.users.show(DEMO_USER);
-  } catch {
+  } catch (err) {
+    if (!(err instanceof AppError && err.code === 'not_found')) throw err;
     user = await deps.users.create({ name: DEMO_USER, balance: '1000000' }, actor);
   }
-  const games = await deps.catalog.createCategory({ name: 'Thẻ game', sort: 1 });
-  const software = await deps.catalog.createCategory({ name: 'Phần mềm', sort: 2 });
-  const garena = await deps.catalog.createProduct({
+  const existingCategories = await deps.catalog.listCategories();
+  const category = async (name: string, sort: number) =>
+    existingCategories.find((c) => c.name === name && c.source === 'local') ?? deps.catalog.createCategory({ name, sort });
+  const existingProducts = await deps.catalog.listProductsAdmin();
+  const product = async (input: ProductInput) => existingProducts.find((p) => p.name === input.name && p.category_id === input.category_id) ?? deps.catalog.createProduct(input);
+
+  const games = await category('Thẻ game', 1);
+  const software = await category('Phần mềm', 2);
+  const garena = await product({
     category_id: games.id,
     name: 'Thẻ Garena 100.000đ',
     price: '95000',
@@ -26,13 +34,13 @@ export async function seedDemo(deps: { users: UsersService; catalog: CatalogServ
     description: 'Mã thẻ Garena mệnh giá 100.000đ.\nNạp tại <a href="https://napthe.vn">napthe.vn</a>.',
     description2: 'Hạn sử dụng: 12 tháng kể từ ngày mua.',
   });
-  const zing = await deps.catalog.createProduct({
+  const zing = await product({
     category_id: games.id,
     name: 'Thẻ Zing 50.000đ',
     price: '48000',
     description: '<b>Zing card</b> 50.000đ',
   });
-  const ebook = await deps.catalog.createProduct({
+  const ebook = await product({
     category_id: software.id,
     name: 'Ebook bundle',
     type: 'file',

@@ -13,6 +13,7 @@ import { createIpMatcher } from '../shared/ip.js';
 import { categorySchema } from '../ordering/schemas.js';
 import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
+import { registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import {
   adminProduct,
   categoryCreateBody,
@@ -34,7 +35,7 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = {
+export type AdminDeps = AdminOrderDeps & {
   adminToken: string;
   allowedIps: string[];
   uploadMaxBytes: number;
@@ -155,6 +156,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     },
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.importCodes(req.params.id, await uploadedLines(req)) }),
   });
+
+  registerAdminOrderRoutes(app, deps, security, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: { operationId: 'adminListSettings', tags, security, description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView)), ...errs() } },

@@ -1,4 +1,4 @@
-import { and, asc, eq, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, codes, products } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
@@ -264,6 +264,20 @@ export function createCatalogService(deps: CatalogDeps) {
     async listProductsAdmin(): Promise<(ProductView & { hidden: boolean })[]> {
       const rows = await db.select(productColumns).from(products).orderBy(asc(products.id));
       return rows.map((r) => ({ ...productView(r), hidden: r.hidden }));
+    },
+
+    /** Marks codes used (or unused) by their value; answers which values match no stocked or sold code. */
+    async markCodesUsed(values: string[], used = true): Promise<{ marked: number; not_found: string[] }> {
+      const wanted = [...new Set(values.map((v) => v.trim()).filter(Boolean))];
+      if (wanted.length === 0 || wanted.length > 10_000) throw new AppError('invalid_request', 'Give 1 to 10000 codes');
+      const byDigest = new Map(wanted.map((v) => [cipher.digest(v), v]));
+      const updated = await db
+        .update(codes)
+        .set({ used, usedAt: used ? clock.now() : null })
+        .where(inArray(codes.codeDigest, [...byDigest.keys()]))
+        .returning({ digest: codes.codeDigest });
+      const found = new Set(updated.map((u) => u.digest));
+      return { marked: updated.length, not_found: [...byDigest].filter(([d]) => !found.has(d)).map(([, v]) => v) };
     },
 
     /**

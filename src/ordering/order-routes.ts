@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
+import type { FilesService } from '../files/service.js';
+import { z } from 'zod';
 import { userOf } from './auth.js';
 import type { DeliveryService } from './delivery.js';
 import {
@@ -16,7 +18,7 @@ import {
 } from './schemas.js';
 import { orderSummary, type OrderService } from './service.js';
 
-export type OrderRoutesDeps = { orders: OrderService; delivery: DeliveryService; settings: SettingsService };
+export type OrderRoutesDeps = { orders: OrderService; delivery: DeliveryService; settings: SettingsService; files: FilesService };
 
 export const ORDER_AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
 
@@ -78,6 +80,40 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
       response: { 200: deliveryResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
     handler: async (req) => ({ ok: true as const, ...(await deps.delivery.delivery(userOf(req).id, req.query.order_code, await baseUrlOf(req, deps.settings))) }),
+  });
+
+  r.get('/api/v1/order-download', {
+    schema: {
+      operationId: 'downloadOrder',
+      tags: ['ordering'],
+      summary: 'The order as a ZIP, streamed',
+      description: 'A file order holds the product files; a code order holds codes.txt (one code a line). Content-Type application/zip, Content-Disposition attachment; filename="<order_code>.zip".',
+      security,
+      querystring: orderCodeQuery,
+      produces: ['application/zip'],
+      response: { 200: z.any().describe('the ZIP file'), ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
+    },
+    handler: async (req, reply) => {
+      const user = userOf(req);
+      const order = await deps.delivery.own(user.id, { order_code: req.query.order_code });
+      if (order.status !== 'success') throw new AppError('not_found', `Order ${order.orderCode} is ${order.status}: nothing to download`);
+      let zip;
+      if (order.productType === 'file') {
+        const files = await deps.files.listFor(order.productId);
+        if (files.length === 0) throw new AppError('not_found', 'No files are attached to this product yet; contact the shop');
+        zip = deps.files.zipOf(files.map((f) => ({ kind: 'file' as const, storageName: f.storageName, filename: f.filename })));
+      } else {
+        const codes = await deps.delivery.codesOf(order);
+        await deps.delivery.markDelivered(order);
+        zip = deps.files.zipOf([{ kind: 'text', filename: 'codes.txt', content: codes.map((c) => c.code).join('\n') + (codes.length > 0 ? '\n' : '') }]);
+      }
+      zip.on('error', (err) => req.log.error({ err }, 'zip stream failed'));
+      return reply
+        .header('Content-Type', 'application/zip')
+        .header('Content-Disposition', `attachment; filename="${order.orderCode}.zip"`)
+        .header('Cache-Control', 'no-store')
+        .send(zip);
+    },
   });
 
   r.get('/api/v1/orders', {

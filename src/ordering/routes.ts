@@ -9,9 +9,10 @@ import type { DeliveryService } from './delivery.js';
 import { registerOrderRoutes } from './order-routes.js';
 import type { OrderService } from './service.js';
 import type { SignatureVerifier } from './signing.js';
+import type { FilesService } from '../files/service.js';
 import { balanceResponse, categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
 
-export type OrderingDeps = { users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier };
+export type OrderingDeps = { users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService };
 
 const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
 const security: Record<string, string[]>[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];

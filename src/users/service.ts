@@ -149,7 +149,7 @@ export function createUsersService(deps: UsersDeps) {
           .set({ balance: sql`${users.balance} + ${amount}::numeric`, updatedAt: sql`now()` as unknown as Date })
           .where(sql`${users.id} = ${user.id} AND ${users.balance} + ${amount}::numeric >= 0`)
           .returning({ balance: users.balance });
-        if (!row) throw new AppError('invalid_request', `Debit of ${amount.replace('-', '')} would take the balance below zero (balance ${user.balance})`);
+        if (!row) throw new AppError('invalid_request', `Debit of ${amount.replace('-', '')} would take the balance below zero (balance ${moneyOut(user.balance)})`);
         const [ledger] = await tx
           .insert(balanceLedger)
           .values({ userId: user.id, amount, balanceAfter: row.balance, kind: Number(amount) > 0 ? 'admin_credit' : 'admin_debit', note: note ?? null, actor })

@@ -2,3 +2,4 @@ export * from './settings.js';
 export * from './users.js';
 export * from './catalog.js';
 export * from './orders.js';
+export * from './files.js';

@@ -1,0 +1,81 @@
+import type { Readable } from 'node:stream';
+import archiver from 'archiver';
+import { asc, eq } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { productFiles, products } from '../db/schema/index.js';
+import { AppError } from '../http/errors.js';
+import type { FileStorage } from './storage.js';
+
+export type ProductFileView = { id: number; product_id: string; filename: string; size_bytes: number; sha256: string; created_at: string };
+
+/** A file name safe inside a ZIP and a header: no directories, no control characters. */
+export function safeFilename(name: string): string {
+  // eslint-disable-next-line no-control-regex
+  const base = (name.split(/[\\/]/).pop() ?? '').replace(/[\u0000-\u001f\u007f"]/g, '').trim();
+  return base.slice(0, 200) || 'file';
+}
+
+export type FilesDeps = { db: Db; storage: FileStorage; maxBytes: number };
+
+/** Files of file products and the ZIPs built from them on the fly. */
+export function createFilesService(deps: FilesDeps) {
+  const { db, storage } = deps;
+
+  async function listFor(productId: number) {
+    return db.select().from(productFiles).where(eq(productFiles.productId, productId)).orderBy(asc(productFiles.id));
+  }
+
+  return {
+    listFor,
+    /** Streams an upload to disk, then records it; a failed upload leaves neither a row nor a file. */
+    async attach(productIdRaw: string, filename: string, input: Readable): Promise<ProductFileView> {
+      if (!/^\d{1,9}$/.test(productIdRaw)) throw new AppError('not_found', `No product ${JSON.stringify(productIdRaw)}`);
+      const productId = Number(productIdRaw);
+      const [product] = await db.select({ type: products.type }).from(products).where(eq(products.id, productId)).limit(1);
+      if (!product) {
+        input.resume();
+        throw new AppError('not_found', `No product ${productId}`);
+      }
+      if (product.type !== 'file') {
+        input.resume();
+        throw new AppError('invalid_request', `Product ${productId} is a ${product.type} product; files belong to file products`);
+      }
+      const stored = await storage.save(input, deps.maxBytes);
+      try {
+        const [row] = await db
+          .insert(productFiles)
+          .values({ productId, filename: safeFilename(filename), storageName: stored.storageName, sizeBytes: stored.sizeBytes, sha256: stored.sha256 })
+          .returning();
+        return { id: row!.id, product_id: String(productId), filename: row!.filename, size_bytes: row!.sizeBytes, sha256: row!.sha256, created_at: row!.createdAt.toISOString() };
+      } catch (err) {
+        storage.remove(stored.storageName);
+        throw err;
+      }
+    },
+    async list(productIdRaw: string): Promise<ProductFileView[]> {
+      if (!/^\d{1,9}$/.test(productIdRaw)) throw new AppError('not_found', `No product ${JSON.stringify(productIdRaw)}`);
+      const rows = await listFor(Number(productIdRaw));
+      return rows.map((r) => ({ id: r.id, product_id: String(r.productId), filename: r.filename, size_bytes: r.sizeBytes, sha256: r.sha256, created_at: r.createdAt.toISOString() }));
+    },
+    /**
+     * A ZIP streamed as it is built: each file is read from disk as the client drains the archive, so memory stays
+     * constant whatever the file size. Files are stored (level 0): they are usually compressed already.
+     */
+    zipOf(entries: ({ kind: 'file'; storageName: string; filename: string } | { kind: 'text'; filename: string; content: string })[]): Readable {
+      const zip = archiver('zip', { zlib: { level: 0 }, forceZip64: false });
+      const used = new Set<string>();
+      for (const e of entries) {
+        let name = safeFilename(e.filename);
+        for (let i = 2; used.has(name); i++) name = `${i}-${safeFilename(e.filename)}`;
+        used.add(name);
+        if (e.kind === 'file') zip.append(storage.open(e.storageName), { name, store: true });
+        else zip.append(e.content, { name });
+      }
+      // Failures surface as an 'error' on the stream, which aborts the response; the promise adds nothing.
+      zip.finalize().catch(() => {});
+      return zip;
+    },
+  };
+}
+
+export type FilesService = ReturnType<typeof createFilesService>;

@@ -1,0 +1,100 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import yauzl from 'yauzl';
+import { ADMIN_TOKEN, bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+
+/** Reads every entry of a ZIP buffer with an independent unzip library. */
+function unzip(buf: Buffer): Promise<Map<string, Buffer>> {
+  return new Promise((resolve, reject) => {
+    yauzl.fromBuffer(buf, { lazyEntries: true }, (err, zip) => {
+      if (err || !zip) return reject(err);
+      const out = new Map<string, Buffer>();
+      zip.on('entry', (entry: yauzl.Entry) => {
+        zip.openReadStream(entry, (e, stream) => {
+          if (e || !stream) return reject(e);
+          const chunks: Buffer[] = [];
+          stream.on('data', (c: Buffer) => chunks.push(c));
+          stream.on('end', () => {
+            out.set(entry.fileName, Buffer.concat(chunks));
+            zip.readEntry();
+          });
+        });
+      });
+      zip.on('end', () => resolve(out));
+      zip.on('error', reject);
+      zip.readEntry();
+    });
+  });
+}
+
+describe('file products and ZIP downloads', () => {
+  let t: TestApp;
+  let base: string;
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const addr = t.app.server.address();
+    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  async function attach(productId: string, name: string, content: Buffer) {
+    const form = new FormData();
+    form.append('file', new Blob([content]), name);
+    const res = await fetch(`${base}/admin/v1/products/${productId}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
+    return { status: res.status, body: (await res.json()) as { ok: boolean; data: { sha256: string; size_bytes: number; filename: string } } };
+  }
+
+  it('streams a ZIP of the product files whose bytes match the uploads', async () => {
+    const user = await makeUser(t, { balance: 100000 });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, type: 'file', price: 5000, max_qty: 1 });
+    const a = randomBytes(300_000);
+    const b = Buffer.from('hello\nworld\n');
+    const up = await attach(p.id, '../../etc/guide.pdf', a);
+    expect(up.status).toBe(200);
+    expect(up.body.data).toMatchObject({ filename: 'guide.pdf', size_bytes: a.length, sha256: createHash('sha256').update(a).digest('hex') });
+    expect((await attach(p.id, 'readme.txt', b)).status).toBe(200);
+
+    const created = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: { product_id: p.id, quantity: 1 } });
+    expect(created.statusCode).toBe(200);
+    const code = created.json().order_code as string;
+    const delivery = await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${code}`, headers: bearer(user.api_key) });
+    expect(delivery.json().download_url).toMatch(new RegExp(`/api/v1/order-download\\?order_code=${code}$`));
+
+    const res = await fetch(`${base}/api/v1/order-download?order_code=${code}`, { headers: bearer(user.api_key) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/zip');
+    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${code}.zip"`);
+    const entries = await unzip(Buffer.from(await res.arrayBuffer()));
+    expect([...entries.keys()].sort()).toEqual(['guide.pdf', 'readme.txt']);
+    expect(entries.get('guide.pdf')!.equals(a)).toBe(true);
+    expect(entries.get('readme.txt')!.equals(b)).toBe(true);
+  });
+
+  it('a code order downloads codes.txt; another key gets not_found', async () => {
+    const user = await makeUser(t, { balance: 100000 });
+    const other = await makeUser(t, { balance: 0 });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, price: 100 });
+    await importCodes(t, p.id, [`Z-${p.id}-1`, `Z-${p.id}-2`, `Z-${p.id}-3`]);
+    const created = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: { product_id: p.id, quantity: 2 } });
+    const code = created.json().order_code as string;
+    const res = await fetch(`${base}/api/v1/order-download?order_code=${code}`, { headers: bearer(user.api_key) });
+    const entries = await unzip(Buffer.from(await res.arrayBuffer()));
+    expect(entries.get('codes.txt')!.toString()).toBe(`Z-${p.id}-1\nZ-${p.id}-2\n`);
+    const foreign = await t.request({ method: 'GET', url: `/api/v1/order-download?order_code=${code}`, headers: bearer(other.api_key) });
+    expect(foreign.statusCode).toBe(404);
+    expect(foreign.json()).toMatchObject({ ok: false, error: 'not_found' });
+  });
+
+  it('refuses a file on a code product and leaves nothing behind', async () => {
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id });
+    const res = await attach(p.id, 'x.zip', Buffer.from('zip'));
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ ok: false, error: 'invalid_request' });
+  });
+});

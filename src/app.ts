@@ -69,7 +69,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(opsRoutes, { db: deps.db, isClosing: () => closing });
-  await app.register(orderingRoutes, { users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files });
+  await app.register(orderingRoutes, { guard: deps.guard, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files });
   await app.register(adminRoutes, {
     adminToken: deps.adminToken,
     allowedIps: config.ADMIN_ALLOWED_IPS,
@@ -80,6 +80,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     orders: deps.orders,
     delivery: deps.delivery,
     files: deps.files,
+    guard: deps.guard,
   });
   return app;
 }

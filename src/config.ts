@@ -43,6 +43,7 @@ export const envSchema = z.object({
   UPLOAD_MAX_BYTES: z.coerce.number().int().min(1024).default(50 * 1024 * 1024),
   FILE_MAX_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024 * 1024),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
+  REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,40}$/, 'letters, digits, : _ - (1-40)').default('rg:'),
   PAYMENT_BASE_PATH: z
     .string()
     .regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'must be empty or a path like /pay')

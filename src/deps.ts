@@ -15,6 +15,8 @@ import { createOrderService } from './ordering/service.js';
 import { createSignatureVerifier } from './ordering/signing.js';
 import { createFilesService } from './files/service.js';
 import { createFileStorage } from './files/storage.js';
+import { Redis } from 'ioredis';
+import { createGuard } from './ordering/guard.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -60,6 +62,18 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   await bus.start();
   cleanups.unshift(() => bus.stop());
 
+  let redis: Redis | undefined;
+  if (config.REDIS_URL) {
+    // No offline queue: while Redis is down, limits fail open at once instead of stalling requests.
+    redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
+    redis.on('error', (err) => logger.warn({ err }, 'redis error'));
+    await redis.connect().catch((err: unknown) => logger.warn({ err }, 'redis unreachable at start; rate limits fail open until it is back'));
+    const r = redis;
+    cleanups.unshift(async () => {
+      await r.quit().catch(() => r.disconnect());
+    });
+  }
+
   const cipher = createCipher(appSecret);
   const settings = createSettingsService({ db, clock, bus, logger, defaults: config.settingDefaults });
   const users = createUsersService({ db, cipher, bus, clock });
@@ -67,6 +81,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const orders = createOrderService({ db, bus, clock });
   const delivery = createDeliveryService({ db, cipher, settings, clock });
   const verifySignature = createSignatureVerifier({ db, clock });
+  const guard = createGuard({ clock, settings, logger, redis, prefix: config.REDIS_PREFIX });
   const files = createFilesService({ db, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
@@ -86,6 +101,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     delivery,
     verifySignature,
     files,
+    guard,
+    redis,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

@@ -82,7 +82,18 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const own = opts.database ? null : await createTestDatabase();
   const database = opts.database ?? own!.database;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-test-'));
-  const config = loadConfig({ DATA_DIR: dataDir, APP_SECRET, ADMIN_TOKEN, LOG_LEVEL: 'info', ...opts.env });
+  // Limits and the guard are off by default so that suites making many calls with one key or failing auth on purpose
+  // do not trip them; the rate-limit tests switch them on through the settings, as an admin would.
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    APP_SECRET,
+    ADMIN_TOKEN,
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    ORDER_RATE_LIMIT_PER_MINUTE: '1000000',
+    GUARD_ENABLED: 'false',
+    ...opts.env,
+  });
   const logs: string[] = [];
   const logger = createLogger('info', { write: (line: string) => void logs.push(line) } as pino.DestinationStream);
   const clock = opts.clock ?? manualClock();

@@ -8,9 +8,10 @@ import type { DeliveryService } from '../ordering/delivery.js';
 import { codeDetail, orderView } from '../ordering/schemas.js';
 import { orderSummary, type OrderService } from '../ordering/service.js';
 import type { UsersService } from '../users/service.js';
+import type { Guard } from '../ordering/guard.js';
 import { ok, productIdParams } from './schemas.js';
 
-export type AdminOrderDeps = { orders: OrderService; delivery: DeliveryService; files: FilesService; catalog: CatalogService; users: UsersService };
+export type AdminOrderDeps = { guard: Guard; orders: OrderService; delivery: DeliveryService; files: FilesService; catalog: CatalogService; users: UsersService };
 
 const adminOrder = orderView.extend({ user_id: z.number().int(), user_name: z.string(), message: z.string(), delivered_at: z.string().nullable(), codes: z.array(codeDetail) });
 const orderCodeParams = z.object({ code: z.string().min(1).max(64) });
@@ -72,6 +73,15 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
   r.get('/admin/v1/products/:id/files', {
     schema: { operationId: 'adminListFiles', tags, security, description: 'Files attached to a product.', params: productIdParams, response: { 200: ok(z.array(fileView)), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.files.list(req.params.id) }),
+  });
+
+  r.get('/admin/v1/guard', {
+    schema: { operationId: 'adminListGuards', tags, security, description: 'Keys (key:<user id>) and addresses (ip:<addr>) under api_guard now.', response: { 200: ok(z.array(z.object({ subject: z.string(), until: z.string(), seconds_left: z.number().int() }))), ...errs() } },
+    handler: async () => ({ ok: true as const, data: await deps.guard.list() }),
+  });
+  r.post('/admin/v1/guard/clear', {
+    schema: { operationId: 'adminClearGuards', tags, security, description: 'Lifts every current api_guard (reseller-admin guard clear).', response: { 200: ok(z.object({ cleared: z.number().int() })), ...errs() } },
+    handler: async () => ({ ok: true as const, data: { cleared: await deps.guard.clear() } }),
   });
 
   r.post('/admin/v1/codes/mark-used', {

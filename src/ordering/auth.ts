@@ -4,6 +4,7 @@ import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { AuthUser, UsersService } from '../users/service.js';
 import type { SignatureVerifier } from './signing.js';
+import type { Guard, GuardSubject } from './guard.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,22 +33,42 @@ export function userOf(req: FastifyRequest): AuthUser {
  * Ordering-API authentication, in the order that gives the most useful error: maintenance, key in URL, key missing,
  * key unknown, API disabled, address not allowed. The lookup is cached (users service), so no round trip when warm.
  */
-export function installOrderingAuth(app: FastifyInstance, deps: { users: UsersService; settings: SettingsService }): void {
+export function installOrderingAuth(app: FastifyInstance, deps: { users: UsersService; settings: SettingsService; guard: Guard }): void {
   app.addHook('onRequest', async (req) => {
     await assertNotMaintenance(deps.settings);
-    if (hasCredentialInQuery(req.url)) {
-      throw new AppError('missing_api_key', 'API keys are refused in the URL; send Authorization: Bearer <API_KEY> (and replace a key that was put in a URL)');
+    await assertNotGuarded(deps.guard, `ip:${req.ip}`);
+    try {
+      await authenticate(req, deps);
+    } catch (err) {
+      if (err instanceof AppError && AUTH_FAILURES.has(err.code)) await deps.guard.authFailure(req.ip);
+      throw err;
     }
-    const header = req.headers['x-api-key'];
-    const key = bearerToken(req.headers.authorization) ?? (typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined);
-    if (!key) throw new AppError('missing_api_key', 'Send the API key as Authorization: Bearer <API_KEY> or X-Api-Key');
-    const user = await deps.users.authenticate(key);
-    if (!user) throw new AppError('unauthorized', 'Unknown or replaced API key');
-    if (!user.apiEnabled) throw new AppError('api_disabled', 'The API of this account is disabled; contact the administrator');
-    if (!user.ips.allows(req.ip)) throw new AppError('ip_not_allowed', `Address ${req.ip} is not in this key's IP allowlist`);
-    req.user = user;
-    req.apiKey = key;
+    await assertNotGuarded(deps.guard, `key:${req.user!.id}`);
   });
+}
+
+const AUTH_FAILURES = new Set(['missing_api_key', 'unauthorized', 'ip_not_allowed']);
+
+async function assertNotGuarded(guard: Guard, subject: GuardSubject): Promise<void> {
+  const wait = await guard.retryAfter(subject);
+  if (wait !== null) {
+    throw new AppError('api_guard', `Temporarily restricted after abnormal traffic; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
+  }
+}
+
+async function authenticate(req: FastifyRequest, deps: { users: UsersService }): Promise<void> {
+  if (hasCredentialInQuery(req.url)) {
+    throw new AppError('missing_api_key', 'API keys are refused in the URL; send Authorization: Bearer <API_KEY> (and replace a key that was put in a URL)');
+  }
+  const header = req.headers['x-api-key'];
+  const key = bearerToken(req.headers.authorization) ?? (typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined);
+  if (!key) throw new AppError('missing_api_key', 'Send the API key as Authorization: Bearer <API_KEY> or X-Api-Key');
+  const user = await deps.users.authenticate(key);
+  if (!user) throw new AppError('unauthorized', 'Unknown or replaced API key');
+  if (!user.apiEnabled) throw new AppError('api_disabled', 'The API of this account is disabled; contact the administrator');
+  if (!user.ips.allows(req.ip)) throw new AppError('ip_not_allowed', `Address ${req.ip} is not in this key's IP allowlist`);
+  req.user = user;
+  req.apiKey = key;
 }
 
 const ORDER_CREATE_PATH = '/api/v1/order/create';

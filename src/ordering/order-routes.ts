@@ -17,6 +17,7 @@ import {
   orderStatusResponse,
 } from './schemas.js';
 import { orderSummary, type OrderService } from './service.js';
+import { orderRateLimit } from './rate-limit.js';
 
 export type OrderRoutesDeps = { orders: OrderService; delivery: DeliveryService; settings: SettingsService; files: FilesService };
 
@@ -42,6 +43,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
       body: orderCreateBody,
       response: { 200: orderCreateResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'missing_request_id', 'order_failed', 'request_id_conflict', 'unsupported_media_type', 'method_not_allowed') },
     },
+    config: { rateLimit: orderRateLimit(deps.settings) },
     preValidation: async (req) => {
       const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
       if (type !== 'application/json') throw new AppError('unsupported_media_type', 'Order creation accepts only Content-Type: application/json');

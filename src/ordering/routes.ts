@@ -10,9 +10,12 @@ import { registerOrderRoutes } from './order-routes.js';
 import type { OrderService } from './service.js';
 import type { SignatureVerifier } from './signing.js';
 import type { FilesService } from '../files/service.js';
+import type { Redis } from 'ioredis';
+import type { Guard } from './guard.js';
+import { installRateLimit } from './rate-limit.js';
 import { balanceResponse, categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
 
-export type OrderingDeps = { users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService };
+export type OrderingDeps = { guard: Guard; redis?: Redis; redisPrefix: string; users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService };
 
 const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
 const security: Record<string, string[]>[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
@@ -20,6 +23,7 @@ const security: Record<string, string[]>[] = [{ bearerAuth: [] }, { apiKeyHeader
 /** The ordering API (spec endpoints 1-9) behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
   installOrderingAuth(app, deps);
+  await installRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });
   installSignatureCheck(app, { settings: deps.settings, verify: deps.verifySignature });
   registerOrderRoutes(app, deps, security);
   const r = app.withTypeProvider<ZodTypeProvider>();

@@ -42,7 +42,7 @@ describe('file products and ZIP downloads', () => {
 
   async function attach(productId: string, name: string, content: Buffer) {
     const form = new FormData();
-    form.append('file', new Blob([content]), name);
+    form.append('file', new Blob([new Uint8Array(content)]), name);
     const res = await fetch(`${base}/admin/v1/products/${productId}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
     return { status: res.status, body: (await res.json()) as { ok: boolean; data: { sha256: string; size_bytes: number; filename: string } } };
   }

@@ -1,0 +1,155 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { SettingsService } from '../settings/service.js';
+import type { Clock } from '../shared/clock.js';
+
+/** Requests refused by the rate limit within one minute that trip the guard for that key or address. */
+export const GUARD_VIOLATIONS_PER_MINUTE = 10;
+/** Failed authentications from one address within one minute that trip the guard for that address. */
+export const GUARD_AUTH_FAILURES_PER_MINUTE = 20;
+
+export type GuardSubject = `key:${number}` | `ip:${string}`;
+
+type Store = {
+  until(subject: string): Promise<number | null>;
+  trip(subject: string, untilMs: number, ttlMs: number): Promise<void>;
+  count(counter: string, ttlMs: number): Promise<number>;
+  clear(): Promise<number>;
+  list(): Promise<{ subject: string; until: number }[]>;
+};
+
+function memoryStore(clock: Clock): Store {
+  const guards = new Map<string, number>();
+  const counters = new Map<string, { n: number; expires: number }>();
+  const now = () => clock.now().getTime();
+  return {
+    async until(subject) {
+      const u = guards.get(subject);
+      if (u === undefined) return null;
+      if (u <= now()) {
+        guards.delete(subject);
+        return null;
+      }
+      return u;
+    },
+    async trip(subject, untilMs) {
+      guards.set(subject, untilMs);
+    },
+    async count(counter, ttlMs) {
+      const c = counters.get(counter);
+      if (!c || c.expires <= now()) {
+        if (counters.size > 50_000) counters.clear();
+        counters.set(counter, { n: 1, expires: now() + ttlMs });
+        return 1;
+      }
+      c.n++;
+      return c.n;
+    },
+    async clear() {
+      const n = guards.size;
+      guards.clear();
+      counters.clear();
+      return n;
+    },
+    async list() {
+      return [...guards].filter(([, u]) => u > now()).map(([subject, until]) => ({ subject, until }));
+    },
+  };
+}
+
+function redisStore(redis: Redis, prefix: string, clock: Clock): Store {
+  const g = `${prefix}guard:`;
+  const c = `${prefix}guardcount:`;
+  const now = () => clock.now().getTime();
+  return {
+    async until(subject) {
+      const v = await redis.get(g + subject);
+      const u = v === null ? null : Number(v);
+      return u !== null && u > now() ? u : null;
+    },
+    async trip(subject, untilMs, ttlMs) {
+      await redis.set(g + subject, String(untilMs), 'PX', Math.max(1, ttlMs));
+    },
+    async count(counter, ttlMs) {
+      const [[, n]] = (await redis.multi().incr(c + counter).pexpire(c + counter, ttlMs, 'NX').exec()) as [[Error | null, number]];
+      return n;
+    },
+    async clear() {
+      let cleared = 0;
+      for (const pattern of [g, c]) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${pattern}*`, 'COUNT', 500);
+          cursor = next;
+          if (keys.length > 0) {
+            const n = await redis.del(...keys);
+            if (pattern === g) cleared += n;
+          }
+        } while (cursor !== '0');
+      }
+      return cleared;
+    },
+    async list() {
+      const out: { subject: string; until: number }[] = [];
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${g}*`, 'COUNT', 500);
+        cursor = next;
+        for (const k of keys) {
+          const v = await redis.get(k);
+          if (v !== null && Number(v) > now()) out.push({ subject: k.slice(g.length), until: Number(v) });
+        }
+      } while (cursor !== '0');
+      return out;
+    },
+  };
+}
+
+/**
+ * api_guard (DESIGN 3): a key or address that keeps going past its rate limit, or keeps failing authentication,
+ * within a minute is refused for guard_seconds. Shared through Redis when configured; a store failure lets traffic
+ * through (the rate limit still applies) rather than taking the API down.
+ */
+export function createGuard(deps: { clock: Clock; settings: SettingsService; logger: Logger; redis?: Redis; prefix?: string }) {
+  const store = deps.redis ? redisStore(deps.redis, deps.prefix ?? 'rg:', deps.clock) : memoryStore(deps.clock);
+  const minuteBucket = () => Math.floor(deps.clock.now().getTime() / 60_000);
+
+  async function safe<T>(fn: () => Promise<T>, fallback: T): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      deps.logger.warn({ err }, 'guard store unavailable');
+      return fallback;
+    }
+  }
+
+  async function bump(kind: 'violation' | 'authfail', subject: GuardSubject, threshold: number): Promise<void> {
+    const s = await deps.settings.all();
+    if (!s.guard_enabled) return;
+    const n = await safe(() => store.count(`${kind}:${subject}:${minuteBucket()}`, 120_000), 0);
+    if (n >= threshold) {
+      const ttl = s.guard_seconds * 1000;
+      await safe(() => store.trip(subject, deps.clock.now().getTime() + ttl, ttl), undefined);
+      deps.logger.warn({ subject, kind, count: n, guard_seconds: s.guard_seconds }, 'api_guard tripped');
+    }
+  }
+
+  return {
+    /** Seconds left on this subject's guard, or null when it may pass. */
+    async retryAfter(subject: GuardSubject): Promise<number | null> {
+      if (!(await deps.settings.get('guard_enabled'))) return null;
+      const until = await safe(() => store.until(subject), null);
+      return until === null ? null : Math.max(1, Math.ceil((until - deps.clock.now().getTime()) / 1000));
+    },
+    violation: (subject: GuardSubject) => bump('violation', subject, GUARD_VIOLATIONS_PER_MINUTE),
+    authFailure: (ip: string) => bump('authfail', `ip:${ip}`, GUARD_AUTH_FAILURES_PER_MINUTE),
+    /** Lifts every current guard (reseller-admin guard clear). */
+    clear: () => store.clear(),
+    async list(): Promise<{ subject: string; until: string; seconds_left: number }[]> {
+      const now = deps.clock.now().getTime();
+      return (await store.list()).map((g) => ({ subject: g.subject, until: new Date(g.until).toISOString(), seconds_left: Math.ceil((g.until - now) / 1000) }));
+    },
+  };
+}
+
+export type Guard = ReturnType<typeof createGuard>;

@@ -1,0 +1,43 @@
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
+import { AppError } from '../http/errors.js';
+import type { SettingsService } from '../settings/service.js';
+import type { Guard, GuardSubject } from './guard.js';
+
+export type RateLimitDeps = { settings: SettingsService; guard: Guard; redis?: Redis; prefix: string };
+
+function subjectOf(req: FastifyRequest): GuardSubject {
+  return req.user ? `key:${req.user.id}` : `ip:${req.ip}`;
+}
+
+/** Per-route override for order creation: its own counter and the order_rate_limit_per_minute setting. */
+export function orderRateLimit(settings: SettingsService) {
+  return {
+    max: async () => settings.get('order_rate_limit_per_minute'),
+    keyGenerator: (req: FastifyRequest) => `order:${subjectOf(req)}`,
+  };
+}
+
+/**
+ * Rate limits of the ordering API (@fastify/rate-limit): per API key, one minute windows, limits read from settings
+ * on every request, counters in Redis when REDIS_URL is set (shared by all processes). Runs at preParsing, after
+ * authentication, so the key is known. A refused request counts towards the guard.
+ */
+export async function installRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<void> {
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preParsing',
+    timeWindow: 60_000,
+    max: async () => deps.settings.get('rate_limit_per_minute'),
+    keyGenerator: (req) => subjectOf(req),
+    ...(deps.redis ? { redis: deps.redis, nameSpace: `${deps.prefix}rl:` } : {}),
+    // A Redis outage must not take the API down: requests pass uncounted (the guard fails open the same way).
+    skipOnError: true,
+    enableDraftSpec: true,
+    onExceeded: (req) => {
+      void deps.guard.violation(subjectOf(req));
+    },
+    errorResponseBuilder: (_req, ctx) => new AppError('rate_limited', `Too many requests: at most ${ctx.max} a minute; retry in ${Math.max(1, Math.ceil(ctx.ttl / 1000))} s`),
+  });
+}

@@ -2,6 +2,7 @@
 // BENCH_SECONDS sets the length of each load run (default 5); BENCH_DATABASE_URL runs on PostgreSQL instead of PGlite.
 const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void> }>> = {
   catalog: () => import('./catalog.bench.js'),
+  download: () => import('./download.bench.js'),
 };
 
 const wanted = process.argv.slice(2);

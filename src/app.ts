@@ -8,7 +8,13 @@ import type { Deps } from './deps.js';
 import { installErrorHandler, installNotFound, validationCodeFor } from './http/error-handler.js';
 import { installJsonParser } from './http/raw-body.js';
 import { opsRoutes } from './ops/routes.js';
+import { AppError } from './http/errors.js';
+import { patchOpenApi } from './http/openapi.js';
 import { orderingRoutes } from './ordering/routes.js';
+
+function trustHops(n: number): (addr: string, hop: number) => boolean {
+  return (_addr, hop) => hop < n;
+}
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -20,8 +26,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   let closing = false;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    // A hop count is valid for Fastify (proxy-addr) though its types omit it.
-    trustProxy: config.TRUST_PROXY as boolean | string[],
+    // A hop count trusts that many proxies nearest to us (Fastify takes it only as a function).
+    trustProxy: typeof config.TRUST_PROXY === 'number' ? trustHops(config.TRUST_PROXY) : config.TRUST_PROXY,
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestIdHeader: false,
     // The caller's X-Request-Id is echoed when it is sane; otherwise we make one.
@@ -29,15 +35,20 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
     },
-    return503OnClosing: true,
+    // While closing, our own hook answers the envelope (not_ready) so that clients see the usual error shape.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-Id', req.id);
+    if (closing) {
+      reply.header('Connection', 'close');
+      throw new AppError('not_ready', 'The server is shutting down; retry on another instance');
+    }
   });
-  app.addHook('onClose', async () => {
+  app.addHook('preClose', async () => {
     closing = true;
   });
 
@@ -63,6 +74,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       },
     },
     transform: jsonSchemaTransform,
+    transformObject: (doc) => patchOpenApi('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 

@@ -26,7 +26,7 @@ const trustProxy = z.string().transform((s, ctx): boolean | number | string[] =>
 
 /** Environment variables read by the server; every one is optional. Defaults of runtime settings start with SETTING_. */
 export const envSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  PORT: z.string().regex(/^\d{1,5}$/, 'must be a port number').transform(Number).pipe(z.number().max(65535)).default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
   DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: z

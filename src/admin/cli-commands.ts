@@ -14,7 +14,14 @@ export class CliError extends Error {
 
 export const usageError = (message: string) => new CliError('usage', message);
 
-export type HttpCall = { method: 'GET' | 'POST' | 'PUT' | 'PATCH'; path: string; json?: unknown; form?: FormData };
+export type HttpCall = {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
+  path: string;
+  json?: unknown;
+  form?: FormData;
+  /** How long the whole exchange may take; uploads get longer than the default (cli.ts TIMEOUT_MS). */
+  timeoutMs?: number;
+};
 
 export type OptionSpec = { type: 'string' } | { type: 'boolean' };
 export type Opts = Record<string, string | boolean | undefined>;
@@ -27,14 +34,18 @@ export type Command = {
   summary: string;
   /** Names of the required positional arguments, in order. */
   args: readonly string[];
+  /** The last of `args` takes one or more values (CODE...); `call` gets all of them as its third argument. */
+  variadic?: boolean;
   options: Record<string, OptionSpec>;
-  call(args: Record<string, string>, opts: Opts): HttpCall | Promise<HttpCall>;
+  call(args: Record<string, string>, opts: Opts, rest: readonly string[]): HttpCall | Promise<HttpCall>;
   /** What of `data` to print; all of it when absent. */
   output?: (data: unknown) => unknown;
 };
 
 // The generic ties `args` to the keys `call` destructures, so a typo in an argument name fails type-checking.
-function cmd<A extends string>(c: Omit<Command, 'args' | 'call' | 'options'> & { args?: readonly A[]; options?: Record<string, OptionSpec>; call(args: Record<A, string>, opts: Opts): HttpCall | Promise<HttpCall> }): Command {
+function cmd<A extends string>(
+  c: Omit<Command, 'args' | 'call' | 'options'> & { args?: readonly A[]; options?: Record<string, OptionSpec>; call(args: Record<A, string>, opts: Opts, rest: readonly string[]): HttpCall | Promise<HttpCall> },
+): Command {
   return { ...c, args: c.args ?? [], options: c.options ?? {}, call: c.call as Command['call'] };
 }
 
@@ -85,22 +96,30 @@ const get = (p: string): HttpCall => ({ method: 'GET', path: p });
 const post = (p: string, json?: unknown): HttpCall => ({ method: 'POST', path: p, json });
 const user = (ref: string) => `/admin/v1/users/${enc(ref)}`;
 
-async function codesForm(file: string): Promise<FormData> {
+/** Time allowed for an upload: the usual 30 s plus one second a megabyte, so a large ZIP on a slow link is not cut off. */
+const uploadTimeout = (bytes: number) => 30_000 + Math.ceil(bytes / 1_000_000) * 1000;
+
+/**
+ * FILE as the multipart field `file` (named by its basename), read lazily by openAsBlob so that fetch streams it
+ * from disk instead of loading it into memory.
+ */
+async function fileUpload(file: string, type: string, hint: string): Promise<{ form: FormData; timeoutMs: number }> {
   let blob: Blob;
   try {
     // openAsBlob answers a bare ERR_INVALID_ARG_VALUE for a missing file; stat first to say what is wrong.
-    if (!(await fs.promises.stat(file)).isFile()) throw usageError(`${JSON.stringify(file)} is not a file; give a text file with one code a line`);
-    // openAsBlob reads the file lazily, so fetch streams it from disk instead of loading it into memory.
-    blob = await fs.openAsBlob(file, { type: 'text/plain' });
+    if (!(await fs.promises.stat(file)).isFile()) throw usageError(`${JSON.stringify(file)} is not a file; ${hint}`);
+    blob = await fs.openAsBlob(file, { type });
   } catch (err) {
     if (err instanceof CliError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    throw usageError(`Cannot read ${JSON.stringify(file)} (${code === 'ENOENT' ? 'no such file' : code}); give a text file with one code a line`);
+    throw usageError(`Cannot read ${JSON.stringify(file)} (${code === 'ENOENT' ? 'no such file' : code}); ${hint}`);
   }
   const form = new FormData();
   form.append('file', blob, path.basename(file));
-  return form;
+  return { form, timeoutMs: uploadTimeout(blob.size) };
 }
+
+const upload = async (p: string, file: string, type: string, hint: string): Promise<HttpCall> => ({ method: 'POST', path: p, ...(await fileUpload(file, type, hint)) });
 
 const productFields = (opts: Opts) => ({
   name: str(opts, 'name'),
@@ -170,12 +189,40 @@ export const COMMANDS: readonly Command[] = [
     },
   }),
   cmd({ noun: 'product', verb: 'list', usage: '', summary: 'all local products, hidden ones included', call: () => get('/admin/v1/products') }),
+  cmd({
+    noun: 'product', verb: 'attach-file', usage: 'P FILE', summary: 'attach FILE (e.g. a ZIP) to a file product, streamed; prints the file record with its sha256',
+    args: ['P', 'FILE'],
+    call: ({ P, FILE }) => upload(`/admin/v1/products/${enc(P)}/files`, FILE, FILE.toLowerCase().endsWith('.zip') ? 'application/zip' : 'application/octet-stream', 'give the file to attach'),
+  }),
+  cmd({ noun: 'product', verb: 'files', usage: 'P', summary: 'files attached to a product', args: ['P'], call: ({ P }) => get(`/admin/v1/products/${enc(P)}/files`) }),
 
   cmd({
     noun: 'codes', verb: 'import', usage: 'P FILE', summary: 'add codes from FILE (one a line; duplicates skipped)',
     args: ['P', 'FILE'],
-    call: async ({ P, FILE }) => ({ method: 'POST', path: `/admin/v1/products/${enc(P)}/codes`, form: await codesForm(FILE) }),
+    call: ({ P, FILE }) => upload(`/admin/v1/products/${enc(P)}/codes`, FILE, 'text/plain', 'give a text file with one code a line'),
   }),
+  cmd({
+    noun: 'codes', verb: 'mark-used', usage: 'CODE... [--unused]', summary: 'mark codes used (--unused undoes it); prints {marked, not_found}',
+    args: ['CODE'], variadic: true, options: { unused: B },
+    call: (_, o, codes) => post('/admin/v1/codes/mark-used', { codes, used: !o.unused }),
+  }),
+
+  cmd({ noun: 'order', verb: 'show', usage: 'CODE', summary: 'one order with its owner and codes (decrypted, usage refreshed)', args: ['CODE'], call: ({ CODE }) => get(`/admin/v1/orders/${enc(CODE)}`) }),
+  cmd({
+    noun: 'order', verb: 'list', usage: '[--user U]', summary: 'newest 100 orders, of one user (id or name) with --user',
+    options: { user: S },
+    call: (_, o) => {
+      const u = str(o, 'user');
+      return get(u === undefined ? '/admin/v1/orders' : `/admin/v1/orders?user=${enc(u)}`);
+    },
+  }),
+  cmd({
+    noun: 'order', verb: 'refund', usage: 'CODE', summary: 'give the total back; codes return to stock only if never shown',
+    args: ['CODE'], call: ({ CODE }) => post(`/admin/v1/orders/${enc(CODE)}/refund`),
+  }),
+
+  cmd({ noun: 'guard', verb: 'list', usage: '', summary: 'keys (key:<user id>) and addresses (ip:<addr>) under api_guard now', call: () => get('/admin/v1/guard') }),
+  cmd({ noun: 'guard', verb: 'clear', usage: '', summary: 'lift every current api_guard; prints {cleared}', call: () => post('/admin/v1/guard/clear') }),
 
   cmd({ noun: 'setting', verb: 'list', usage: '', summary: 'every runtime setting (secret values masked)', call: () => get('/admin/v1/settings') }),
   cmd({ noun: 'setting', verb: 'get', usage: 'K', summary: 'one setting, unmasked', args: ['K'], call: ({ K }) => get(`/admin/v1/settings/${enc(K)}`) }),
@@ -193,13 +240,9 @@ export const COMMANDS: readonly Command[] = [
  * operator reading the design learns the command is planned, not misspelt. `*` stands for any verb.
  */
 export const NOT_YET: Readonly<Record<string, readonly string[]>> = {
-  product: ['attach-file'],
-  codes: ['mark-used'],
   override: ['set', 'clear'],
   sync: ['run', 'status'],
-  order: ['show', 'list'],
   pay: ['*'],
-  guard: ['clear'],
 };
 
 export function isNotYet(noun: string, verb?: string): boolean {

@@ -31,7 +31,7 @@ function helpText(commands: readonly Command[], full: boolean): string {
   });
   const head = ['Usage: reseller-admin <noun> <verb> [arguments] [options]', '', 'Commands:', ...rows];
   if (!full) return [...head, '', 'Run reseller-admin --help for connection settings.', ''].join('\n');
-  const later = Object.entries(NOT_YET).map(([noun, verbs]) => verbs.map((v) => (v === '*' ? `${noun} ...` : `${noun} ${v}`)).join(', '));
+  const later = Object.entries(NOT_YET).map(([noun, verbs]) => verbs.map((v) => (v === '*' ? `${noun} (every verb)` : `${noun} ${v}`)).join(', '));
   return [
     'reseller-admin: command line client of the reseller-gateway admin HTTP API',
     '',
@@ -50,7 +50,7 @@ function commandHelp(c: Command): string {
   return `Usage: reseller-admin ${line(c)}\n\n  ${c.summary}\n`;
 }
 
-type Resolved = { kind: 'help'; text: string } | { kind: 'run'; command: Command; args: Record<string, string>; opts: Opts };
+type Resolved = { kind: 'help'; text: string } | { kind: 'run'; command: Command; args: Record<string, string>; rest: string[]; opts: Opts };
 
 /** argv -> the command to run (or help to print); throws a usage CliError for anything it cannot place. */
 function resolve(argv: string[]): Resolved {
@@ -87,9 +87,11 @@ function resolve(argv: string[]): Resolved {
   if (parsed.values.help) return { kind: 'help', text: commandHelp(command) };
   const { positionals } = parsed;
   if (positionals.length < command.args.length) throw usageError(`Missing ${command.args.slice(positionals.length).join(' ')}; ${usage}`);
-  if (positionals.length > command.args.length) throw usageError(`Unexpected argument ${JSON.stringify(positionals[command.args.length])}; ${usage}`);
+  if (positionals.length > command.args.length && !command.variadic) throw usageError(`Unexpected argument ${JSON.stringify(positionals[command.args.length])}; ${usage}`);
   const args = Object.fromEntries(command.args.map((name, i) => [name, positionals[i] ?? '']));
-  return { kind: 'run', command, args, opts: parsed.values as Opts };
+  // The values of a variadic last argument (CODE...): it and everything after it.
+  const values = command.variadic ? positionals.slice(command.args.length - 1) : [];
+  return { kind: 'run', command, args, rest: values, opts: parsed.values as Opts };
 }
 
 function notYet(noun: string, verb: string | undefined): CliError {
@@ -135,10 +137,10 @@ function adminToken(env: CliIo['env']): string {
   return token;
 }
 
-function unreachable(err: unknown, conn: Connection): CliError {
+function unreachable(err: unknown, conn: Connection, timeoutMs: number): CliError {
   const e = err as Error & { cause?: { code?: string } };
   const where = `the admin API at ADMIN_URL=${conn.shown}`;
-  if (e.name === 'TimeoutError') return new CliError('unreachable', `No answer from ${where} within ${TIMEOUT_MS / 1000} s: the server may be running but stuck, or ADMIN_URL points elsewhere`);
+  if (e.name === 'TimeoutError') return new CliError('unreachable', `No answer from ${where} within ${Math.round(timeoutMs / 1000)} s: the server may be running but stuck, or ADMIN_URL points elsewhere`);
   const code = e.cause?.code;
   if (code === 'ECONNREFUSED') return new CliError('unreachable', `Cannot connect to ${where} (connection refused): the server is not running there; start it (npm start) or set ADMIN_URL`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new CliError('unreachable', `Cannot resolve the host of ADMIN_URL=${conn.shown}: check ADMIN_URL`);
@@ -157,12 +159,13 @@ async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch): Pr
   }
   let status: number;
   let text: string;
+  const timeoutMs = call.timeoutMs ?? TIMEOUT_MS;
   try {
-    const res = await fetchFn(conn.base + call.path, { method: call.method, headers, body, signal: AbortSignal.timeout(TIMEOUT_MS) });
+    const res = await fetchFn(conn.base + call.path, { method: call.method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
     status = res.status;
     text = await res.text();
   } catch (err) {
-    throw unreachable(err, conn);
+    throw unreachable(err, conn, timeoutMs);
   }
   let parsed: unknown;
   try {
@@ -191,7 +194,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stdout(r.text);
       return 0;
     }
-    const call = await r.command.call(r.args, r.opts);
+    const call = await r.command.call(r.args, r.opts, r.rest);
     const conn = connection(io.env);
     token = conn.token;
     const outcome = await send(call, conn, io.fetch ?? globalThis.fetch);

@@ -17,6 +17,29 @@ const adminOrder = orderView.extend({ user_id: z.number().int(), user_name: z.st
 const orderCodeParams = z.object({ code: z.string().min(1).max(64) });
 const fileView = z.object({ id: z.number().int(), product_id: z.string(), filename: z.string(), size_bytes: z.number().int(), sha256: z.string(), created_at: z.string() });
 
+/** The file upload route; registered in the admin scope that parses multipart bodies. */
+export function registerAdminFileUpload(app: FastifyInstance, deps: Pick<AdminOrderDeps, 'files'>, security: Record<string, string[]>[], baseErrors: ErrorCode[]): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['admin'];
+  const errs = (...codes: ErrorCode[]) => errorResponses(...baseErrors, ...codes);
+  r.post('/admin/v1/products/:id/files', {
+    schema: {
+      operationId: 'adminAttachFile',
+      tags,
+      security,
+      description: 'Attach a file to a file product: multipart field `file`, streamed to disk, size-bounded by FILE_MAX_BYTES, SHA-256 recorded.',
+      params: productIdParams,
+      response: { 200: ok(fileView), ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type') },
+    },
+    handler: async (req) => {
+      if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data, field `file`');
+      const part = await req.file({ limits: { fileSize: Number.MAX_SAFE_INTEGER } });
+      if (!part) throw new AppError('invalid_request', 'Send the file as the multipart field `file`');
+      return { ok: true as const, data: await deps.files.attach(req.params.id, part.filename, part.file) };
+    },
+  });
+}
+
 /** Admin verbs on orders, product files and code usage (part of the admin plugin: same token and address checks). */
 export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderDeps, security: Record<string, string[]>[], baseErrors: ErrorCode[]): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -53,23 +76,6 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
     handler: async (req) => ({ ok: true as const, data: orderSummary(await deps.orders.refund(req.params.code, 'admin-api')) }),
   });
 
-  r.post('/admin/v1/products/:id/files', {
-    schema: {
-      operationId: 'adminAttachFile',
-      tags,
-      security,
-      description: 'Attach a file to a file product: multipart field `file`, streamed to disk, size-bounded by FILE_MAX_BYTES, SHA-256 recorded.',
-      consumes: ['multipart/form-data'],
-      params: productIdParams,
-      response: { 200: ok(fileView), ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type') },
-    },
-    handler: async (req) => {
-      if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data, field `file`');
-      const part = await req.file({ limits: { fileSize: Number.MAX_SAFE_INTEGER } });
-      if (!part) throw new AppError('invalid_request', 'Send the file as the multipart field `file`');
-      return { ok: true as const, data: await deps.files.attach(req.params.id, part.filename, part.file) };
-    },
-  });
   r.get('/admin/v1/products/:id/files', {
     schema: { operationId: 'adminListFiles', tags, security, description: 'Files attached to a product.', params: productIdParams, response: { 200: ok(z.array(fileView)), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.files.list(req.params.id) }),

@@ -13,7 +13,7 @@ import { createIpMatcher } from '../shared/ip.js';
 import { categorySchema } from '../ordering/schemas.js';
 import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
-import { registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
+import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import {
   adminProduct,
   categoryCreateBody,
@@ -79,13 +79,29 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     const token = bearerToken(req.headers.authorization);
     if (!token || !safeEqual(token, deps.adminToken)) throw new AppError('admin_unauthorized', 'Send Authorization: Bearer <ADMIN_TOKEN>');
   });
-  await app.register(multipart, { limits: { fileSize: deps.uploadMaxBytes, files: 1, fields: 10 } });
-  // Code lists may also be sent as a plain text body (one code a line), streamed as well.
-  app.addContentTypeParser('text/plain', (_req, payload, done) => done(null, limitBytes(payload, deps.uploadMaxBytes)));
-
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['admin'];
   const errs = (...codes: ErrorCode[]) => errorResponses(...ADMIN_ERRORS, ...codes);
+
+  // Upload routes get their own scope: only they parse multipart and text/plain, so a JSON route sent text/plain
+  // answers 415 unsupported_media_type instead of failing validation.
+  await app.register(async (uploads) => {
+    await uploads.register(multipart, { limits: { fileSize: deps.uploadMaxBytes, files: 1, fields: 10 } });
+    // Code lists may also be sent as a plain text body (one code a line), streamed as well.
+    uploads.addContentTypeParser('text/plain', (_req, payload, done) => done(null, limitBytes(payload, deps.uploadMaxBytes)));
+    uploads.withTypeProvider<ZodTypeProvider>().post('/admin/v1/products/:id/codes', {
+      schema: {
+        operationId: 'adminImportCodes',
+        tags,
+        security,
+        description: 'Stock of codes: multipart field `file` (or a text/plain body), one code a line; duplicates are skipped.',
+        params: productIdParams,
+        response: { 200: ok(importResult), ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type') },
+      },
+      handler: async (req) => ({ ok: true as const, data: await deps.catalog.importCodes(req.params.id, await uploadedLines(req)) }),
+    });
+    registerAdminFileUpload(uploads, deps, security, ADMIN_ERRORS);
+  });
 
   r.get('/admin/v1/users', {
     schema: { operationId: 'adminListUsers', tags, security, description: 'All users (keys hidden; `user show` reveals one).', response: { 200: ok(z.array(userView)), ...errs() } },
@@ -144,19 +160,6 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     schema: { operationId: 'adminUpdateProduct', tags, security, description: 'Change a local product; cached lists drop it at once.', params: productIdParams, body: productUpdateBody, response: { 200: ok(adminProduct), ...errs('invalid_request', 'not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.updateProduct(req.params.id, req.body) }),
   });
-  r.post('/admin/v1/products/:id/codes', {
-    schema: {
-      operationId: 'adminImportCodes',
-      tags,
-      security,
-      description: 'Stock of codes: multipart field `file` (or a text/plain body), one code a line; duplicates are skipped.',
-      consumes: ['multipart/form-data', 'text/plain'],
-      params: productIdParams,
-      response: { 200: ok(importResult), ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type') },
-    },
-    handler: async (req) => ({ ok: true as const, data: await deps.catalog.importCodes(req.params.id, await uploadedLines(req)) }),
-  });
-
   registerAdminOrderRoutes(app, deps, security, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {

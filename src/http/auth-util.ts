@@ -6,7 +6,7 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /** Query parameter names that would put a credential in a URL (refused, DESIGN 3). */
-const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'key', 'token', 'access_token', 'x-api-key']);
+export const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'key', 'token', 'access_token', 'x-api-key']);
 
 export function hasCredentialInQuery(url: string): boolean {
   const q = url.indexOf('?');

@@ -73,7 +73,7 @@ export function installNotFound(app: FastifyInstance, paymentPrefix: string): vo
   const patterns: { re: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
     const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
-    const source = '^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/:[A-Za-z0-9_]+/g, '[^/]+') + '/?$';
+    const source = '^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/:[A-Za-z0-9_]+/g, '[^/]+') + '$';
     const found = patterns.find((p) => p.re.source === source);
     if (found) methods.forEach((m) => found.methods.add(m));
     else patterns.push({ re: new RegExp(source), methods: new Set(methods) });

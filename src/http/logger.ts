@@ -1,10 +1,25 @@
 import pino, { type Logger } from 'pino';
+import { CREDENTIAL_PARAMS } from './auth-util.js';
 
-/** Query parameters that can carry a secret (a cron token, a key someone wrongly put in the URL). */
-const SECRET_PARAMS = /([?&](?:token|api_key|apikey|key|secret|signature|access_token)=)[^&#]*/gi;
+/** Query parameters that can carry a secret: every credential name the API refuses, a cron token, signatures. */
+const SECRET_PARAMS = new Set([...CREDENTIAL_PARAMS, 'secret', 'signature', 'api_secret', 'webhook_secret']);
 
+/** The URL with the value of every secret-looking query parameter masked (names compared decoded, lower-cased). */
 export function redactUrl(url: string): string {
-  return url.replace(SECRET_PARAMS, '$1[REDACTED]');
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const parts = url.slice(q + 1).split('&').map((pair) => {
+    const eq = pair.indexOf('=');
+    const rawName = eq < 0 ? pair : pair.slice(0, eq);
+    let name = rawName;
+    try {
+      name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+    } catch {
+      // undecodable name: compare as sent
+    }
+    return SECRET_PARAMS.has(name.toLowerCase()) ? `${rawName}=[REDACTED]` : pair;
+  });
+  return `${url.slice(0, q)}?${parts.join('&')}`;
 }
 
 /**

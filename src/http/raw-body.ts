@@ -11,6 +11,8 @@ declare module 'fastify' {
 /** JSON parser that keeps the raw text and answers malformed JSON with the envelope. */
 export function installJsonParser(app: FastifyInstance, validationCode: (url: string) => 'invalid_request' | 'VALIDATION_ERROR'): void {
   app.removeContentTypeParser('application/json');
+  // Only JSON by default: a route that takes another type (an upload) adds its parser in its own scope.
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
     req.rawBody = text;

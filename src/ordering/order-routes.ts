@@ -92,8 +92,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
       description: 'A file order holds the product files; a code order holds codes.txt (one code a line). Content-Type application/zip, Content-Disposition attachment; filename="<order_code>.zip".',
       security,
       querystring: orderCodeQuery,
-      produces: ['application/zip'],
-      response: { 200: z.any().describe('the ZIP file'), ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
+      response: { 200: z.any().describe('the ZIP file (application/zip)'), ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
     handler: async (req, reply) => {
       const user = userOf(req);

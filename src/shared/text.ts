@@ -24,6 +24,10 @@ const SAFE_HTML: sanitizeHtml.IOptions = {
   allowedSchemesByTag: { img: ['http', 'https'] },
   allowProtocolRelative: false,
   disallowedTagsMode: 'discard',
+  // A link that opens a new tab must not hand the opener window to the target page.
+  transformTags: {
+    a: (tagName, attribs) => ({ tagName, attribs: attribs.target ? { ...attribs, rel: 'noopener noreferrer' } : attribs }),
+  },
   // script/style bodies are dropped whole, not kept as text
   nonTextTags: ['script', 'style', 'textarea', 'noscript', 'iframe', 'object'],
 };

@@ -266,7 +266,10 @@ export function createCatalogService(deps: CatalogDeps) {
       return rows.map((r) => ({ ...productView(r), hidden: r.hidden }));
     },
 
-    /** Marks codes used (or unused) by their value; answers which values match no stocked or sold code. */
+    /**
+     * Marks delivered codes used (or unused) by their value; answers which values match no delivered code. Codes in
+     * stock are never marked: a used code must not be sold.
+     */
     async markCodesUsed(values: string[], used = true): Promise<{ marked: number; not_found: string[] }> {
       const wanted = [...new Set(values.map((v) => v.trim()).filter(Boolean))];
       if (wanted.length === 0 || wanted.length > 10_000) throw new AppError('invalid_request', 'Give 1 to 10000 codes');
@@ -274,7 +277,7 @@ export function createCatalogService(deps: CatalogDeps) {
       const updated = await db
         .update(codes)
         .set({ used, usedAt: used ? clock.now() : null })
-        .where(inArray(codes.codeDigest, [...byDigest.keys()]))
+        .where(and(inArray(codes.codeDigest, [...byDigest.keys()]), eq(codes.status, 'sold')))
         .returning({ digest: codes.codeDigest });
       const found = new Set(updated.map((u) => u.digest));
       return { marked: updated.length, not_found: [...byDigest].filter(([d]) => !found.has(d)).map(([, v]) => v) };

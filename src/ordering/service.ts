@@ -160,7 +160,7 @@ export function createOrderService(deps: OrderServiceDeps) {
         .returning({ balance: users.balance });
       await tx.insert(balanceLedger).values({ userId: o.userId, amount: o.total, balanceAfter: credited!.balance, kind: 'refund', ref: o.orderCode, actor });
       if (!o.deliveredAt) {
-        await tx.update(codes).set({ status: 'available', orderId: null }).where(eq(codes.orderId, o.id));
+        await tx.update(codes).set({ status: 'available', orderId: null, used: false, usedAt: null }).where(eq(codes.orderId, o.id));
       }
       const [updated] = await tx
         .update(orders)

@@ -11,6 +11,7 @@ import { opsRoutes } from './ops/routes.js';
 import { AppError } from './http/errors.js';
 import { patchOpenApi } from './http/openapi.js';
 import { orderingRoutes } from './ordering/routes.js';
+import { paymentRoutes } from './payments/routes.js';
 
 function trustHops(n: number): (addr: string, hop: number) => boolean {
   return (_addr, hop) => hop < n;
@@ -70,6 +71,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'Ordering API key (Authorization: Bearer <API_KEY>)' },
           apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'Ordering API key, alternative header' },
           adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
+          payApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Payment API key; every request also carries X-API-Event, X-API-Signature and X-API-Signature-Alg' },
         },
       },
     },
@@ -82,6 +84,15 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   await app.register(opsRoutes, { db: deps.db, isClosing: () => closing });
   await app.register(orderingRoutes, { guard: deps.guard, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files });
+  await app.register(paymentRoutes, {
+    prefix: paymentPrefix,
+    clients: deps.payClients,
+    methods: deps.payMethods,
+    payments: deps.payments,
+    settings: deps.settings,
+    cipher: deps.cipher,
+    clock: deps.clock,
+  });
   await app.register(adminRoutes, {
     adminToken: deps.adminToken,
     allowedIps: config.ADMIN_ALLOWED_IPS,

@@ -17,6 +17,9 @@ import { createFilesService } from './files/service.js';
 import { createFileStorage } from './files/storage.js';
 import { Redis } from 'ioredis';
 import { createGuard } from './ordering/guard.js';
+import { createPayClientsService } from './payments/clients.js';
+import { createMethodsService } from './payments/methods.js';
+import { createPaymentsService } from './payments/service.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -82,6 +85,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const delivery = createDeliveryService({ db, cipher, settings, clock });
   const verifySignature = createSignatureVerifier({ db, clock });
   const guard = createGuard({ clock, settings, logger, redis, prefix: config.REDIS_PREFIX });
+  const payClients = createPayClientsService({ db, cipher, clock });
+  const payMethods = createMethodsService({ db });
+  const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
   const files = createFilesService({ db, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
@@ -103,6 +109,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     files,
     guard,
     redis,
+    payClients,
+    payMethods,
+    payments,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

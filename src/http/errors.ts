@@ -41,6 +41,8 @@ export const errorStatus = {
   PAYMENT_NOT_FOUND: 404,
   PAYMENT_METHOD_INVALID: 400,
   RATE_LIMITED: 429,
+  // payment API, beyond DESIGN 5 (docs/errors.md): a second open request for one merchant_invoice_id
+  PAYMENT_INVOICE_PENDING: 409,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;

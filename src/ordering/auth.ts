@@ -84,7 +84,9 @@ export function installSignatureCheck(app: FastifyInstance, deps: { settings: Se
     const headers = { timestamp: one(h['x-api-timestamp']), nonce: one(h['x-api-nonce']), signature: one(h['x-api-signature']) };
     const sent = headers.timestamp !== undefined || headers.nonce !== undefined || headers.signature !== undefined;
     const path = req.url.split('?')[0] ?? req.url;
-    if (!sent && !(path === ORDER_CREATE_PATH && req.method === 'POST' && (await deps.settings.get('require_signature')))) return;
+    // Mandatory-ness goes by the matched route, not the raw path: /api/v1/order/%63reate is the same route.
+    const isOrderCreate = req.routeOptions.url === ORDER_CREATE_PATH && req.method === 'POST';
+    if (!sent && !(isOrderCreate && (await deps.settings.get('require_signature')))) return;
     await deps.verify({
       userId: userOf(req).id,
       apiKey: req.apiKey ?? '',

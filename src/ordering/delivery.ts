@@ -77,7 +77,7 @@ export function createDeliveryService(deps: DeliveryDeps) {
   /** Records the first time codes were shown: from then on a refund keeps them out of stock. */
   async function markDelivered(order: OrderRow): Promise<void> {
     if (order.deliveredAt || order.status !== 'success') return;
-    await db.update(orders).set({ deliveredAt: clock.now() }).where(and(eq(orders.id, order.id), isNull(orders.deliveredAt)));
+    await db.update(orders).set({ deliveredAt: clock.now() }).where(and(eq(orders.id, order.id), isNull(orders.deliveredAt), eq(orders.status, 'success')));
   }
 
   return {
@@ -89,8 +89,9 @@ export function createDeliveryService(deps: DeliveryDeps) {
     },
     async delivery(userId: number, orderCode: string, baseUrl: string): Promise<Delivery> {
       const order = await own(userId, { order_code: orderCode });
+      // Recorded before the codes are read: a refund committing in between then keeps them out of stock.
+      await markDelivered(order);
       const detail = order.status === 'success' || order.status === 'refunded' ? await codesOf(order) : [];
-      if (detail.length > 0) await markDelivered(order);
       const [product] = await db.select({ description2: products.description2 }).from(products).where(eq(products.id, order.productId)).limit(1);
       const desc2 = product?.description2 ?? '';
       return {

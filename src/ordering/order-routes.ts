@@ -104,8 +104,8 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
         if (files.length === 0) throw new AppError('not_found', 'No files are attached to this product yet; contact the shop');
         zip = deps.files.zipOf(files.map((f) => ({ kind: 'file' as const, storageName: f.storageName, filename: f.filename })));
       } else {
-        const codes = await deps.delivery.codesOf(order);
         await deps.delivery.markDelivered(order);
+        const codes = await deps.delivery.codesOf(order);
         zip = deps.files.zipOf([{ kind: 'text', filename: 'codes.txt', content: codes.map((c) => c.code).join('\n') + (codes.length > 0 ? '\n' : '') }]);
       }
       zip.on('error', (err) => req.log.error({ err }, 'zip stream failed'));

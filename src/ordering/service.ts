@@ -160,7 +160,8 @@ export function createOrderService(deps: OrderServiceDeps) {
         .returning({ balance: users.balance });
       await tx.insert(balanceLedger).values({ userId: o.userId, amount: o.total, balanceAfter: credited!.balance, kind: 'refund', ref: o.orderCode, actor });
       if (!o.deliveredAt) {
-        await tx.update(codes).set({ status: 'available', orderId: null, used: false, usedAt: null }).where(eq(codes.orderId, o.id));
+        // A code marked used stays with the refunded order: it must never be sold again.
+        await tx.update(codes).set({ status: 'available', orderId: null }).where(and(eq(codes.orderId, o.id), eq(codes.used, false)));
       }
       const [updated] = await tx
         .update(orders)

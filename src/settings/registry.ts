@@ -53,6 +53,7 @@ export const settingDefs = {
   sync_interval_seconds: def({ schema: int(0, 86_400), default: '60', help: 'minimum time between two syncs' }),
   price_markup_percent: def({ schema: z.string().trim().regex(/^\d{1,4}(\.\d{1,2})?$/, 'must be a percentage >= 0 with at most 2 decimals'), default: '0', help: 'markup on source prices' }),
   payment_lifetime_minutes: def({ schema: int(1, 10_080), default: '30', help: 'lifetime of a payment request' }),
+  payment_transfer_prefix: def({ schema: z.string().trim().regex(/^[A-Z0-9]{0,10}$/, 'must be 0-10 upper-case letters or digits'), default: 'RG', help: 'start of every transfer_content' }),
   payment_min_amount: def({ schema: money, default: '10000', help: 'smallest top-up amount' }),
   payment_max_amount: def({ schema: money, default: '500000000', help: 'largest top-up amount' }),
   webhook_retry_schedule: def({

@@ -38,3 +38,10 @@ export function newOrderCode(): string {
   }
   return out;
 }
+
+/** Payment API credentials: recognisable prefixes, 40-48 base62 chars. */
+export const newPayApiKey = (): string => `pk_${randomBase62(40)}`;
+export const newPayApiSecret = (): string => `psk_${randomBase62(48)}`;
+export const newWebhookSecret = (): string => `whsec_${randomBase62(48)}`;
+/** payment_id: "pay_" + 24 base62 chars. */
+export const newPaymentId = (): string => `pay_${randomBase62(24)}`;

@@ -1,4 +1,4 @@
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, SocketAddress } from 'node:net';
 
 export type IpRule = { family: 'ipv4' | 'ipv6'; address: string; prefix: number };
 
@@ -17,30 +17,33 @@ export function parseIpRule(entry: string): IpRule | null {
   if (v === 0) return null;
   const max = v === 4 ? 32 : 128;
   let prefix = max;
+  // IPv6 in its canonical compressed lower-case form, so that one address is one entry however it was typed.
+  const canonical = v === 6 ? new SocketAddress({ address, family: 'ipv6' }).address : address;
   if (prefixRaw !== undefined) {
     if (!/^\d{1,3}$/.test(prefixRaw)) return null;
     prefix = Number(prefixRaw);
     if (prefix > max) return null;
   }
-  return { family: v === 4 ? 'ipv4' : 'ipv6', address, prefix };
+  return { family: v === 4 ? 'ipv4' : 'ipv6', address: canonical, prefix };
 }
 
 export type IpMatcher = { readonly empty: boolean; allows(ip: string): boolean };
 
-/** Builds a matcher over an allowlist; an empty list allows every address (DESIGN: allowlist empty = any address). */
+/**
+ * Builds a matcher over an allowlist; an empty list allows every address (DESIGN: allowlist empty = any address).
+ * An entry that does not parse (written by SQL, say) matches nothing: a list of only bad entries fails closed.
+ */
 export function createIpMatcher(entries: readonly string[]): IpMatcher {
   const list = new BlockList();
-  let count = 0;
+  const configured = entries.length > 0;
   for (const entry of entries) {
     const rule = parseIpRule(entry);
-    if (!rule) continue;
-    list.addSubnet(rule.address, rule.prefix, rule.family);
-    count++;
+    if (rule) list.addSubnet(rule.address, rule.prefix, rule.family);
   }
   return {
-    empty: count === 0,
+    empty: !configured,
     allows(ip: string): boolean {
-      if (count === 0) return true;
+      if (!configured) return true;
       const addr = normalizeIp(ip);
       const v = isIP(addr);
       if (v === 0) return false;

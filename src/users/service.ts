@@ -102,7 +102,9 @@ export function createUsersService(deps: UsersDeps) {
       if (!name || name.length > 100) throw new AppError('invalid_request', 'name must be 1-100 characters');
       const ips = parseIps(input.ips ?? []);
       const balance = input.balance ?? '0';
-      if (!MONEY_RE.test(balance) || balance.startsWith('-')) throw new AppError('invalid_request', 'balance must be a non-negative amount with at most 2 decimals');
+      if (!MONEY_RE.test(balance) || balance.startsWith('-')) {
+        throw new AppError('invalid_request', 'balance must be a non-negative amount with at most 2 decimals', { details: [{ path: 'body.balance', message: 'must be a non-negative amount with at most 2 decimals' }] });
+      }
       const key = newApiKey();
       const row = await withTx(db, async (tx) => {
         const existing = await tx.select({ id: users.id }).from(users).where(eq(users.name, name)).limit(1);
@@ -141,7 +143,9 @@ export function createUsersService(deps: UsersDeps) {
     },
     /** Moves the balance by a signed amount in SQL numeric, never below zero, with its ledger row in the same transaction. */
     async credit(ref: string, amount: string, note: string | undefined, actor: string): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {
-      if (!MONEY_RE.test(amount) || Number(amount) === 0) throw new AppError('invalid_request', 'amount must be a non-zero amount with at most 2 decimals (negative debits)');
+      if (!MONEY_RE.test(amount) || Number(amount) === 0) {
+        throw new AppError('invalid_request', 'amount must be a non-zero amount with at most 2 decimals (negative debits)', { details: [{ path: 'body.amount', message: 'must be a non-zero amount with at most 2 decimals' }] });
+      }
       return withTx(db, async (tx) => {
         const user = await find(ref, tx);
         const [row] = await tx

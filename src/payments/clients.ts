@@ -1,0 +1,191 @@
+import { asc, eq, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { payClients } from '../db/schema/index.js';
+import { withTx } from '../db/tx.js';
+import { AppError } from '../http/errors.js';
+import type { Clock } from '../shared/clock.js';
+import { sha256Hex, type Cipher } from '../shared/crypto.js';
+import { newPayApiKey, newPayApiSecret, newWebhookSecret } from '../shared/ids.js';
+import { validateIpList } from '../shared/ip.js';
+
+export type PayClientRow = typeof payClients.$inferSelect;
+
+export type PayClientView = {
+  id: number;
+  name: string;
+  domain: string;
+  webhook_url: string;
+  status: 'requested' | 'active' | 'disabled';
+  allowed_ips: string[];
+  allow_private_targets: boolean;
+  events: string[];
+  api_key?: string;
+  api_secret?: string;
+  webhook_secret?: string;
+  previous_secret_valid_until: string | null;
+  approved_at: string | null;
+  created_at: string;
+};
+
+const HOST_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
+
+function invalid(message: string, path: string): AppError {
+  return new AppError('invalid_request', message, { details: [{ path, message }] });
+}
+
+/** A project domain as the admin types it ("Shop.example.com", "https://shop.example.com/") -> "shop.example.com". */
+export function normalizeDomain(raw: string): string {
+  const d = raw.trim().toLowerCase().replace(/^https?:\/\//, '').replace(/\/.*$/, '').replace(/\.$/, '');
+  if (!HOST_RE.test(d) && d !== 'localhost') throw invalid(`${JSON.stringify(raw)} is not a domain name`, 'domain');
+  return d;
+}
+
+/** True when the webhook URL is http(s) on the project domain or one of its subdomains. */
+export function webhookOnDomain(webhookUrl: string, domain: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(webhookUrl);
+  } catch {
+    return false;
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return false;
+  if (u.username || u.password) return false;
+  const host = u.hostname.toLowerCase().replace(/\.$/, '');
+  return host === domain || host.endsWith(`.${domain}`);
+}
+
+function ips(list: string[], path = 'ips'): string[] {
+  const r = validateIpList(list);
+  if (!r.ok) throw invalid(`Not an IPv4/IPv6 address or CIDR: ${r.bad.join(', ')}`, path);
+  return r.list;
+}
+
+/** API clients of the payment API: access requests, approval with issued credentials, IPs, rotation. */
+export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: Clock }) {
+  const { db, cipher, clock } = deps;
+
+  function view(c: PayClientRow, withSecrets: boolean): PayClientView {
+    const graceOpen = c.prevApiSecretEnc && c.prevSecretExpiresAt && c.prevSecretExpiresAt > clock.now();
+    return {
+      id: c.id,
+      name: c.name,
+      domain: c.domain,
+      webhook_url: c.webhookUrl,
+      status: c.status as PayClientView['status'],
+      allowed_ips: c.allowedIps,
+      allow_private_targets: c.allowPrivateTargets,
+      events: c.events,
+      ...(withSecrets && c.apiKeyEnc && c.apiSecretEnc && c.webhookSecretEnc
+        ? { api_key: cipher.decrypt(c.apiKeyEnc), api_secret: cipher.decrypt(c.apiSecretEnc), webhook_secret: cipher.decrypt(c.webhookSecretEnc) }
+        : {}),
+      previous_secret_valid_until: graceOpen ? c.prevSecretExpiresAt!.toISOString() : null,
+      approved_at: c.approvedAt?.toISOString() ?? null,
+      created_at: c.createdAt.toISOString(),
+    };
+  }
+
+  async function find(id: string | number, tx: Db = db): Promise<PayClientRow> {
+    const s = String(id).trim();
+    if (!/^\d{1,9}$/.test(s)) throw new AppError('not_found', `No API client ${JSON.stringify(s)}`);
+    const [row] = await tx.select().from(payClients).where(eq(payClients.id, Number(s))).limit(1);
+    if (!row) throw new AppError('not_found', `No API client ${s}`);
+    return row;
+  }
+
+  async function patch(id: string, set: Partial<typeof payClients.$inferInsert>, withSecrets = false): Promise<PayClientView> {
+    const c = await find(id);
+    const [row] = await db.update(payClients).set({ ...set, updatedAt: sql`now()` as unknown as Date }).where(eq(payClients.id, c.id)).returning();
+    return view(row!, withSecrets);
+  }
+
+  return {
+    find,
+    view,
+    /** An access request: the webhook URL must be on the project domain; IPs are optional at this stage. */
+    async request(input: { name: string; domain: string; webhook_url: string; ips?: string[] }): Promise<PayClientView> {
+      const name = input.name.trim();
+      if (!name || name.length > 100) throw invalid('name must be 1-100 characters', 'name');
+      const domain = normalizeDomain(input.domain);
+      if (!webhookOnDomain(input.webhook_url, domain)) throw invalid(`webhook_url must be an http(s) URL on ${domain} or a subdomain of it`, 'webhook_url');
+      const [row] = await db.insert(payClients).values({ name, domain, webhookUrl: input.webhook_url, allowedIps: ips(input.ips ?? []) }).returning();
+      return view(row!, false);
+    },
+    /** Issues API key, API secret and webhook secret; refused while no IP is allowed. Shows the secrets once here. */
+    async approve(id: string, input: { ips?: string[]; allow_private_targets?: boolean }): Promise<PayClientView> {
+      return withTx(db, async (tx) => {
+        const c = await find(id, tx);
+        if (c.status !== 'requested') throw new AppError('conflict', `API client ${c.id} is ${c.status}, not an open request`);
+        const allowed = input.ips !== undefined ? ips(input.ips) : c.allowedIps;
+        if (allowed.length === 0) throw invalid('Approval needs at least one allowed IP (--ips a,b)', 'ips');
+        const key = newPayApiKey();
+        const [row] = await tx
+          .update(payClients)
+          .set({
+            status: 'active',
+            allowedIps: allowed,
+            apiKeyHash: sha256Hex(key),
+            apiKeyEnc: cipher.encrypt(key),
+            apiSecretEnc: cipher.encrypt(newPayApiSecret()),
+            webhookSecretEnc: cipher.encrypt(newWebhookSecret()),
+            allowPrivateTargets: input.allow_private_targets ?? c.allowPrivateTargets,
+            approvedAt: clock.now(),
+            updatedAt: sql`now()` as unknown as Date,
+          })
+          .where(eq(payClients.id, c.id))
+          .returning();
+        return view(row!, true);
+      });
+    },
+    async show(id: string): Promise<PayClientView> {
+      return view(await find(id), true);
+    },
+    async list(): Promise<PayClientView[]> {
+      return (await db.select().from(payClients).orderBy(asc(payClients.id))).map((c) => view(c, false));
+    },
+    async setIps(id: string, list: string[]): Promise<PayClientView> {
+      const c = await find(id);
+      const allowed = ips(list);
+      if (allowed.length === 0 && c.status !== 'requested') throw invalid('An issued client needs at least one allowed IP', 'ips');
+      return patch(id, { allowedIps: allowed });
+    },
+    async update(id: string, input: { webhook_url?: string; allow_private_targets?: boolean; events?: string[] }): Promise<PayClientView> {
+      const c = await find(id);
+      if (input.webhook_url !== undefined && !webhookOnDomain(input.webhook_url, c.domain)) {
+        throw invalid(`webhook_url must be an http(s) URL on ${c.domain} or a subdomain of it`, 'webhook_url');
+      }
+      if (input.events !== undefined && input.events.some((e) => e !== 'payment.approved')) throw invalid('the only event is payment.approved', 'events');
+      return patch(id, {
+        ...(input.webhook_url !== undefined ? { webhookUrl: input.webhook_url } : {}),
+        ...(input.allow_private_targets !== undefined ? { allowPrivateTargets: input.allow_private_targets } : {}),
+        ...(input.events !== undefined ? { events: input.events } : {}),
+      });
+    },
+    async setEnabled(id: string, enabled: boolean): Promise<PayClientView> {
+      const c = await find(id);
+      if (c.status === 'requested') throw new AppError('conflict', `API client ${c.id} is not approved yet`);
+      return patch(id, { status: enabled ? 'active' : 'disabled' });
+    },
+    /** New API secret; the old one keeps working for graceSeconds so the client can deploy the new one. */
+    async rotateSecret(id: string, graceSeconds: number): Promise<PayClientView> {
+      if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > 30 * 86_400) throw invalid('grace must be 0 to 2592000 seconds', 'grace_seconds');
+      const c = await find(id);
+      if (!c.apiSecretEnc) throw new AppError('conflict', `API client ${c.id} is not approved yet`);
+      return patch(
+        id,
+        {
+          apiSecretEnc: cipher.encrypt(newPayApiSecret()),
+          prevApiSecretEnc: graceSeconds > 0 ? c.apiSecretEnc : null,
+          prevSecretExpiresAt: graceSeconds > 0 ? new Date(clock.now().getTime() + graceSeconds * 1000) : null,
+        },
+        true,
+      );
+    },
+    /** Key -> client (any status); null when unknown. */
+    async byKey(apiKey: string): Promise<PayClientRow | null> {
+      const [row] = await db.select().from(payClients).where(eq(payClients.apiKeyHash, sha256Hex(apiKey))).limit(1);
+      return row ?? null;
+    },
+  };
+}
+
+export type PayClientsService = ReturnType<typeof createPayClientsService>;

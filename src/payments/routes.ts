@@ -1,0 +1,122 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import type { SettingsService } from '../settings/service.js';
+import type { Clock } from '../shared/clock.js';
+import type { Cipher } from '../shared/crypto.js';
+import { installPaymentAuth, payClientOf } from './auth.js';
+import type { PayClientsService } from './clients.js';
+import type { MethodsService } from './methods.js';
+import { createPaymentBody, methodsResponse, paymentHeaders, paymentIdParams, paymentResponse, pingResponse } from './schemas.js';
+import type { PaymentsService } from './service.js';
+
+export type PaymentRoutesDeps = { clients: PayClientsService; methods: MethodsService; payments: PaymentsService; settings: SettingsService; cipher: Cipher; clock: Clock };
+
+const AUTH_ERRORS: ErrorCode[] = [
+  'API_AUTH_HEADERS_MISSING',
+  'API_SIGNATURE_ALG_INVALID',
+  'API_KEY_INVALID',
+  'API_CLIENT_DISABLED',
+  'API_IP_DENIED',
+  'API_DOMAIN_CONFIG_INVALID',
+  'API_EVENT_INVALID',
+  'API_SIGNATURE_INVALID',
+  'maintenance',
+];
+const security: Record<string, string[]>[] = [{ payApiKey: [] }];
+const tags = ['payments'];
+
+/** The payment top-up API (its own plugin and auth; mounted under PAYMENT_BASE_PATH). */
+export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
+  installPaymentAuth(app, deps);
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.get('/api/v1/ping', {
+    config: { payEvent: 'system.ping' },
+    schema: {
+      operationId: 'payPing',
+      tags,
+      security,
+      description: 'Connectivity and signature check (event system.ping). Answers the client name, server time and the caller IP as the server sees it.',
+      headers: paymentHeaders,
+      response: { 200: pingResponse, ...errorResponses(...AUTH_ERRORS) },
+    },
+    handler: async (req) => ({ ok: true as const, client: payClientOf(req).name, server_time: deps.clock.now().toISOString(), ip: req.ip }),
+  });
+
+  r.get('/api/v1/payment-methods', {
+    config: { payEvent: 'payment.methods.list' },
+    schema: {
+      operationId: 'payListMethods',
+      tags,
+      security,
+      description: 'Active payment methods (event payment.methods.list) and which one is the default.',
+      headers: paymentHeaders,
+      response: { 200: methodsResponse, ...errorResponses(...AUTH_ERRORS) },
+    },
+    handler: async () => {
+      const list = await deps.methods.list(true);
+      return {
+        ok: true as const,
+        data: list.map((m) => ({ code: m.code, name: m.name, bank_name: m.bank_name, bank_code: m.bank_code, bank_bin: m.bank_bin, is_default: m.is_default })),
+        default_method: list.find((m) => m.is_default)?.code ?? null,
+      };
+    },
+  });
+
+  r.post('/api/v1/payment-requests', {
+    config: { payEvent: 'payment.request.create' },
+    schema: {
+      operationId: 'payCreateRequest',
+      tags,
+      security,
+      description:
+        'Create a top-up request (event payment.request.create). Requires Idempotency-Key (1-255 chars, stable across retries): the same key and body answer the original payment (header Idempotent-Replayed: true).',
+      headers: paymentHeaders.extend({ 'idempotency-key': z.string().optional().describe('required; 1-255 characters') }),
+      body: createPaymentBody,
+      response: { 201: paymentResponse, ...errorResponses(...AUTH_ERRORS, 'VALIDATION_ERROR', 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_IN_PROGRESS', 'PAYMENT_METHOD_INVALID', 'PAYMENT_INVOICE_PENDING') },
+    },
+    preValidation: async (req) => {
+      const key = req.headers['idempotency-key'];
+      const k = Array.isArray(key) ? key[0] : key;
+      if (k === undefined || k.trim() === '') throw new AppError('IDEMPOTENCY_KEY_MISSING', 'Send an Idempotency-Key header (1-255 characters), the same on every retry of one creation');
+      if (k.length > 255) throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must be at most 255 characters', { details: [{ path: 'headers.idempotency-key', message: 'at most 255 characters' }] });
+    },
+    handler: async (req, reply) => {
+      const client = payClientOf(req);
+      const key = String(req.headers['idempotency-key']);
+      const { view, replay } = await deps.payments.create(client.id, key, req.rawBody ?? '', req.body);
+      if (replay) reply.header('Idempotent-Replayed', 'true');
+      return reply.code(201).send({ ok: true as const, ...view });
+    },
+  });
+
+  r.get('/api/v1/payment-requests/:payment_id', {
+    config: { payEvent: 'payment.request.status' },
+    schema: {
+      operationId: 'payRequestStatus',
+      tags,
+      security,
+      description: 'Status of a request (event payment.request.status): poll while payment_ready is false. An overdue request answers expired.',
+      headers: paymentHeaders,
+      params: paymentIdParams,
+      response: { 200: paymentResponse, ...errorResponses(...AUTH_ERRORS, 'PAYMENT_NOT_FOUND') },
+    },
+    handler: async (req) => ({ ok: true as const, ...(await deps.payments.status(payClientOf(req).id, req.params.payment_id)) }),
+  });
+
+  r.post('/api/v1/payment-requests/:payment_id/cancel', {
+    config: { payEvent: 'payment.request.cancel' },
+    schema: {
+      operationId: 'payCancelRequest',
+      tags,
+      security,
+      description: 'Cancel a request not yet final (event payment.request.cancel; sign the raw body as sent, which may be empty).',
+      headers: paymentHeaders,
+      params: paymentIdParams,
+      response: { 200: paymentResponse, ...errorResponses(...AUTH_ERRORS, 'PAYMENT_NOT_FOUND', 'VALIDATION_ERROR') },
+    },
+    handler: async (req) => ({ ok: true as const, ...(await deps.payments.cancelByClient(payClientOf(req).id, req.params.payment_id)) }),
+  });
+}

@@ -104,6 +104,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     delivery: deps.delivery,
     files: deps.files,
     guard: deps.guard,
+    payClients: deps.payClients,
+    payMethods: deps.payMethods,
+    payments: deps.payments,
   });
   return app;
 }

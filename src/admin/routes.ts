@@ -13,6 +13,7 @@ import { createIpMatcher } from '../shared/ip.js';
 import { categorySchema } from '../ordering/schemas.js';
 import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
+import { registerAdminPayRoutes, type AdminPayDeps } from './pay-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import {
   adminProduct,
@@ -35,7 +36,7 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = AdminOrderDeps & {
+export type AdminDeps = AdminOrderDeps & AdminPayDeps & {
   adminToken: string;
   allowedIps: string[];
   uploadMaxBytes: number;
@@ -161,6 +162,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.updateProduct(req.params.id, req.body) }),
   });
   registerAdminOrderRoutes(app, deps, security, ADMIN_ERRORS);
+  registerAdminPayRoutes(app, deps, security, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: { operationId: 'adminListSettings', tags, security, description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView)), ...errs() } },

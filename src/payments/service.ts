@@ -1,7 +1,7 @@
-import { and, eq, inArray, lte, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
-import { paymentIdempotency, paymentRequests } from '../db/schema/index.js';
+import { paymentIdempotency, paymentRequests, paymentTransitions } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
 import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
@@ -296,8 +296,14 @@ export function createPaymentsService(deps: PaymentsDeps) {
     async adminShow(paymentId: string) {
       const [p] = await db.select().from(paymentRequests).where(eq(paymentRequests.paymentId, paymentId)).limit(1);
       if (!p) throw new AppError('not_found', `No payment request ${JSON.stringify(paymentId)}`);
-      const transitions = await db.execute(sql`SELECT from_status, to_status, actor, at FROM payment_transitions WHERE payment_request_id = ${p.id} ORDER BY id`);
-      return { ...paymentView(await expireIfDue(p)), client_id: p.clientId, description: p.description, transitions: (transitions as unknown as { rows: unknown[] }).rows };
+      const shown = await expireIfDue(p);
+      const transitions = await db.select().from(paymentTransitions).where(eq(paymentTransitions.paymentRequestId, p.id)).orderBy(asc(paymentTransitions.id));
+      return {
+        ...paymentView(shown),
+        client_id: p.clientId,
+        description: p.description,
+        transitions: transitions.map((t) => ({ from_status: t.fromStatus, to_status: t.toStatus, actor: t.actor, at: t.at.toISOString() })),
+      };
     },
   };
 }

@@ -1,0 +1,195 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { errorResponses, type ErrorCode } from '../http/errors.js';
+import type { PayClientsService } from '../payments/clients.js';
+import type { MethodsService } from '../payments/methods.js';
+import { paymentData } from '../payments/schemas.js';
+import type { PaymentsService, PaymentStatus } from '../payments/service.js';
+import { ipsInput, ok } from './schemas.js';
+
+export type AdminPayDeps = { payClients: PayClientsService; payMethods: MethodsService; payments: PaymentsService };
+
+const clientView = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  domain: z.string(),
+  webhook_url: z.string(),
+  status: z.enum(['requested', 'active', 'disabled']),
+  allowed_ips: z.array(z.string()),
+  allow_private_targets: z.boolean(),
+  events: z.array(z.string()),
+  api_key: z.string().optional(),
+  api_secret: z.string().optional(),
+  webhook_secret: z.string().optional(),
+  previous_secret_valid_until: z.string().nullable(),
+  approved_at: z.string().nullable(),
+  created_at: z.string(),
+});
+const methodView = z.object({
+  code: z.string(),
+  name: z.string(),
+  bank_bin: z.string(),
+  bank_code: z.string(),
+  bank_name: z.string(),
+  account_number: z.string(),
+  account_name: z.string(),
+  active: z.boolean(),
+  is_default: z.boolean(),
+});
+const adminPayment = z.object({
+  payment_id: z.string(),
+  merchant_invoice_id: z.string(),
+  amount: z.number(),
+  status: z.string(),
+  payment_ready: z.boolean(),
+  payment: paymentData.optional(),
+  client_id: z.number().int(),
+  description: z.string(),
+  transitions: z.array(z.object({ from_status: z.string().nullable(), to_status: z.string(), actor: z.string(), at: z.string() })),
+});
+const idParams = z.object({ id: z.string().min(1).max(12) });
+const codeParams = z.object({ code: z.string().min(1).max(32) });
+const paymentParams = z.object({ payment_id: z.string().min(1).max(64) });
+const ACTIONS: Record<string, PaymentStatus> = { approve: 'approved', reject: 'rejected', report: 'payment_reported', cancel: 'cancelled' };
+
+/** Admin verbs of the payment API: clients, methods and payment state changes (part of the admin plugin). */
+export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps, security: Record<string, string[]>[], baseErrors: ErrorCode[]): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['admin: payments'];
+  const errs = (...codes: ErrorCode[]) => errorResponses(...baseErrors, ...codes);
+
+  r.post('/admin/v1/pay/clients', {
+    schema: {
+      operationId: 'adminPayClientRequest',
+      tags,
+      security,
+      description: 'An access request (status requested): the webhook URL must be on the project domain or a subdomain.',
+      body: z.object({ name: z.string().min(1).max(100), domain: z.string().min(1).max(253), webhook_url: z.string().min(1).max(2000), ips: ipsInput.optional() }),
+      response: { 200: ok(clientView), ...errs('invalid_request') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.payClients.request(req.body) }),
+  });
+  r.get('/admin/v1/pay/clients', {
+    schema: { operationId: 'adminPayClientList', tags, security, description: 'All API clients (secrets hidden).', response: { 200: ok(z.array(clientView)), ...errs() } },
+    handler: async () => ({ ok: true as const, data: await deps.payClients.list() }),
+  });
+  r.get('/admin/v1/pay/clients/:id', {
+    schema: { operationId: 'adminPayClientShow', tags, security, description: 'One client with its API key, API secret and webhook secret.', params: idParams, response: { 200: ok(clientView), ...errs('not_found') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.payClients.show(req.params.id) }),
+  });
+  r.post('/admin/v1/pay/clients/:id/approve', {
+    schema: {
+      operationId: 'adminPayClientApprove',
+      tags,
+      security,
+      description: 'Issues API key, API secret and webhook secret (shown here); refused without at least one allowed IP.',
+      params: idParams,
+      body: z.object({ ips: ipsInput.optional(), allow_private_targets: z.boolean().optional() }),
+      response: { 200: ok(clientView), ...errs('not_found', 'invalid_request', 'conflict') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.payClients.approve(req.params.id, req.body) }),
+  });
+  r.put('/admin/v1/pay/clients/:id/ips', {
+    schema: { operationId: 'adminPayClientSetIps', tags, security, description: 'Replace the allowed IPs (IPv4, IPv6, CIDR).', params: idParams, body: z.object({ ips: ipsInput }), response: { 200: ok(clientView), ...errs('not_found', 'invalid_request') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.payClients.setIps(req.params.id, req.body.ips) }),
+  });
+  r.patch('/admin/v1/pay/clients/:id', {
+    schema: {
+      operationId: 'adminPayClientUpdate',
+      tags,
+      security,
+      description: 'Change the webhook URL (must stay on the domain), private-target permission or events.',
+      params: idParams,
+      body: z.object({ webhook_url: z.string().min(1).max(2000).optional(), allow_private_targets: z.boolean().optional(), events: z.array(z.string()).optional() }),
+      response: { 200: ok(clientView), ...errs('not_found', 'invalid_request') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.payClients.update(req.params.id, req.body) }),
+  });
+  for (const [verb, enabled] of [['disable', false], ['enable', true]] as const) {
+    r.post(`/admin/v1/pay/clients/:id/${verb}`, {
+      schema: { operationId: `adminPayClient${verb === 'disable' ? 'Disable' : 'Enable'}`, tags, security, description: `${verb === 'disable' ? 'Block' : 'Unblock'} the client.`, params: idParams, response: { 200: ok(clientView), ...errs('not_found', 'conflict') } },
+      handler: async (req) => ({ ok: true as const, data: await deps.payClients.setEnabled(req.params.id, enabled) }),
+    });
+  }
+  r.post('/admin/v1/pay/clients/:id/rotate-secret', {
+    schema: {
+      operationId: 'adminPayClientRotateSecret',
+      tags,
+      security,
+      description: 'New API secret; the previous one stays valid for grace_seconds.',
+      params: idParams,
+      body: z.object({ grace_seconds: z.number().int().min(0).max(2_592_000).default(0) }),
+      response: { 200: ok(clientView), ...errs('not_found', 'invalid_request', 'conflict') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.payClients.rotateSecret(req.params.id, req.body.grace_seconds) }),
+  });
+
+  r.post('/admin/v1/pay/methods', {
+    schema: {
+      operationId: 'adminPayMethodCreate',
+      tags,
+      security,
+      description: 'A bank-transfer method; --activate makes it active (and default when there is none, or with make_default).',
+      body: z.object({
+        code: z.string().min(1).max(32),
+        name: z.string().max(100).optional(),
+        bank_bin: z.string().min(1).max(16),
+        bank_code: z.string().max(32).optional(),
+        bank_name: z.string().min(1).max(100),
+        account_number: z.string().min(1).max(32),
+        account_name: z.string().min(1).max(100),
+        activate: z.boolean().optional(),
+        make_default: z.boolean().optional(),
+      }),
+      response: { 200: ok(methodView), ...errs('invalid_request', 'conflict') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.payMethods.create(req.body) }),
+  });
+  r.get('/admin/v1/pay/methods', {
+    schema: { operationId: 'adminPayMethodList', tags, security, description: 'All payment methods.', response: { 200: ok(z.array(methodView)), ...errs() } },
+    handler: async () => ({ ok: true as const, data: await deps.payMethods.list() }),
+  });
+  r.patch('/admin/v1/pay/methods/:code', {
+    schema: {
+      operationId: 'adminPayMethodUpdate',
+      tags,
+      security,
+      description: 'Change a method; prepared requests keep their snapshot.',
+      params: codeParams,
+      body: z.object({
+        name: z.string().max(100).optional(),
+        bank_bin: z.string().max(16).optional(),
+        bank_code: z.string().max(32).optional(),
+        bank_name: z.string().max(100).optional(),
+        account_number: z.string().max(32).optional(),
+        account_name: z.string().max(100).optional(),
+        active: z.boolean().optional(),
+        make_default: z.boolean().optional(),
+      }),
+      response: { 200: ok(methodView), ...errs('invalid_request', 'not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.payMethods.update(req.params.code, req.body) }),
+  });
+
+  r.get('/admin/v1/pay/payments/:payment_id', {
+    schema: { operationId: 'adminPaymentShow', tags, security, description: 'A payment request with its transitions.', params: paymentParams, response: { 200: ok(adminPayment), ...errs('not_found') } },
+    handler: async (req) => ({ ok: true as const, data: await deps.payments.adminShow(req.params.payment_id) }),
+  });
+  for (const [verb, to] of Object.entries(ACTIONS)) {
+    r.post(`/admin/v1/pay/payments/:payment_id/${verb}`, {
+      schema: {
+        operationId: `adminPayment${verb[0]!.toUpperCase()}${verb.slice(1)}`,
+        tags,
+        security,
+        description: `Move the request to ${to}${to === 'approved' ? '; writes the payment.approved webhook to the outbox in the same transaction' : ''}. Final states never change.`,
+        params: paymentParams,
+        response: { 200: ok(adminPayment), ...errs('not_found', 'conflict') },
+      },
+      handler: async (req) => {
+        await deps.payments.transition(req.params.payment_id, to, 'admin-api');
+        return { ok: true as const, data: await deps.payments.adminShow(req.params.payment_id) };
+      },
+    });
+  }
+}

@@ -12,6 +12,7 @@ import { AppError } from './http/errors.js';
 import { patchOpenApi } from './http/openapi.js';
 import { orderingRoutes } from './ordering/routes.js';
 import { paymentRoutes } from './payments/routes.js';
+import { cronRoutes } from './jobs/routes.js';
 
 function trustHops(n: number): (addr: string, hop: number) => boolean {
   return (_addr, hop) => hop < n;
@@ -84,6 +85,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   await app.register(opsRoutes, { db: deps.db, isClosing: () => closing });
   await app.register(orderingRoutes, { guard: deps.guard, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files });
+  await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings });
   await app.register(paymentRoutes, {
     prefix: paymentPrefix,
     clients: deps.payClients,

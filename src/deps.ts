@@ -20,6 +20,7 @@ import { createGuard } from './ordering/guard.js';
 import { createPayClientsService } from './payments/clients.js';
 import { createMethodsService } from './payments/methods.js';
 import { createPaymentsService } from './payments/service.js';
+import { createCronService } from './jobs/cron.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -88,6 +89,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const payClients = createPayClientsService({ db, cipher, clock });
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
+  const cron = createCronService({ db, clock, settings, payments, logger });
   const files = createFilesService({ db, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
@@ -112,6 +114,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     payClients,
     payMethods,
     payments,
+    cron,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

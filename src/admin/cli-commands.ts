@@ -27,6 +27,7 @@ export type OptionSpec = { type: 'string' } | { type: 'boolean' };
 export type Opts = Record<string, string | boolean | undefined>;
 
 export type Command = {
+  /** One word ("user"), or two for the commands of a group ("pay method": `pay method create`). */
   noun: string;
   verb: string;
   /** Everything after `<noun> <verb>`, as printed by --help. */
@@ -92,9 +93,27 @@ function visibility(opts: Opts): boolean | undefined {
   return opts.hide ? true : opts.show ? false : undefined;
 }
 
+/** --flag true|false -> boolean; absent -> undefined. */
+function bool(opts: Opts, name: string): boolean | undefined {
+  const v = str(opts, name);
+  if (v === undefined) return undefined;
+  const t = v.trim().toLowerCase();
+  if (t !== 'true' && t !== 'false') throw usageError(`--${name} must be true or false (got ${JSON.stringify(v)})`);
+  return t === 'true';
+}
+
+/** A body that must change something: refuses an update without any option. */
+function changes(body: Record<string, unknown>): Record<string, unknown> {
+  const b = defined(body);
+  if (Object.keys(b).length === 0) throw usageError('Nothing to change: give at least one option');
+  return b;
+}
+
 const get = (p: string): HttpCall => ({ method: 'GET', path: p });
 const post = (p: string, json?: unknown): HttpCall => ({ method: 'POST', path: p, json });
 const user = (ref: string) => `/admin/v1/users/${enc(ref)}`;
+const payClient = (id: string) => `/admin/v1/pay/clients/${enc(id)}`;
+const payment = (id: string) => `/admin/v1/pay/payments/${enc(id)}`;
 
 /** Time allowed for an upload: the usual 30 s plus one second a megabyte, so a large ZIP on a slow link is not cut off. */
 const uploadTimeout = (bytes: number) => 30_000 + Math.ceil(bytes / 1_000_000) * 1000;
@@ -233,6 +252,115 @@ export const COMMANDS: readonly Command[] = [
   }),
 
   cmd({ noun: 'demo', verb: 'seed', usage: '', summary: 'demo user, categories, products and codes, with curl commands to try', call: () => post('/admin/v1/demo/seed') }),
+
+  cmd({
+    noun: 'pay method', verb: 'create',
+    usage: '--code C --bank-bin B --bank-name N --account-number A --account-name N [--bank-code X] [--name T] [--activate] [--default]',
+    summary: 'new bank-transfer method, inactive unless --activate; --default makes it the default (needs --activate)',
+    options: { code: S, 'bank-bin': S, 'bank-name': S, 'account-number': S, 'account-name': S, 'bank-code': S, name: S, activate: B, default: B },
+    call: (_, o) => {
+      if (o.default && !o.activate) throw usageError('--default needs --activate: an inactive method cannot be the default');
+      return post('/admin/v1/pay/methods', defined({
+        code: required(o, 'code'),
+        bank_bin: required(o, 'bank-bin'),
+        bank_name: required(o, 'bank-name'),
+        account_number: required(o, 'account-number'),
+        account_name: required(o, 'account-name'),
+        bank_code: str(o, 'bank-code'),
+        name: str(o, 'name'),
+        // Sent either way: without --activate the method is created inactive (the API alone would activate it).
+        activate: o.activate === true,
+        make_default: o.default ? true : undefined,
+      }));
+    },
+  }),
+  cmd({ noun: 'pay method', verb: 'list', usage: '', summary: 'all payment methods, inactive ones included', call: () => get('/admin/v1/pay/methods') }),
+  cmd({
+    noun: 'pay method', verb: 'update',
+    usage: 'C [--name T] [--bank-bin B] [--bank-code X] [--bank-name N] [--account-number A] [--account-name N] [--activate|--deactivate] [--default]',
+    summary: 'change a method; requests already prepared keep their bank data',
+    args: ['C'], options: { name: S, 'bank-bin': S, 'bank-code': S, 'bank-name': S, 'account-number': S, 'account-name': S, activate: B, deactivate: B, default: B },
+    call: ({ C }, o) => {
+      if (o.activate && o.deactivate) throw usageError('Give --activate or --deactivate, not both');
+      const body = changes({
+        name: str(o, 'name'),
+        bank_bin: str(o, 'bank-bin'),
+        bank_code: str(o, 'bank-code'),
+        bank_name: str(o, 'bank-name'),
+        account_number: str(o, 'account-number'),
+        account_name: str(o, 'account-name'),
+        active: o.activate ? true : o.deactivate ? false : undefined,
+        make_default: o.default ? true : undefined,
+      });
+      return { method: 'PATCH', path: `/admin/v1/pay/methods/${enc(C)}`, json: body };
+    },
+  }),
+
+  cmd({
+    noun: 'pay client', verb: 'request', usage: '--name N --domain D --webhook-url URL [--ips a,b]',
+    summary: 'an access request (status requested); the webhook URL must be on the domain',
+    options: { name: S, domain: S, 'webhook-url': S, ips: S },
+    call: (_, o) => post('/admin/v1/pay/clients', defined({
+      name: required(o, 'name'),
+      domain: required(o, 'domain'),
+      webhook_url: required(o, 'webhook-url'),
+      ips: o.ips === undefined ? undefined : list(String(o.ips)),
+    })),
+  }),
+  cmd({
+    noun: 'pay client', verb: 'approve', usage: 'ID [--ips a,b] [--allow-private-targets]',
+    summary: 'issue the credentials (refused without an IP); prints api_key, api_secret and webhook_secret',
+    args: ['ID'], options: { ips: S, 'allow-private-targets': B },
+    call: ({ ID }, o) => post(`${payClient(ID)}/approve`, defined({
+      ips: o.ips === undefined ? undefined : list(String(o.ips)),
+      allow_private_targets: o['allow-private-targets'] ? true : undefined,
+    })),
+    // The credentials first: this is the answer the operator hands over.
+    output: (d) => {
+      const { id, api_key, api_secret, webhook_secret, ...rest } = d as Record<string, unknown>;
+      return { id, api_key, api_secret, webhook_secret, ...rest };
+    },
+  }),
+  cmd({ noun: 'pay client', verb: 'show', usage: 'ID', summary: 'one API client with its credentials', args: ['ID'], call: ({ ID }) => get(payClient(ID)) }),
+  cmd({ noun: 'pay client', verb: 'list', usage: '', summary: 'all API clients (credentials hidden)', call: () => get('/admin/v1/pay/clients') }),
+  cmd({
+    noun: 'pay client', verb: 'set-ips', usage: 'ID --ips a,b', summary: 'replace the allowed IPs (IPv4, IPv6, CIDR); an approved client keeps at least one',
+    args: ['ID'], options: { ips: S },
+    call: ({ ID }, o) => ({ method: 'PUT', path: `${payClient(ID)}/ips`, json: { ips: list(required(o, 'ips')) } }),
+  }),
+  cmd({
+    noun: 'pay client', verb: 'update', usage: 'ID [--webhook-url URL] [--allow-private-targets true|false] [--events a,b]',
+    summary: 'change the webhook URL (on the domain), private webhook targets or the events sent',
+    args: ['ID'], options: { 'webhook-url': S, 'allow-private-targets': S, events: S },
+    call: ({ ID }, o) => ({
+      method: 'PATCH',
+      path: payClient(ID),
+      json: changes({
+        webhook_url: str(o, 'webhook-url'),
+        allow_private_targets: bool(o, 'allow-private-targets'),
+        events: o.events === undefined ? undefined : list(String(o.events)),
+      }),
+    }),
+  }),
+  cmd({ noun: 'pay client', verb: 'disable', usage: 'ID', summary: 'block the client: its requests answer API_CLIENT_DISABLED', args: ['ID'], call: ({ ID }) => post(`${payClient(ID)}/disable`) }),
+  cmd({ noun: 'pay client', verb: 'enable', usage: 'ID', summary: 'unblock the client', args: ['ID'], call: ({ ID }) => post(`${payClient(ID)}/enable`) }),
+  cmd({
+    noun: 'pay client', verb: 'rotate-secret', usage: 'ID [--grace-seconds N]', summary: 'new API secret; the old one keeps working N seconds (default 0)',
+    args: ['ID'], options: { 'grace-seconds': S },
+    call: ({ ID }, o) => post(`${payClient(ID)}/rotate-secret`, defined({ grace_seconds: int(o, 'grace-seconds') })),
+  }),
+
+  cmd({ noun: 'pay payment', verb: 'show', usage: 'PAYMENT_ID', summary: 'one payment request with its transitions', args: ['PAYMENT_ID'], call: ({ PAYMENT_ID }) => get(payment(PAYMENT_ID)) }),
+  cmd({
+    noun: 'pay payment', verb: 'approve', usage: 'PAYMENT_ID', summary: 'mark paid; writes the payment.approved webhook to the outbox',
+    args: ['PAYMENT_ID'], call: ({ PAYMENT_ID }) => post(`${payment(PAYMENT_ID)}/approve`),
+  }),
+  cmd({ noun: 'pay payment', verb: 'reject', usage: 'PAYMENT_ID', summary: 'refuse the payment (final)', args: ['PAYMENT_ID'], call: ({ PAYMENT_ID }) => post(`${payment(PAYMENT_ID)}/reject`) }),
+  cmd({
+    noun: 'pay payment', verb: 'report', usage: 'PAYMENT_ID', summary: 'the payer reports having paid (payment_reported)',
+    args: ['PAYMENT_ID'], call: ({ PAYMENT_ID }) => post(`${payment(PAYMENT_ID)}/report`),
+  }),
+  cmd({ noun: 'pay payment', verb: 'cancel', usage: 'PAYMENT_ID', summary: 'cancel a request not yet final', args: ['PAYMENT_ID'], call: ({ PAYMENT_ID }) => post(`${payment(PAYMENT_ID)}/cancel`) }),
 ];
 
 /**
@@ -242,7 +370,8 @@ export const COMMANDS: readonly Command[] = [
 export const NOT_YET: Readonly<Record<string, readonly string[]>> = {
   override: ['set', 'clear'],
   sync: ['run', 'status'],
-  pay: ['*'],
+  // The webhook delivery (and so its outbox commands) comes in a later version.
+  'pay webhook': ['list', 'resend'],
 };
 
 export function isNotYet(noun: string, verb?: string): boolean {

@@ -19,6 +19,14 @@ export type CliIo = {
 const TIMEOUT_MS = 30_000;
 const HELP_FLAGS = new Set(['--help', '-h', 'help']);
 const NOUNS = [...new Set(COMMANDS.map((c) => c.noun))];
+/** What the first word of a command line can be: "user", ..., "pay" (the group of "pay method", "pay client", ...). */
+const FIRST_WORDS = [...new Set(NOUNS.map((n) => n.split(' ')[0]!))];
+/** Every noun a command line can start with, those reserved for later versions included. */
+const KNOWN_NOUNS = new Set([...NOUNS, ...Object.keys(NOT_YET)]);
+const MAX_NOUN_WORDS = Math.max(...[...KNOWN_NOUNS].map((n) => n.split(' ').length));
+
+/** The second words of the nouns of a group: "pay" -> method, client, payment. */
+const nounsOf = (group: string) => NOUNS.filter((n) => n.startsWith(`${group} `)).map((n) => n.slice(group.length + 1));
 
 const line = (c: Command) => `${c.noun} ${c.verb}${c.usage ? ` ${c.usage}` : ''}`;
 
@@ -54,16 +62,25 @@ type Resolved = { kind: 'help'; text: string } | { kind: 'run'; command: Command
 
 /** argv -> the command to run (or help to print); throws a usage CliError for anything it cannot place. */
 function resolve(argv: string[]): Resolved {
-  const [noun, verb, ...rest] = argv;
-  if (noun === undefined || HELP_FLAGS.has(noun)) {
-    if (noun === 'help' && verb !== undefined) return resolve([verb, '--help']);
+  const [first, second] = argv;
+  if (first === undefined || HELP_FLAGS.has(first)) {
+    if (first === 'help' && second !== undefined) return resolve([...argv.slice(1), '--help']);
     return { kind: 'help', text: helpText(COMMANDS, true) };
   }
-  const ofNoun = COMMANDS.filter((c) => c.noun === noun);
-  if (ofNoun.length === 0) {
-    if (NOT_YET[noun]) throw notYet(noun, verb);
-    throw usageError(`Unknown command ${JSON.stringify(noun)}; commands: ${NOUNS.join(', ')} (run reseller-admin --help)`);
+  // The noun is the longest run of leading words that names one: `pay method create` is noun "pay method", verb "create".
+  let words = 0;
+  for (let k = Math.min(MAX_NOUN_WORDS, argv.length); k >= 1 && words === 0; k--) if (KNOWN_NOUNS.has(argv.slice(0, k).join(' '))) words = k;
+  if (words === 0) {
+    const group = nounsOf(first);
+    if (group.length === 0) throw usageError(`Unknown command ${JSON.stringify(first)}; commands: ${FIRST_WORDS.join(', ')} (run reseller-admin --help)`);
+    if (second === undefined) throw usageError(`${first} needs a noun: ${group.join(', ')} (run reseller-admin ${first} --help)`);
+    if (HELP_FLAGS.has(second)) return { kind: 'help', text: helpText(COMMANDS.filter((c) => c.noun.startsWith(`${first} `)), false) };
+    throw usageError(`Unknown command "${first} ${second}"; ${first} nouns: ${group.join(', ')}`);
   }
+  const noun = argv.slice(0, words).join(' ');
+  const [verb, ...rest] = argv.slice(words);
+  const ofNoun = COMMANDS.filter((c) => c.noun === noun);
+  if (ofNoun.length === 0) throw notYet(noun, verb);
   if (verb === undefined) throw usageError(`${noun} needs a verb: ${ofNoun.map((c) => c.verb).join(', ')} (run reseller-admin ${noun} --help)`);
   if (HELP_FLAGS.has(verb)) return { kind: 'help', text: helpText(ofNoun, false) };
   const command = ofNoun.find((c) => c.verb === verb);

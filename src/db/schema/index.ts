@@ -4,3 +4,4 @@ export * from './catalog.js';
 export * from './orders.js';
 export * from './files.js';
 export * from './payments.js';
+export * from './jobs.js';

@@ -88,6 +88,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings });
   await app.register(paymentRoutes, {
     prefix: paymentPrefix,
+    redis: deps.redis,
+    redisPrefix: config.REDIS_PREFIX,
     clients: deps.payClients,
     methods: deps.payMethods,
     payments: deps.payments,

@@ -91,6 +91,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     LOG_LEVEL: 'info',
     RATE_LIMIT_PER_MINUTE: '1000000',
     ORDER_RATE_LIMIT_PER_MINUTE: '1000000',
+    PAYMENT_RATE_LIMIT_PER_MINUTE: '1000000',
     GUARD_ENABLED: 'false',
     ...opts.env,
   });

@@ -19,6 +19,21 @@ export function orderRateLimit(settings: SettingsService) {
   };
 }
 
+/** Rate limit of the payment API: per API client, answered with RATE_LIMITED (DESIGN 5). */
+export async function installPaymentRateLimit(app: FastifyInstance, deps: Omit<RateLimitDeps, 'guard'>): Promise<void> {
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preParsing',
+    timeWindow: 60_000,
+    max: async () => deps.settings.get('payment_rate_limit_per_minute'),
+    keyGenerator: (req) => (req.payClient ? `pay:${req.payClient.id}` : `pay-ip:${req.ip}`),
+    ...(deps.redis ? { redis: deps.redis, nameSpace: `${deps.prefix}prl:` } : {}),
+    skipOnError: true,
+    enableDraftSpec: true,
+    errorResponseBuilder: (_req, ctx) => new AppError('RATE_LIMITED', `Too many requests: at most ${ctx.max} a minute; retry in ${Math.max(1, Math.ceil(ctx.ttl / 1000))} s`),
+  });
+}
+
 /**
  * Rate limits of the ordering API (@fastify/rate-limit): per API key, one minute windows, limits read from settings
  * on every request, counters in Redis when REDIS_URL is set (shared by all processes). Runs at preParsing, after

@@ -10,8 +10,10 @@ import type { PayClientsService } from './clients.js';
 import type { MethodsService } from './methods.js';
 import { createPaymentBody, methodsResponse, paymentHeaders, paymentIdParams, paymentResponse, pingResponse } from './schemas.js';
 import type { PaymentsService } from './service.js';
+import type { Redis } from 'ioredis';
+import { installPaymentRateLimit } from '../ordering/rate-limit.js';
 
-export type PaymentRoutesDeps = { clients: PayClientsService; methods: MethodsService; payments: PaymentsService; settings: SettingsService; cipher: Cipher; clock: Clock };
+export type PaymentRoutesDeps = { redis?: Redis; redisPrefix: string; clients: PayClientsService; methods: MethodsService; payments: PaymentsService; settings: SettingsService; cipher: Cipher; clock: Clock };
 
 const AUTH_ERRORS: ErrorCode[] = [
   'API_AUTH_HEADERS_MISSING',
@@ -23,6 +25,7 @@ const AUTH_ERRORS: ErrorCode[] = [
   'API_EVENT_INVALID',
   'API_SIGNATURE_INVALID',
   'maintenance',
+  'RATE_LIMITED',
 ];
 const security: Record<string, string[]>[] = [{ payApiKey: [] }];
 const tags = ['payments'];
@@ -30,6 +33,7 @@ const tags = ['payments'];
 /** The payment top-up API (its own plugin and auth; mounted under PAYMENT_BASE_PATH). */
 export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
   installPaymentAuth(app, deps);
+  await installPaymentRateLimit(app, { settings: deps.settings, redis: deps.redis, prefix: deps.redisPrefix });
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.get('/api/v1/ping', {

@@ -40,6 +40,7 @@ export const settingDefs = {
   products_max_limit: def({ schema: int(1, 1000), default: '100', help: 'cap of limit on GET /api/v1/products' }),
   products_cache_seconds: def({ schema: int(0, 3600), default: '30', help: 'lifetime of a cached product list (also invalidated on every change)' }),
   rate_limit_per_minute: def({ schema: int(1, 1_000_000), default: '120', help: 'requests per minute per API key' }),
+  payment_rate_limit_per_minute: def({ schema: int(1, 1_000_000), default: '120', help: 'payment API requests per minute per API client' }),
   order_rate_limit_per_minute: def({ schema: int(1, 1_000_000), default: '30', help: 'order creations per minute per API key' }),
   guard_enabled: def({ schema: bool, default: 'true', help: 'trip api_guard for keys or addresses that keep exceeding limits' }),
   guard_seconds: def({ schema: int(1, 86_400), default: '300', help: 'how long api_guard lasts' }),

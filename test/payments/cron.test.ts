@@ -54,3 +54,30 @@ describe('GET /api-sync-cron.php', () => {
     ]);
   });
 });
+
+describe('payment API rate limit', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.adminData('PUT', '/admin/v1/settings/payment_rate_limit_per_minute', { value: '2' });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('answers 429 RATE_LIMITED with Retry-After past the per-client limit', async () => {
+    const c = await makePayClient(t);
+    const statuses = [];
+    let last;
+    for (let i = 0; i < 3; i++) {
+      last = await payRequest(t, c, { method: 'GET', url: '/api/v1/ping', event: 'system.ping' });
+      statuses.push(last.statusCode);
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+    expect(last!.json()).toEqual({ ok: false, error: 'RATE_LIMITED', message: expect.stringContaining('at most 2 a minute') });
+    expect(Number(last!.headers['retry-after'])).toBeGreaterThan(0);
+    // another client has its own budget
+    const other = await makePayClient(t, { domain: 'other.example.com' });
+    expect((await payRequest(t, other, { method: 'GET', url: '/api/v1/ping', event: 'system.ping' })).statusCode).toBe(200);
+  });
+});

@@ -24,7 +24,7 @@ const trustProxy = z.string().transform((s, ctx): boolean | number | string[] =>
   return z.NEVER;
 });
 
-/** Environment variables read by the server; every one is optional. Defaults of runtime settings start with SETTING_. */
+/** Environment variables read by the server; every one is optional. Runtime settings take their defaults from their upper-case names (CURRENCY=USD). */
 export const envSchema = z.object({
   PORT: z.string().regex(/^\d{1,5}$/, 'must be a port number').transform(Number).pipe(z.number().max(65535)).default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),

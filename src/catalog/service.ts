@@ -72,14 +72,15 @@ type ProductRow = { id: number; name: string; categoryId: number; type: string; 
 
 function productView(r: ProductRow): ProductView {
   const type = r.type as ProductType;
-  const stock = type === 'code' ? Number(r.stock) : UNLIMITED_STOCK;
+  // Service products are fulfilled by hand and cannot be ordered through the API: shown, but unavailable.
+  const stock = type === 'code' ? Number(r.stock) : type === 'file' ? UNLIMITED_STOCK : 0;
   return {
     id: String(r.id),
     name: r.name,
     category_id: String(r.categoryId),
     price: moneyOut(r.price),
     stock,
-    status: stock > 0 ? 'in_stock' : 'out_of_stock',
+    status: type === 'service' ? 'unavailable' : stock > 0 ? 'in_stock' : 'out_of_stock',
     min_qty: r.minQty,
     max_qty: r.maxQty,
     description: r.description,

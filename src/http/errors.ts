@@ -79,6 +79,7 @@ export const errorBodySchema = z
     message: z.string().describe('text for humans'),
     details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
     reason: z.string().optional(),
+    payment_id: z.string().optional().describe('PAYMENT_INVOICE_PENDING: the open request of this merchant_invoice_id'),
   })
   .describe('error envelope');
 

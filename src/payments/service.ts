@@ -54,8 +54,11 @@ export type PaymentView = {
   };
 };
 
+/** Payment data is shown while it can be paid, and on the approved request as its receipt; never once it is dead. */
+const SHOWS_PAYMENT: PaymentStatus[] = ['pending_payment', 'payment_reported', 'approved'];
+
 export function paymentView(p: PaymentRow): PaymentView {
-  const ready = p.qrContent !== null && p.status !== 'preparing_payment';
+  const ready = p.qrContent !== null && SHOWS_PAYMENT.includes(p.status as PaymentStatus);
   return {
     payment_id: p.paymentId,
     merchant_invoice_id: p.merchantInvoiceId,
@@ -157,9 +160,13 @@ export function createPaymentsService(deps: PaymentsDeps) {
     throw new Error('could not draw a unique transfer_content');
   }
 
-  /** Moves a request to `to` if the lifecycle allows it; the trigger records the transition and, on approval, the outbox row. */
+  /**
+   * Moves a request to `to` if the lifecycle allows it; the trigger records the transition and, on approval, the
+   * outbox row. A request past its expires_at is expired first (DESIGN 5: expiry happens at expires_at, whether or
+   * not anyone read it), so an overdue request can no longer be approved or cancelled.
+   */
   async function transition(paymentId: string, to: PaymentStatus, actor: string, clientId?: number): Promise<PaymentRow> {
-    return asActor(db, actor, async (tx) => {
+    const result = await asActor(db, actor, async (tx): Promise<{ row: PaymentRow; expiredInstead?: true }> => {
       const [p] = await tx
         .select()
         .from(paymentRequests)
@@ -168,13 +175,23 @@ export function createPaymentsService(deps: PaymentsDeps) {
         .limit(1);
       if (!p) throw new AppError(clientId === undefined ? 'not_found' : 'PAYMENT_NOT_FOUND', `No payment request ${JSON.stringify(paymentId)}`);
       const from = p.status as PaymentStatus;
-      if (from === to) return p;
+      if (from === to) return { row: p };
+      const overdue = (from === 'pending_payment' || from === 'payment_reported') && p.expiresAt !== null && p.expiresAt <= clock.now();
+      if (overdue && to !== 'expired') {
+        await tx.execute(sql`SELECT set_config('app.actor', 'system:expiry', true)`);
+        const [row] = await tx.update(paymentRequests).set({ status: 'expired' }).where(eq(paymentRequests.id, p.id)).returning();
+        return { row: row!, expiredInstead: true };
+      }
       if (!TRANSITIONS[from].includes(to)) {
         throw new AppError(clientId === undefined ? 'conflict' : 'VALIDATION_ERROR', `Payment ${paymentId} is ${from}; it cannot become ${to}`);
       }
       const [row] = await tx.update(paymentRequests).set({ status: to }).where(eq(paymentRequests.id, p.id)).returning();
-      return row!;
+      return { row: row! };
     });
+    if (result.expiredInstead && to !== 'expired') {
+      throw new AppError(clientId === undefined ? 'conflict' : 'VALIDATION_ERROR', `Payment ${paymentId} expired at ${result.row.expiresAt?.toISOString()}; it cannot become ${to}`);
+    }
+    return result.row;
   }
 
   /** A request read after its expires_at is expired, whether or not the sweep has run yet. */
@@ -212,7 +229,7 @@ export function createPaymentsService(deps: PaymentsDeps) {
       }
       const hash = sha256Hex(rawBody);
       const now = clock.now();
-      const created = await withTx(db, async (tx) => {
+      const created = await asActor(db, `client:${clientId}`, async (tx) => {
         await tx.delete(paymentIdempotency).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey), lte(paymentIdempotency.expiresAt, now)));
         const [fresh] = await tx
           .insert(paymentIdempotency)

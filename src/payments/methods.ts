@@ -66,7 +66,8 @@ export function createMethodsService(deps: { db: Db }) {
       return withTx(db, async (tx) => {
         const exists = await tx.select({ id: paymentMethods.id }).from(paymentMethods).where(eq(paymentMethods.code, input.code)).limit(1);
         if (exists[0]) throw new AppError('conflict', `A payment method ${input.code} already exists`);
-        const active = input.activate ?? true;
+        // Active only when asked (DESIGN 6: `pay method create ... [--activate]`).
+        const active = input.activate ?? false;
         const [current] = await tx.select({ id: paymentMethods.id }).from(paymentMethods).where(eq(paymentMethods.isDefault, true)).limit(1);
         const makeDefault = active && (input.make_default === true || !current);
         if (makeDefault && current) await tx.update(paymentMethods).set({ isDefault: false }).where(eq(paymentMethods.id, current.id));
@@ -98,6 +99,9 @@ export function createMethodsService(deps: { db: Db }) {
         const [m] = await tx.select().from(paymentMethods).where(eq(paymentMethods.code, code)).for('update').limit(1);
         if (!m) throw new AppError('not_found', `No payment method ${JSON.stringify(code)}`);
         const active = patch.active ?? patch.activate ?? m.active;
+        // As on creation: the first active method becomes the default when there is none.
+        const [current] = await tx.select({ id: paymentMethods.id }).from(paymentMethods).where(eq(paymentMethods.isDefault, true)).limit(1);
+        if (active && !current) patch = { ...patch, make_default: true };
         if (patch.make_default) {
           if (!active) throw bad('an inactive method cannot be the default', 'make_default');
           await tx.update(paymentMethods).set({ isDefault: false }).where(and(eq(paymentMethods.isDefault, true), sql`${paymentMethods.id} <> ${m.id}`));

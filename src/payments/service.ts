@@ -220,9 +220,9 @@ export function createPaymentsService(deps: PaymentsDeps) {
      */
     async create(clientId: number, idempotencyKey: string, rawBody: string, input: CreateInput): Promise<{ view: PaymentView; replay: boolean }> {
       const s = await settings.all();
-      if (s.currency === 'VND' && !/^\d+$/.test(input.amount)) throw validation('amount must be a whole number of VND', 'amount');
-      if (Number(input.amount) < Number(s.payment_min_amount)) throw validation(`amount must be at least ${s.payment_min_amount}`, 'amount');
-      if (Number(input.amount) > Number(s.payment_max_amount)) throw validation(`amount must be at most ${s.payment_max_amount}`, 'amount');
+      if (s.currency === 'VND' && !/^\d+$/.test(input.amount)) throw validation('amount must be a whole number of VND', 'body.amount');
+      if (Number(input.amount) < Number(s.payment_min_amount)) throw validation(`amount must be at least ${s.payment_min_amount}`, 'body.amount');
+      if (Number(input.amount) > Number(s.payment_max_amount)) throw validation(`amount must be at most ${s.payment_max_amount}`, 'body.amount');
       const method = await methods.resolve(input.payment_method_code);
       if (!method) {
         throw new AppError('PAYMENT_METHOD_INVALID', input.payment_method_code ? `No active payment method ${JSON.stringify(input.payment_method_code)}` : 'No default payment method is active');

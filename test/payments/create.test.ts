@@ -106,7 +106,7 @@ describe('payment request creation', () => {
     for (const [name, body] of serviceCases) {
       it(name, async () => {
         const before = await countFor(t, c.id);
-        expectValidation(await createRaw(t, c, body), ['amount']);
+        expectValidation(await createRaw(t, c, body), ['body.amount']);
         expect(await countFor(t, c.id)).toBe(before);
       });
     }
@@ -123,8 +123,8 @@ describe('payment request creation', () => {
       await setSetting(t, 'payment_min_amount', '50000');
       await setSetting(t, 'payment_max_amount', '60000');
       try {
-        expectValidation(await createRaw(t, c, { ...base, merchant_invoice_id: uniq(), amount: 49999 }), ['amount']);
-        expectValidation(await createRaw(t, c, { ...base, merchant_invoice_id: uniq(), amount: 60001 }), ['amount']);
+        expectValidation(await createRaw(t, c, { ...base, merchant_invoice_id: uniq(), amount: 49999 }), ['body.amount']);
+        expectValidation(await createRaw(t, c, { ...base, merchant_invoice_id: uniq(), amount: 60001 }), ['body.amount']);
         expect((await createRaw(t, c, { ...base, merchant_invoice_id: uniq(), amount: 50000 })).statusCode).toBe(201);
         expect((await createRaw(t, c, { ...base, merchant_invoice_id: uniq(), amount: 60000 })).statusCode).toBe(201);
       } finally {

@@ -13,7 +13,17 @@ export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 /** A real server on 127.0.0.1 (random port), on in-memory PGlite or on BENCH_DATABASE_URL, migrated and empty. */
 export async function startServer(env: Record<string, string> = {}) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-bench-'));
-  const config = loadConfig({ DATA_DIR: dataDir, ADMIN_TOKEN, APP_SECRET: 'bench-app-secret-0123456789abcdef0123456789', LOG_LEVEL: 'silent', ...env });
+  // Limits off: a benchmark measures the served path, not 429 refusals.
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN,
+    APP_SECRET: 'bench-app-secret-0123456789abcdef0123456789',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    ORDER_RATE_LIMIT_PER_MINUTE: '1000000',
+    GUARD_ENABLED: 'false',
+    ...env,
+  });
   const url = process.env.BENCH_DATABASE_URL;
   const database = url ? await openPg(url, 10) : await openPglite({});
   const deps = await createDeps(config, { database, logger: pino({ level: 'silent' }), ownsDatabase: true });

@@ -5,7 +5,7 @@ export const productSchema = z.object({
   name: z.string(),
   category_id: z.string(),
   price: z.number().describe('selling price in the `currency` setting'),
-  stock: z.number().int().describe('units in stock (999999 = unlimited, for file and service products)'),
+  stock: z.number().int().describe('units in stock (999999 = unlimited, for file products; 0 for service products, which are not orderable through the API)'),
   status: z.enum(['in_stock', 'out_of_stock', 'unavailable']),
   min_qty: z.number().int(),
   max_qty: z.number().int(),

@@ -219,6 +219,24 @@ export function createPaymentsService(deps: PaymentsDeps) {
      * preparing gets IDEMPOTENCY_IN_PROGRESS.
      */
     async create(clientId: number, idempotencyKey: string, rawBody: string, input: CreateInput): Promise<{ view: PaymentView; replay: boolean }> {
+      const hash = sha256Hex(rawBody);
+      const now = clock.now();
+      /** The answer to a request whose Idempotency-Key is already recorded. */
+      const replay = async (rec: typeof paymentIdempotency.$inferSelect): Promise<{ view: PaymentView; replay: boolean }> => {
+        if (rec.requestHash !== hash) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
+        const stale = now.getTime() - rec.createdAt.getTime() > STALE_IN_PROGRESS_MS;
+        if (rec.state === 'in_progress' && !stale) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
+        if (!rec.paymentId) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key did not finish; retry shortly');
+        const p = await expireIfDue(await prepare(await byPaymentId(clientId, rec.paymentId)));
+        return { view: paymentView(p), replay: true };
+      };
+      // A retry answers from its key first: later changes to limits or methods must not turn it into an error.
+      const [known] = await db
+        .select()
+        .from(paymentIdempotency)
+        .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey), sql`${paymentIdempotency.expiresAt} > ${now.toISOString()}::timestamptz`))
+        .limit(1);
+      if (known) return replay(known);
       const s = await settings.all();
       if (s.currency === 'VND' && !/^\d+$/.test(input.amount)) throw validation('amount must be a whole number of VND', 'body.amount');
       if (Number(input.amount) < Number(s.payment_min_amount)) throw validation(`amount must be at least ${s.payment_min_amount}`, 'body.amount');
@@ -227,8 +245,6 @@ export function createPaymentsService(deps: PaymentsDeps) {
       if (!method) {
         throw new AppError('PAYMENT_METHOD_INVALID', input.payment_method_code ? `No active payment method ${JSON.stringify(input.payment_method_code)}` : 'No default payment method is active');
       }
-      const hash = sha256Hex(rawBody);
-      const now = clock.now();
       const created = await asActor(db, `client:${clientId}`, async (tx) => {
         await tx.delete(paymentIdempotency).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey), lte(paymentIdempotency.expiresAt, now)));
         const [fresh] = await tx
@@ -267,14 +283,8 @@ export function createPaymentsService(deps: PaymentsDeps) {
       });
 
       if ('replayOf' in created) {
-        const rec = created.replayOf;
-        if (!rec) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
-        if (rec.requestHash !== hash) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
-        const stale = now.getTime() - rec.createdAt.getTime() > STALE_IN_PROGRESS_MS;
-        if (rec.state === 'in_progress' && !stale) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
-        if (!rec.paymentId) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key did not finish; retry shortly');
-        const p = await expireIfDue(await prepare(await byPaymentId(clientId, rec.paymentId)));
-        return { view: paymentView(p), replay: true };
+        if (!created.replayOf) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
+        return replay(created.replayOf);
       }
       let p = created.row;
       try {

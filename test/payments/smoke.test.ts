@@ -37,3 +37,28 @@ describe('payment API happy path', () => {
     expect(approved.transitions).toHaveLength(3);
   });
 });
+
+describe('a retry after the configuration changed', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('still answers the original payment when the method was deactivated and the limits moved since', async () => {
+    const c = await makePayClient(t);
+    await makeMethod(t, 'OLD');
+    const body = JSON.stringify({ merchant_invoice_id: 'RETRY-1', amount: 15000 });
+    const send = () => payRequest(t, c, { method: 'POST', url: '/api/v1/payment-requests', event: 'payment.request.create', body, headers: { 'idempotency-key': 'retry-1' } });
+    const first = await send();
+    expect(first.statusCode).toBe(201);
+    await t.adminData('PATCH', '/admin/v1/pay/methods/OLD', { active: false });
+    await t.adminData('PUT', '/admin/v1/settings/payment_min_amount', { value: '20000' });
+    const again = await send();
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json().payment_id).toBe(first.json().payment_id);
+  });
+});

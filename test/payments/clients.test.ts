@@ -1,25 +1,11 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PayClientView } from '../../src/payments/clients.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { makeMethod, payRequest, type PayCreds } from './helpers.js';
 import { expectError, PING, q } from './kit.js';
 
-type ClientView = {
-  id: number;
-  name: string;
-  domain: string;
-  webhook_url: string;
-  status: string;
-  allowed_ips: string[];
-  allow_private_targets: boolean;
-  events: string[];
-  api_key?: string;
-  api_secret?: string;
-  webhook_secret?: string;
-  previous_secret_valid_until: string | null;
-  approved_at: string | null;
-  created_at: string;
-};
+type ClientView = PayClientView;
 
 describe('payment API clients (admin)', () => {
   let t: TestApp;

@@ -1,3 +1,4 @@
+import type { PaymentView } from '../../src/payments/service.js';
 import { createHash } from 'node:crypto';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { SQL } from 'drizzle-orm';
@@ -46,27 +47,8 @@ export function rawRequest(t: TestApp, o: { method: 'GET' | 'POST'; url: string;
   return t.request(opts);
 }
 
-export type PaymentBody = {
-  ok: true;
-  payment_id: string;
-  merchant_invoice_id: string;
-  amount: number;
-  status: string;
-  payment_ready: boolean;
-  payment?: {
-    method_code: string;
-    bank_bin: string;
-    bank_code: string;
-    bank_name: string;
-    account_number: string;
-    account_name: string;
-    transfer_content: string;
-    amount: number;
-    qr_content: string;
-    qr_image: string;
-    expires_at: string;
-  };
-};
+/** A payment answer as the API sends it: the service's view in the success envelope. */
+export type PaymentBody = { ok: true } & PaymentView;
 
 let seq = 0;
 /** A unique merchant invoice id / idempotency key for this file. */

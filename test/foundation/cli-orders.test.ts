@@ -4,8 +4,8 @@ import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/admin/cli.js';
-import { ADMIN_TOKEN, bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { cliKit } from './cli-kit.js';
 
 /** The command names of DESIGN 6 this version adds; --help must list each of them once. */
 const NEW_COMMANDS = ['order show', 'order list', 'order refund', 'product attach-file', 'product files', 'codes mark-used', 'guard list', 'guard clear'];
@@ -34,28 +34,7 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 
-  async function cli(argv: string[]) {
-    let out = '';
-    let err = '';
-    const code = await runCli(argv, { env: { ADMIN_URL: adminUrl, ADMIN_TOKEN }, stdout: (s) => void (out += s), stderr: (s) => void (err += s) });
-    return { code, out, err };
-  }
-
-  /** Runs a command expected to succeed and returns its parsed stdout. */
-  async function ok<T = Record<string, unknown>>(...argv: string[]): Promise<T> {
-    const r = await cli(argv);
-    expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: '' });
-    expect(r.out).toBe(JSON.stringify(JSON.parse(r.out), null, 2) + '\n');
-    return JSON.parse(r.out) as T;
-  }
-
-  /** Runs a command expected to fail: exit 1, nothing on stdout, ONE line on stderr; returns that line, parsed. */
-  async function fails(...argv: string[]) {
-    const r = await cli(argv);
-    expect({ code: r.code, out: r.out }).toEqual({ code: 1, out: '' });
-    expect(r.err.endsWith('\n') && !r.err.slice(0, -1).includes('\n')).toBe(true);
-    return { envelope: JSON.parse(r.err) as unknown, line: r.err };
-  }
+  const { cli, ok, fails } = cliKit(() => adminUrl);
 
   /** An order through the ordering API, as a reseller would place it. */
   async function placeOrder(key: string, productId: string, quantity: number): Promise<string> {

@@ -2,9 +2,9 @@ import { createHmac, randomUUID } from 'node:crypto';
 import type net from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/admin/cli.js';
 import { rowsOf } from '../../src/db/tx.js';
-import { ADMIN_TOKEN, createTestApp, type TestApp } from '../harness.js';
+import { createTestApp, type TestApp } from '../harness.js';
+import { cliKit } from './cli-kit.js';
 
 /** The `pay` command names of DESIGN 6 this version implements; --help must list each of them once. */
 const PAY_COMMANDS = [
@@ -62,28 +62,7 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
     await t?.close();
   });
 
-  async function cli(argv: string[]) {
-    let out = '';
-    let err = '';
-    const code = await runCli(argv, { env: { ADMIN_URL: baseUrl, ADMIN_TOKEN }, stdout: (s) => void (out += s), stderr: (s) => void (err += s) });
-    return { code, out, err };
-  }
-
-  /** Runs a command expected to succeed and returns its parsed stdout. */
-  async function ok<T = Record<string, unknown>>(...argv: string[]): Promise<T> {
-    const r = await cli(argv);
-    expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: '' });
-    expect(r.out).toBe(JSON.stringify(JSON.parse(r.out), null, 2) + '\n');
-    return JSON.parse(r.out) as T;
-  }
-
-  /** Runs a command expected to fail: exit 1, nothing on stdout, ONE line on stderr; returns that line, parsed. */
-  async function fails(...argv: string[]) {
-    const r = await cli(argv);
-    expect({ code: r.code, out: r.out }).toEqual({ code: 1, out: '' });
-    expect(r.err.endsWith('\n') && !r.err.slice(0, -1).includes('\n')).toBe(true);
-    return { envelope: JSON.parse(r.err) as unknown, line: r.err };
-  }
+  const { cli, ok, fails } = cliKit(() => baseUrl);
 
   /** A call of the payment API over the real socket, signed as a project website signs it (EVENT \n RAW_BODY). */
   async function payApi(c: { api_key: string; api_secret: string }, o: { method: 'GET' | 'POST'; path: string; event: string; body?: string; idempotencyKey?: string }) {

@@ -53,10 +53,14 @@ const ACTOR = 'admin-api';
 function limitBytes(input: Readable, max: number): Readable {
   let seen = 0;
   const out = new PassThrough();
+  // The importer may refuse before reading (unknown product): an error then has no reader and must not crash us.
+  out.on('error', () => {});
   input.on('data', (chunk: Buffer) => {
     seen += chunk.length;
-    if (seen > max) {
-      input.destroy();
+    if (seen > max && !out.destroyed) {
+      // Drain and drop the rest rather than destroying the request: the 413 answer still has a socket to go out on.
+      input.unpipe(out);
+      input.resume();
       out.destroy(new AppError('payload_too_large', `Upload is larger than ${max} bytes`));
     }
   });
@@ -66,9 +70,14 @@ function limitBytes(input: Readable, max: number): Readable {
 }
 
 /** Lines of an upload; readline starts when iteration starts, since lines it emits before that would be lost. */
-function linesOf(stream: Readable): AsyncIterable<string> {
+function linesOf(stream: Readable, maxBytes: number): AsyncIterable<string> {
   return {
-    [Symbol.asyncIterator]: () => readline.createInterface({ input: stream, crlfDelay: Infinity })[Symbol.asyncIterator](),
+    async *[Symbol.asyncIterator]() {
+      yield* readline.createInterface({ input: stream, crlfDelay: Infinity });
+      // @fastify/multipart ends an oversized file quietly and only flags it: refuse, so the import rolls back whole
+      // instead of stocking a cut-off last code.
+      if ((stream as Readable & { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `Upload is larger than ${maxBytes} bytes`);
+    },
   };
 }
 
@@ -99,7 +108,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
         params: productIdParams,
         response: { 200: ok(importResult), ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type') },
       },
-      handler: async (req) => ({ ok: true as const, data: await deps.catalog.importCodes(req.params.id, await uploadedLines(req)) }),
+      handler: async (req) => ({ ok: true as const, data: await deps.catalog.importCodes(req.params.id, await uploadedLines(req, deps.uploadMaxBytes)) }),
     });
     registerAdminFileUpload(uploads, deps, security, ADMIN_ERRORS);
   });
@@ -186,12 +195,12 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   });
 }
 
-async function uploadedLines(req: FastifyRequest): Promise<AsyncIterable<string>> {
+async function uploadedLines(req: FastifyRequest, maxBytes: number): Promise<AsyncIterable<string>> {
   if (req.isMultipart()) {
     const file = await req.file();
     if (!file) throw new AppError('invalid_request', 'Send the code list as the multipart field `file`');
-    return linesOf(file.file);
+    return linesOf(file.file, maxBytes);
   }
-  if (req.body && typeof (req.body as Readable).pipe === 'function') return linesOf(req.body as Readable);
+  if (req.body && typeof (req.body as Readable).pipe === 'function') return linesOf(req.body as Readable, maxBytes);
   throw new AppError('unsupported_media_type', 'Send the code list as multipart/form-data (field `file`) or text/plain');
 }

@@ -27,6 +27,10 @@ export function createFilesService(deps: FilesDeps) {
 
   return {
     listFor,
+    /** The stored files missing from disk (a volume not mounted, a restore without files): a download must not start. */
+    missing(storageNames: string[]): string[] {
+      return storageNames.filter((n) => !storage.exists(n));
+    },
     /** Streams an upload to disk, then records it; a failed upload leaves neither a row nor a file. */
     async attach(productIdRaw: string, filename: string, input: Readable): Promise<ProductFileView> {
       if (!/^\d{1,9}$/.test(productIdRaw)) throw new AppError('not_found', `No product ${JSON.stringify(productIdRaw)}`);
@@ -58,17 +62,19 @@ export function createFilesService(deps: FilesDeps) {
       return rows.map((r) => ({ id: r.id, product_id: String(r.productId), filename: r.filename, size_bytes: r.sizeBytes, sha256: r.sha256, created_at: r.createdAt.toISOString() }));
     },
     /**
-     * A ZIP streamed as it is built: each file is read from disk as the client drains the archive, so memory stays
-     * constant whatever the file size. Files are stored (level 0): they are usually compressed already.
+     * A ZIP streamed as it is built: each file is opened only when the archive reaches it and read as the client drains
+     * the archive, so memory and open files stay constant whatever the size and number of files. Files are stored
+     * (level 0): they are usually compressed already. Every file must exist (checked before the answer starts).
      */
-    zipOf(entries: ({ kind: 'file'; storageName: string; filename: string } | { kind: 'text'; filename: string; content: string })[]): Readable {
+    zipOf(entries: ({ kind: 'file'; storageName: string; filename: string } | { kind: 'text'; filename: string; content: string })[]): archiver.Archiver {
       const zip = archiver('zip', { zlib: { level: 0 }, forceZip64: false });
       const used = new Set<string>();
       for (const e of entries) {
         let name = safeFilename(e.filename);
         for (let i = 2; used.has(name); i++) name = `${i}-${safeFilename(e.filename)}`;
         used.add(name);
-        if (e.kind === 'file') zip.append(storage.open(e.storageName), { name, store: true });
+        // `store` is an archiver ZipEntryData option missing from the typings.
+        if (e.kind === 'file') zip.file(storage.path(e.storageName), { name, store: true } as archiver.EntryData);
         else zip.append(e.content, { name });
       }
       // Failures surface as an 'error' on the stream, which aborts the response; the promise adds nothing.

@@ -40,8 +40,9 @@ export function createFileStorage(dir: string) {
       }
       return { storageName, sizeBytes: size, sha256: hash.digest('hex') };
     },
-    open(storageName: string): Readable {
-      return fs.createReadStream(pathOf(storageName));
+    /** Where a stored file is on disk, for a reader that opens it lazily (archiver opens each file when it reaches it). */
+    path(storageName: string): string {
+      return pathOf(storageName);
     },
     exists(storageName: string): boolean {
       return fs.existsSync(pathOf(storageName));

@@ -102,6 +102,9 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
       if (order.productType === 'file') {
         const files = await deps.files.listFor(order.productId);
         if (files.length === 0) throw new AppError('not_found', 'No files are attached to this product yet; contact the shop');
+        const missing = deps.files.missing(files.map((f) => f.storageName));
+        // Logged for the operator with the file ids only; the client gets the usual internal_error envelope.
+        if (missing.length > 0) throw new Error(`product ${order.productId}: ${missing.length} stored file(s) missing from DATA_DIR/files`);
         zip = deps.files.zipOf(files.map((f) => ({ kind: 'file' as const, storageName: f.storageName, filename: f.filename })));
       } else {
         await deps.delivery.markDelivered(order);
@@ -109,6 +112,10 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
         zip = deps.files.zipOf([{ kind: 'text', filename: 'codes.txt', content: codes.map((c) => c.code).join('\n') + (codes.length > 0 ? '\n' : '') }]);
       }
       zip.on('error', (err) => req.log.error({ err }, 'zip stream failed'));
+      // A client that goes away mid-download: stop the archive so that it opens no further file.
+      reply.raw.on('close', () => {
+        if (!reply.raw.writableFinished) zip.abort();
+      });
       return reply
         .header('Content-Type', 'application/zip')
         .header('Content-Disposition', `attachment; filename="${order.orderCode}.zip"`)

@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import yauzl from 'yauzl';
 import { ADMIN_TOKEN, bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
@@ -90,11 +92,61 @@ describe('file products and ZIP downloads', () => {
     expect(foreign.json()).toMatchObject({ ok: false, error: 'not_found' });
   });
 
+  it('a stored file missing from disk answers 500 internal_error before any byte, and the server keeps serving', async () => {
+    const user = await makeUser(t, { balance: 100000 });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, type: 'file', price: 10, max_qty: 1 });
+    expect((await attach(p.id, 'a.bin', randomBytes(1000))).status).toBe(200);
+    const [row] = await t.deps.files.listFor(Number(p.id));
+    fs.rmSync(path.join(t.deps.config.dataDir, 'files', row!.storageName));
+    const created = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: { product_id: p.id, quantity: 1 } });
+    const res = await fetch(`${base}/api/v1/order-download?order_code=${created.json().order_code}`, { headers: bearer(user.api_key) });
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual({ ok: false, error: 'internal_error', message: expect.any(String) });
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+
   it('refuses a file on a code product and leaves nothing behind', async () => {
     const cat = await makeCategory(t);
     const p = await makeProduct(t, { category_id: cat.id });
     const res = await attach(p.id, 'x.zip', Buffer.from('zip'));
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ ok: false, error: 'invalid_request' });
+  });
+});
+
+describe('an oversized code list', () => {
+  let t: TestApp;
+  let base: string;
+  beforeAll(async () => {
+    t = await createTestApp({ env: { UPLOAD_MAX_BYTES: '1024' } });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const addr = t.app.server.address();
+    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('is refused whole with 413 payload_too_large, as multipart and as text/plain, stocking nothing', async () => {
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id });
+    const list = Array.from({ length: 300 }, (_, i) => `CODE-${String(i).padStart(5, '0')}`).join('\n');
+    const form = new FormData();
+    form.append('file', new Blob([list]), 'codes.txt');
+    const multipart = await fetch(`${base}/admin/v1/products/${p.id}/codes`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
+    expect(multipart.status).toBe(413);
+    expect(await multipart.json()).toEqual({ ok: false, error: 'payload_too_large', message: expect.any(String) });
+    const plain = await fetch(`${base}/admin/v1/products/${p.id}/codes`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, body: list });
+    expect(plain.status).toBe(413);
+    const listed = await t.adminData<{ id: string; stock: number }[]>('GET', '/admin/v1/products');
+    expect(listed.find((x) => x.id === p.id)?.stock).toBe(0);
+  });
+
+  it('a refused text/plain upload for an unknown product does not take the server down', async () => {
+    const list = 'X'.repeat(5000);
+    const res = await fetch(`${base}/admin/v1/products/999999/codes`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, body: list });
+    expect([404, 413]).toContain(res.status);
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
   });
 });

@@ -35,20 +35,54 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
   pool.on('error', () => {});
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
   let listener: pg.Client | null = null;
+  let closed = false;
+  let retryMs = 500;
   const callbacks = new Set<(payload: string) => void>();
+  const fanOut = (payload: string) => {
+    for (const fn of callbacks) fn(payload);
+  };
+
+  /**
+   * One dedicated connection LISTENs for invalidations. If it drops (restart, failover, idle kill) it reconnects with
+   * backoff, and on reconnecting tells every cache to drop ("*"): notifications sent meanwhile were missed.
+   */
+  async function connectListener(): Promise<void> {
+    const client = new pg.Client({ connectionString: url });
+    let lost = false;
+    const onLost = () => {
+      if (lost) return;
+      lost = true;
+      if (listener === client) listener = null;
+      client.end().catch(() => {});
+      if (!closed) setTimeout(() => void reconnect(), retryMs).unref();
+    };
+    client.on('error', onLost);
+    client.on('end', onLost);
+    client.on('notification', (msg) => {
+      if (msg.channel === EVENTS_CHANNEL) fanOut(msg.payload ?? '');
+    });
+    await client.connect();
+    await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+    listener = client;
+    retryMs = 500;
+  }
+
+  async function reconnect(): Promise<void> {
+    if (closed || listener) return;
+    try {
+      await connectListener();
+      fanOut(JSON.stringify({ origin: 'listener', topic: '*' }));
+    } catch {
+      retryMs = Math.min(retryMs * 2, 30_000);
+      if (!closed) setTimeout(() => void reconnect(), retryMs).unref();
+    }
+  }
+
   return {
     kind: 'pg',
     db,
     async listen(cb) {
-      if (!listener) {
-        listener = new pg.Client({ connectionString: url });
-        listener.on('error', () => {});
-        await listener.connect();
-        listener.on('notification', (msg) => {
-          if (msg.channel === EVENTS_CHANNEL) for (const fn of callbacks) fn(msg.payload ?? '');
-        });
-        await listener.query(`LISTEN ${EVENTS_CHANNEL}`);
-      }
+      if (!listener) await connectListener();
       callbacks.add(cb);
       return async () => {
         callbacks.delete(cb);
@@ -66,6 +100,7 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
       }
     },
     async close() {
+      closed = true;
       const l = listener;
       listener = null;
       if (l) await l.end().catch(() => {});

@@ -39,8 +39,10 @@ export function createEventBus(database: Database, logger: Logger): EventBus {
     async start() {
       unlisten = await database.listen((payload) => {
         try {
-          const msg = JSON.parse(payload) as { origin?: string; topic?: Topic };
-          if (msg.origin !== origin && msg.topic) emit(msg.topic);
+          const msg = JSON.parse(payload) as { origin?: string; topic?: Topic | '*' };
+          // "*": the listener reconnected and may have missed changes, so every cache drops.
+          if (msg.topic === '*') for (const t of listeners.keys()) emit(t);
+          else if (msg.origin !== origin && msg.topic) emit(msg.topic);
         } catch {
           // not ours
         }

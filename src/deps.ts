@@ -6,7 +6,10 @@ import { openPg, openPglite, type Database } from './db/client.js';
 import { createLogger } from './http/logger.js';
 import { createSettingsService } from './settings/service.js';
 import { systemClock, type Clock } from './shared/clock.js';
-import { createCipher } from './shared/crypto.js';
+import { createCipher, type Cipher } from './shared/crypto.js';
+import { eq } from 'drizzle-orm';
+import type { Db } from './db/client.js';
+import { settings } from './db/schema/index.js';
 import { lockDataDir, readOrCreateSecret } from './shared/data-dir.js';
 import { createEventBus } from './shared/events.js';
 import { createUsersService } from './users/service.js';
@@ -60,6 +63,13 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   }
   if (ownsDatabase) cleanups.unshift(() => database.close());
   if (!overrides.skipMigrations) await database.migrate();
+  const cipher = createCipher(appSecret);
+  try {
+    await checkAppSecret(database.db, cipher);
+  } catch (err) {
+    for (const fn of cleanups) await fn();
+    throw err;
+  }
 
   const db = database.db;
   const bus = createEventBus(database, logger);
@@ -78,7 +88,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     });
   }
 
-  const cipher = createCipher(appSecret);
+
   const settings = createSettingsService({ db, clock, bus, logger, defaults: config.settingDefaults });
   const users = createUsersService({ db, cipher, bus, clock });
   const catalog = createCatalogService({ db, cipher, bus, clock, settings });
@@ -122,3 +132,25 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
 }
 
 export type Deps = Awaited<ReturnType<typeof createDeps>>;
+
+export class AppSecretMismatchError extends Error {
+  constructor() {
+    super(
+      'APP_SECRET differs from the one this database was first used with: keys and codes stored here could not be read, and duplicate codes would go undetected. Start every process with the same APP_SECRET.',
+    );
+    this.name = 'AppSecretMismatchError';
+  }
+}
+
+const SECRET_CHECK_KEY = '__app_secret_check';
+
+/**
+ * Every process on one database must encrypt and digest with the same APP_SECRET. The first process stores a digest
+ * of it (a reserved row of `settings`, invisible to the settings API); any later one with another secret refuses to start.
+ */
+async function checkAppSecret(db: Db, cipher: Cipher): Promise<void> {
+  const check = cipher.digest(SECRET_CHECK_KEY);
+  await db.insert(settings).values({ key: SECRET_CHECK_KEY, value: check }).onConflictDoNothing();
+  const [row] = await db.select({ value: settings.value }).from(settings).where(eq(settings.key, SECRET_CHECK_KEY));
+  if (row?.value !== check) throw new AppSecretMismatchError();
+}

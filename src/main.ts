@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from './config.js';
 import { buildApp } from './app.js';
-import { createDeps } from './deps.js';
+import { AppSecretMismatchError, createDeps } from './deps.js';
 import { DataDirLockedError } from './shared/data-dir.js';
 
 async function main(): Promise<void> {
@@ -24,11 +24,14 @@ async function main(): Promise<void> {
   try {
     deps = await createDeps(config);
   } catch (err) {
-    if (err instanceof DataDirLockedError) {
+    if (err instanceof DataDirLockedError || err instanceof AppSecretMismatchError) {
       process.stderr.write(`${err.message}\n`);
       process.exit(3);
     }
     throw err;
+  }
+  if (config.TRUST_PROXY === true) {
+    deps.logger.warn('TRUST_PROXY=true believes X-Forwarded-For from any client, which then chooses its own address (allowlists, admin access); set the proxy hop count or the proxy addresses instead');
   }
   const app = await buildApp(deps);
   await app.listen({ port: config.PORT, host: config.HOST });

@@ -1,0 +1,70 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, bearer, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+
+/** Open descriptors of this process that point into the app's stored files. */
+function openStoredFiles(t: TestApp): number {
+  const dir = fs.realpathSync(`${t.deps.config.dataDir}/files`);
+  let n = 0;
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir)) n++;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return n;
+}
+
+/** Reads `bytes` of the answer, then drops the connection. */
+function readThenAbort(url: string, headers: Record<string, string>, bytes: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers }, (res) => {
+      let seen = 0;
+      res.on('data', (c: Buffer) => {
+        seen += c.length;
+        if (seen >= bytes) {
+          req.destroy();
+          resolve();
+        }
+      });
+      res.on('error', () => resolve());
+    });
+    req.on('error', (e) => (e.message.includes('socket hang up') || (e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e)));
+  });
+}
+
+describe('aborted downloads', () => {
+  let t: TestApp;
+  let base: string;
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const addr = t.app.server.address();
+    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('leave no stored file open', async () => {
+    const user = await makeUser(t, { balance: 1000 });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, type: 'file', price: 1, max_qty: 1 });
+    for (let i = 0; i < 5; i++) {
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(randomBytes(2 * 1024 * 1024))]), `part-${i}.bin`);
+      const up = await fetch(`${base}/admin/v1/products/${p.id}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
+      expect(up.status).toBe(200);
+    }
+    const created = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: { product_id: p.id, quantity: 1 } });
+    const url = `${base}/api/v1/order-download?order_code=${created.json().order_code}`;
+    for (let i = 0; i < 5; i++) await readThenAbort(url, bearer(user.api_key), 100_000);
+    // Give the server's close handlers their turn (an event, not a clock: bounded polling).
+    const end = Date.now() + 3000;
+    while (openStoredFiles(t) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    expect(openStoredFiles(t)).toBe(0);
+  });
+});

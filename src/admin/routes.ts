@@ -73,7 +73,24 @@ function limitBytes(input: Readable, max: number): Readable {
 function linesOf(stream: Readable, maxBytes: number): AsyncIterable<string> {
   return {
     async *[Symbol.asyncIterator]() {
-      yield* readline.createInterface({ input: stream, crlfDelay: Infinity });
+      // A stream that already failed (over the size limit while the transaction was opening) never ends by itself.
+      if (stream.errored) throw stream.errored;
+      let failure: Error | null = null;
+      const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
+      const onError = (err: Error) => {
+        failure = err;
+        rl.close();
+      };
+      stream.once('error', onError);
+      try {
+        for await (const line of rl) {
+          if (failure) break;
+          yield line;
+        }
+      } finally {
+        stream.off('error', onError);
+      }
+      if (failure) throw failure;
       // @fastify/multipart ends an oversized file quietly and only flags it: refuse, so the import rolls back whole
       // instead of stocking a cut-off last code.
       if ((stream as Readable & { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `Upload is larger than ${maxBytes} bytes`);

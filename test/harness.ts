@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
@@ -64,6 +65,8 @@ export type TestApp = {
   /** Log lines written by this app (JSON), for redaction checks. */
   logs: string[];
   request(opts: InjectOptions): Promise<LightMyRequestResponse>;
+  /** Serves the app on a real socket (127.0.0.1, a free port) for streaming and CLI tests; returns its base URL. */
+  listen(): Promise<string>;
   admin(method: InjectOptions['method'], url: string, payload?: unknown): Promise<LightMyRequestResponse>;
   /** Calls the admin API and returns `data`, failing loudly on a non-2xx answer. */
   adminData<T = Record<string, unknown>>(method: InjectOptions['method'], url: string, payload?: unknown): Promise<T>;
@@ -110,6 +113,10 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     clock,
     logs,
     request,
+    async listen() {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    },
     admin,
     async adminData<T>(method: InjectOptions['method'], url: string, payload?: unknown): Promise<T> {
       const res = await admin(method, url, payload);

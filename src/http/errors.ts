@@ -72,6 +72,11 @@ export class AppError extends Error {
   }
 }
 
+/** A validation failure of one field: the message for humans and the same text in `details`. */
+export function fieldError(code: 'invalid_request' | 'VALIDATION_ERROR', path: string, message: string): AppError {
+  return new AppError(code, message, { details: [{ path, message }] });
+}
+
 export const errorBodySchema = z
   .object({
     ok: z.literal(false),

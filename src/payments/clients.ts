@@ -2,11 +2,11 @@ import { asc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { payClients } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
-import { AppError } from '../http/errors.js';
+import { AppError, fieldError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import { sha256Hex, type Cipher } from '../shared/crypto.js';
 import { newPayApiKey, newPayApiSecret, newWebhookSecret } from '../shared/ids.js';
-import { validateIpList } from '../shared/ip.js';
+import { checkedIpList } from '../shared/ip.js';
 
 export type PayClientRow = typeof payClients.$inferSelect;
 
@@ -29,9 +29,7 @@ export type PayClientView = {
 
 const HOST_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
 
-function invalid(message: string, path: string): AppError {
-  return new AppError('invalid_request', message, { details: [{ path, message }] });
-}
+const invalid = (message: string, path: string): AppError => fieldError('invalid_request', path, message);
 
 /** A project domain as the admin types it ("Shop.example.com", "https://shop.example.com/") -> "shop.example.com". */
 export function normalizeDomain(raw: string): string {
@@ -52,12 +50,6 @@ export function webhookOnDomain(webhookUrl: string, domain: string): boolean {
   if (u.username || u.password) return false;
   const host = u.hostname.toLowerCase().replace(/\.$/, '');
   return host === domain || host.endsWith(`.${domain}`);
-}
-
-function ips(list: string[], path = 'ips'): string[] {
-  const r = validateIpList(list);
-  if (!r.ok) throw invalid(`Not an IPv4/IPv6 address or CIDR: ${r.bad.join(', ')}`, path);
-  return r.list;
 }
 
 /** API clients of the payment API: access requests, approval with issued credentials, IPs, rotation. */
@@ -107,7 +99,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       if (!name || name.length > 100) throw invalid('name must be 1-100 characters', 'name');
       const domain = normalizeDomain(input.domain);
       if (!webhookOnDomain(input.webhook_url, domain)) throw invalid(`webhook_url must be an http(s) URL on ${domain} or a subdomain of it`, 'webhook_url');
-      const [row] = await db.insert(payClients).values({ name, domain, webhookUrl: input.webhook_url, allowedIps: ips(input.ips ?? []) }).returning();
+      const [row] = await db.insert(payClients).values({ name, domain, webhookUrl: input.webhook_url, allowedIps: checkedIpList(input.ips ?? []) }).returning();
       return view(row!, false);
     },
     /** Issues API key, API secret and webhook secret; refused while no IP is allowed. Shows the secrets once here. */
@@ -115,7 +107,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       return withTx(db, async (tx) => {
         const c = await find(id, tx);
         if (c.status !== 'requested') throw new AppError('conflict', `API client ${c.id} is ${c.status}, not an open request`);
-        const allowed = input.ips !== undefined ? ips(input.ips) : c.allowedIps;
+        const allowed = input.ips !== undefined ? checkedIpList(input.ips) : c.allowedIps;
         if (allowed.length === 0) throw invalid('Approval needs at least one allowed IP (--ips a,b)', 'ips');
         const key = newPayApiKey();
         const [row] = await tx
@@ -144,7 +136,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
     },
     async setIps(id: string, list: string[]): Promise<PayClientView> {
       const c = await find(id);
-      const allowed = ips(list);
+      const allowed = checkedIpList(list);
       if (allowed.length === 0 && c.status !== 'requested') throw invalid('An issued client needs at least one allowed IP', 'ips');
       return patch(id, { allowedIps: allowed });
     },

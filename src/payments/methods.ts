@@ -2,7 +2,7 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { paymentMethods } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
-import { AppError } from '../http/errors.js';
+import { AppError, fieldError } from '../http/errors.js';
 
 export type MethodRow = typeof paymentMethods.$inferSelect;
 export type MethodView = {
@@ -43,9 +43,7 @@ export function methodView(m: MethodRow): MethodView {
   };
 }
 
-function bad(message: string, path: string): AppError {
-  return new AppError('invalid_request', message, { details: [{ path, message }] });
-}
+const bad = (message: string, path: string): AppError => fieldError('invalid_request', path, message);
 
 /** Bank-transfer payment methods: at most one default, which must be active. */
 export function createMethodsService(deps: { db: Db }) {

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { paymentIdempotency, paymentRequests, paymentTransitions } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
-import { AppError } from '../http/errors.js';
+import { AppError, fieldError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { sha256Hex } from '../shared/crypto.js';
@@ -87,9 +87,7 @@ export function paymentView(p: PaymentRow): PaymentView {
 
 export type CreateInput = { merchant_invoice_id: string; amount: string; description?: string; payment_method_code?: string };
 
-function validation(message: string, path: string): AppError {
-  return new AppError('VALIDATION_ERROR', message, { details: [{ path, message }] });
-}
+const validation = (message: string, path: string): AppError => fieldError('VALIDATION_ERROR', path, message);
 
 /** Runs fn in a transaction whose trigger-recorded transitions name `actor`. */
 async function asActor<T>(db: Db, actor: string, fn: (tx: Db) => Promise<T>): Promise<T> {

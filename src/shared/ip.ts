@@ -1,4 +1,5 @@
 import { BlockList, isIP, SocketAddress } from 'node:net';
+import { AppError } from '../http/errors.js';
 
 export type IpRule = { family: 'ipv4' | 'ipv6'; address: string; prefix: number };
 
@@ -50,6 +51,17 @@ export function createIpMatcher(entries: readonly string[]): IpMatcher {
       return list.check(addr, v === 4 ? 'ipv4' : 'ipv6');
     },
   };
+}
+
+/** Canonical allowlist from admin input, or invalid_request naming each bad entry in `details`. */
+export function checkedIpList(entries: readonly string[], path = 'ips'): string[] {
+  const r = validateIpList(entries);
+  if (!r.ok) {
+    throw new AppError('invalid_request', `Not an IPv4/IPv6 address or CIDR: ${r.bad.join(', ')}`, {
+      details: r.bad.map((b) => ({ path, message: `${JSON.stringify(b)} is not an address or CIDR` })),
+    });
+  }
+  return r.list;
 }
 
 /** Validates and canonicalises a list of allowlist entries; returns the bad entries when there are any. */

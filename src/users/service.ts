@@ -8,7 +8,7 @@ import type { Cipher } from '../shared/crypto.js';
 import { sha256Hex } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
 import { newApiKey } from '../shared/ids.js';
-import { createIpMatcher, validateIpList, type IpMatcher } from '../shared/ip.js';
+import { checkedIpList, createIpMatcher, type IpMatcher } from '../shared/ip.js';
 import { MONEY_RE, moneyOut } from '../shared/money.js';
 
 export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher };
@@ -31,16 +31,6 @@ export type UsersDeps = { db: Db; cipher: Cipher; bus: EventBus; clock: Clock; a
 
 function hintOf(key: string): string {
   return `${key.slice(0, 4)}…${key.slice(-4)}`;
-}
-
-function parseIps(ips: readonly string[]): string[] {
-  const r = validateIpList(ips);
-  if (!r.ok) {
-    throw new AppError('invalid_request', `Not an IPv4/IPv6 address or CIDR: ${r.bad.join(', ')}`, {
-      details: r.bad.map((b) => ({ path: 'ips', message: `${JSON.stringify(b)} is not an address or CIDR` })),
-    });
-  }
-  return r.list;
 }
 
 /** Users, their API keys, allowlists and balances; also the ordering API's key lookup, cached and invalidated on change. */
@@ -100,7 +90,7 @@ export function createUsersService(deps: UsersDeps) {
     async create(input: { name: string; balance?: string; ips?: string[] }, actor: string): Promise<UserView> {
       const name = input.name.trim();
       if (!name || name.length > 100) throw new AppError('invalid_request', 'name must be 1-100 characters');
-      const ips = parseIps(input.ips ?? []);
+      const ips = checkedIpList(input.ips ?? []);
       const balance = input.balance ?? '0';
       if (!MONEY_RE.test(balance) || balance.startsWith('-')) {
         throw new AppError('invalid_request', 'balance must be a non-negative amount with at most 2 decimals', { details: [{ path: 'body.balance', message: 'must be a non-negative amount with at most 2 decimals' }] });
@@ -139,7 +129,7 @@ export function createUsersService(deps: UsersDeps) {
       return update(ref, { apiEnabled: enabled });
     },
     async setIps(ref: string, ips: string[]): Promise<UserView> {
-      return update(ref, { allowedIps: parseIps(ips) });
+      return update(ref, { allowedIps: checkedIpList(ips) });
     },
     /** Moves the balance by a signed amount in SQL numeric, never below zero, with its ledger row in the same transaction. */
     async credit(ref: string, amount: string, note: string | undefined, actor: string): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,8 +25,7 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
 
   beforeAll(async () => {
     t = await createTestApp();
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    adminUrl = `http://127.0.0.1:${(t.app.server.address() as net.AddressInfo).port}`;
+    adminUrl = await t.listen();
   });
   afterAll(async () => {
     await t?.close();

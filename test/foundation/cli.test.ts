@@ -50,8 +50,7 @@ describe('reseller-admin CLI', () => {
 
   beforeAll(async () => {
     t = await createTestApp();
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    adminUrl = `http://127.0.0.1:${(t.app.server.address() as net.AddressInfo).port}`;
+    adminUrl = await t.listen();
   });
   afterAll(async () => {
     await t?.close();

@@ -41,9 +41,7 @@ describe('aborted downloads', () => {
   let base: string;
   beforeAll(async () => {
     t = await createTestApp();
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const addr = t.app.server.address();
-    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    base = await t.listen();
   });
   afterAll(async () => {
     await t?.close();

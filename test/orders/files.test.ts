@@ -34,9 +34,7 @@ describe('file products and ZIP downloads', () => {
   let base: string;
   beforeAll(async () => {
     t = await createTestApp();
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const addr = t.app.server.address();
-    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    base = await t.listen();
   });
   afterAll(async () => {
     await t?.close();
@@ -120,9 +118,7 @@ describe('an oversized code list', () => {
   let base: string;
   beforeAll(async () => {
     t = await createTestApp({ env: { UPLOAD_MAX_BYTES: '1024' } });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const addr = t.app.server.address();
-    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    base = await t.listen();
   });
   afterAll(async () => {
     await t?.close();

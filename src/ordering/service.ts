@@ -174,7 +174,7 @@ export function createOrderService(deps: OrderServiceDeps) {
     return result;
   }
 
-  return { create, refund, byRequestId };
+  return { create, refund };
 }
 
 export type OrderService = ReturnType<typeof createOrderService>;

@@ -16,7 +16,6 @@ export type PaymentRow = typeof paymentRequests.$inferSelect;
 export type PaymentStatus = 'preparing_payment' | 'pending_payment' | 'payment_reported' | 'approved' | 'rejected' | 'expired' | 'cancelled';
 
 export const OPEN_STATUSES: PaymentStatus[] = ['preparing_payment', 'pending_payment', 'payment_reported'];
-export const FINAL_STATUSES: PaymentStatus[] = ['approved', 'rejected', 'expired', 'cancelled'];
 
 /** Allowed transitions (DESIGN 5); the database trigger enforces the same table for SQL updates. */
 export const TRANSITIONS: Record<PaymentStatus, PaymentStatus[]> = {

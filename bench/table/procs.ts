@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -9,7 +10,18 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 
-export type Proc = { base: string; child: ChildProcess; stop(): Promise<void> };
+export type Proc = { base: string; child: ChildProcess; stop(): Promise<void>; cpuMs(): number };
+
+/** CPU time (user + system) the process has used so far, in ms, from /proc (Linux); NaN elsewhere. */
+function cpuMsOf(pid: number | undefined): number {
+  try {
+    // Fields 14 and 15 of /proc/PID/stat, after the parenthesised command name, in clock ticks (100 a second on Linux).
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -53,6 +65,7 @@ export async function spawnNode(script: string, env: Record<string, string>, opt
   return {
     base,
     child,
+    cpuMs: () => cpuMsOf(child.pid),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       // SIGTERM lets the server shut down cleanly, which is also when --cpu-prof writes its profile.

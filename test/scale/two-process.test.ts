@@ -85,6 +85,8 @@ describe.skipIf(!runnable)(title, () => {
       RATE_LIMIT_PER_MINUTE: '1000000',
       ORDER_RATE_LIMIT_PER_MINUTE: '1000000',
       GUARD_ENABLED: 'false',
+      // The machine's PostgreSQL is shared with other suites: a small pool still lets transactions of both processes race.
+      DATABASE_POOL_SIZE: '4',
     });
     const sa = startServer(dir, env('a'));
     const sb = startServer(dir, env('b'));

@@ -196,6 +196,8 @@ describe.skipIf(!runnable)(title, () => {
 
   it('the cron endpoint called on both at once runs each job once', async () => {
     await admin(a, 'PUT', '/admin/v1/settings/cron_token', { value: 'scale-cron-token' });
+    // B takes the new token (a call that runs the jobs alone, one after the other: nothing is held yet).
+    await within(2000, 'cron_token on B', async () => (await call(b, 'GET', '/api-sync-cron.php?token=scale-cron-token')).status === 200);
     // Each job is held inside its run by a table lock, so the two calls overlap for certain: the first job's holder
     // is stuck in it while the other call goes on to the second job and is stuck there.
     const holdPayments = new pg.Client({ connectionString: db.url });

@@ -28,7 +28,9 @@ async function redisReachable(): Promise<boolean> {
   }
 }
 
-const runnable = onPostgres() && (await redisReachable());
+const redisUp = onPostgres() && (await redisReachable());
+// In CI (.ci/run starts Redis) a missing Redis fails this file instead of skipping it, so that a green CI proves scale-out.
+const runnable = onPostgres() && (redisUp || process.env.CI === 'true');
 const title = runnable
   ? 'two server processes on one PostgreSQL and one Redis'
   : 'two server processes on one PostgreSQL and one Redis (SKIPPED: needs TEST_DATABASE_URL and a reachable Redis)';
@@ -70,6 +72,7 @@ describe.skipIf(!runnable)(title, () => {
   const count = async (q: ReturnType<typeof sql>) => Number(rowsOf<{ n: string | number }>(await db.database.db.execute(q))[0]!.n);
 
   beforeAll(async () => {
+    if (!redisUp) throw new Error(`Redis at ${REDIS_URL} is unreachable: CI must run this test (start redis-server, as .ci/run does)`);
     db = await createTestDatabase();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-scale-'));
     const env = (name: string) => ({
@@ -104,6 +107,7 @@ describe.skipIf(!runnable)(title, () => {
     await Promise.all([stopServer(a?.server), stopServer(b?.server)]);
     await db?.drop();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    if (!redisUp) return;
     const r = new Redis(REDIS_URL, { lazyConnect: true });
     await r.connect();
     const keys = await r.keys(`${prefix}*`);

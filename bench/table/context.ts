@@ -105,7 +105,7 @@ export async function createContext(seconds: number, connections: number): Promi
     fs.writeFileSync(bodyFile, Buffer.from(await page.arrayBuffer()));
     const bare = await spawnNode(
       'bench/table/bare-server.ts',
-      { DATABASE_URL: dbUrl, BARE_BODY_FILE: bodyFile, BARE_CONTENT_TYPE: page.headers.get('content-type') ?? 'application/json', BARE_USER_ID: String(user.id) },
+      { DATABASE_URL: dbUrl, DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? '10', BARE_BODY_FILE: bodyFile, BARE_CONTENT_TYPE: page.headers.get('content-type') ?? 'application/json', BARE_USER_ID: String(user.id) },
       { readyPath: '/healthz' },
     );
     procs.push(bare);

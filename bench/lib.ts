@@ -54,12 +54,25 @@ export async function startServer(env: Record<string, string> = {}) {
   };
 }
 
-export type LoadResult = { rps: number; p50: number; p99: number; errors: number; non2xx: number; total: number };
+export type LoadResult = { rps: number; okRps: number; p50: number; p99: number; errors: number; non2xx: number; total: number };
 
 /** Bounded load from autocannon on loopback: `seconds` long, `connections` at once. */
 export async function load(url: string, headers: Record<string, string>, seconds = 5, connections = 20): Promise<LoadResult> {
-  const r = await autocannon({ url, headers, duration: seconds, connections });
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, total: r.requests.total };
+  return loadWith({ url, headers, duration: seconds, connections });
+}
+
+/** Any autocannon run (bodies, per-request setup); okRps counts only the 2xx answers. */
+export async function loadWith(opts: autocannon.Options): Promise<LoadResult> {
+  const r = await autocannon(opts);
+  return {
+    rps: Math.round(r.requests.average),
+    okRps: Math.round(r['2xx'] / Math.max(1, r.duration)),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors,
+    non2xx: r.non2xx,
+    total: r.requests.total,
+  };
 }
 
 export function row(label: string, r: LoadResult): string {

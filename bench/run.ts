@@ -1,13 +1,16 @@
-// Runs the benchmarks (never part of `npm test`): `npm run bench` runs all, `npm run bench -- catalog` one.
-// BENCH_SECONDS sets the length of each load run (default 5); BENCH_DATABASE_URL runs on PostgreSQL instead of PGlite.
+// Runs the benchmarks (never part of `npm test`). `npm run bench` prints the performance table (bench/table.bench.ts)
+// and writes it to docs/PERFORMANCE.md; `npm run bench -- catalog` or `-- download` runs one of the older benches,
+// `npm run bench -- table catalog download` several. BENCH_SECONDS sets the length of each load run (default 5);
+// BENCH_DATABASE_URL names the PostgreSQL server (the table creates and drops its own databases there).
 const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void> }>> = {
+  table: () => import('./table.bench.js'),
   catalog: () => import('./catalog.bench.js'),
   download: () => import('./download.bench.js'),
 };
 
 const wanted = process.argv.slice(2);
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
-for (const name of wanted.length > 0 ? wanted : Object.keys(benches)) {
+for (const name of wanted.length > 0 ? wanted : ['table']) {
   const load = benches[name];
   if (!load) {
     console.error(`unknown benchmark ${name}; known: ${Object.keys(benches).join(', ')}`);

@@ -1,7 +1,8 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
+/** One-shot digest (Node >= 20.12): no Hash object per call, which matters on the per-request API key lookup. */
 export function sha256Hex(input: string | Buffer): string {
-  return createHash('sha256').update(input).digest('hex');
+  return hash('sha256', input, 'hex');
 }
 
 export function hmacSha256Hex(key: string | Buffer, data: string | Buffer): string {

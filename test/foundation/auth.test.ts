@@ -85,7 +85,7 @@ describe('ordering API authentication', () => {
     it('a key in the query string is refused with 401 missing_api_key, even alongside a valid header', async () => {
       const user = await makeUser(t);
       const k = encodeURIComponent(user.api_key);
-      for (const qs of [`api_key=${k}`, `key=${k}`, `API_KEY=${k}`, `apikey=${k}`, `token=${k}`, `access_token=${k}`, `x-api-key=${k}`, `page=1&api_key=${k}`]) {
+      for (const qs of [`api_key=${k}`, `key=${k}`, `API_KEY=${k}`, `apikey=${k}`, `token=${k}`, `access_token=${k}`, `x-api-key=${k}`, `page=1&api_key=${k}`, `%6Bey=${k}`, `page=1&to%6Ben=${k}`, `%E2%84%AAey=${k}`, `ACCESS_TOKEN=${k}`]) {
         expectError(await balance(t, bearer(user.api_key), '127.0.0.1', `/api/v1/balance?${qs}`), 401, 'missing_api_key');
         expectError(await balance(t, { 'x-api-key': user.api_key }, '127.0.0.1', `/api/v1/products?${qs}`), 401, 'missing_api_key');
         expectError(await balance(t, {}, '127.0.0.1', `/api/v1/products?${qs}`), 401, 'missing_api_key');

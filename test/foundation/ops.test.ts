@@ -1,65 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { envSchema } from '../../src/config.js';
-import { settingKeys } from '../../src/settings/registry.js';
 import { createTestApp, type TestApp } from '../harness.js';
+import { lines, listeningLine, START_TIMEOUT_MS, startServer, waitFor, type Server } from '../helpers/server-process.js';
 
 // Operations (DESIGN 1): /healthz, /readyz, and the real server process: start-up log, DATA_DIR lock, SIGTERM.
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MAIN = path.join(ROOT, 'src/main.ts');
-const TSX = pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
-// Embedded PostgreSQL runs initdb on a fresh DATA_DIR: several seconds, far more on a busy machine.
-const START_TIMEOUT_MS = 90_000;
-
-/** The parent's environment without anything the server reads, so that only what a test sets configures it. */
-function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const key of [...Object.keys(envSchema.shape), ...settingKeys.map((k) => k.toUpperCase()), 'TEST_DATABASE_URL']) delete env[key];
-  return { ...env, ...extra };
-}
-
-type Server = { child: ChildProcess; stdout: string[]; stderr: () => string; exit: Promise<number | null> };
-
-/** Runs `node --import tsx src/main.ts` from an empty folder (no .env of the repository is read). */
-function startServer(cwd: string, env: Record<string, string>): Server {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN], { cwd, env: serverEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  const stdout: string[] = [];
-  let partial = '';
-  let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    const parts = (partial + chunk).split('\n');
-    partial = parts.pop() ?? '';
-    stdout.push(...parts.filter(Boolean));
-  });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    err += chunk;
-  });
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, stdout, stderr: () => err, exit };
-}
-
-async function waitFor<T>(what: string, probe: () => T | undefined, server: Server, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let exited = false;
-  void server.exit.then(() => {
-    exited = true;
-  });
-  for (;;) {
-    const found = probe();
-    if (found !== undefined) return found;
-    if (exited) throw new Error(`server exited while waiting for ${what}: ${server.stderr()}\n${server.stdout.join('\n')}`);
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${server.stderr()}\n${server.stdout.join('\n')}`);
-    // Polling a child process's output: real time, as the process runs on the real clock.
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-const lines = (s: Server) => s.stdout.map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return { raw: l }; } });
 
 describe('/healthz and /readyz', () => {
   let t: TestApp;
@@ -128,7 +74,7 @@ describe('the server process (node --import tsx src/main.ts)', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-ops-'));
     dataDir = path.join(dir, 'data');
     first = startServer(dir, { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' });
-    listening = await waitFor('the start-up log', () => lines(first!).find((l) => typeof l.docs === 'string' && String(l.msg).includes('listening')), first, START_TIMEOUT_MS);
+    listening = await waitFor('the start-up log', () => listeningLine(first!), first, START_TIMEOUT_MS);
     base = String(listening.msg).match(/listening on (http:\/\/127\.0\.0\.1:\d+)/)![1]!;
   }, START_TIMEOUT_MS + 10_000);
 

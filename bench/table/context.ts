@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { spawnNode, type Proc } from './procs.js';
+
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const APP_SECRET = 'bench-app-secret-0123456789abcdef0123456789';
+export const PRODUCTS_PATH = '/api/v1/products?limit=20';
+export const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export type Ours = Proc & { admin<T>(method: string, p: string, body?: unknown, contentType?: string): Promise<T> };
+
+/** What every row gets: both servers, a reseller with a large balance, and stock on demand. */
+export type BenchContext = {
+  seconds: number;
+  connections: number;
+  /** BENCH_DATABASE_URL: the PostgreSQL server (any database on it) where the bench creates its own databases. */
+  serverUrl: string;
+  /** The bench's own database, which the server under test and the bare baseline use. */
+  dbUrl: string;
+  ours: Ours;
+  bare: Proc;
+  user: { id: number; api_key: string };
+  auth: Record<string, string>;
+  /** A code product (price 1) with at least `n` codes in stock; the same product on every call. */
+  codeProduct(n: number): Promise<string>;
+};
+
+export function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export async function queryOn(url: string, text: string): Promise<pg.QueryResult> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await c.query(text);
+  } finally {
+    await c.end();
+  }
+}
+
+/** The server as deployed (src/main.ts on PostgreSQL), with limits high enough that the bench measures served requests. */
+async function startOurs(dbUrl: string, dataDir: string): Promise<Ours> {
+  const profileDir = process.env.BENCH_PROFILE_DIR;
+  const proc = await spawnNode(
+    'src/main.ts',
+    {
+      DATABASE_URL: dbUrl,
+      DATA_DIR: dataDir,
+      APP_SECRET,
+      ADMIN_TOKEN,
+      // Request logging at info would be measured too; warn keeps the log to problems, as the bench wants.
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      ORDER_RATE_LIMIT_PER_MINUTE: '1000000',
+      PAYMENT_RATE_LIMIT_PER_MINUTE: '1000000',
+      ...(process.env.BENCH_POOL_SIZE ? { DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE } : {}),
+    },
+    { readyPath: '/readyz', nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [], timeoutMs: 120_000 },
+  );
+  const admin = async <T>(method: string, p: string, body?: unknown, contentType = 'application/json'): Promise<T> => {
+    const res = await fetch(proc.base + p, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const json = (await res.json()) as { data: T };
+    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+    return json.data;
+  };
+  return { ...proc, admin };
+}
+
+/** Creates the bench database, both servers and the fixtures; `close` stops and drops everything. */
+export async function createContext(seconds: number, connections: number): Promise<BenchContext & { close(): Promise<void> }> {
+  const serverUrl = process.env.BENCH_DATABASE_URL ?? DEFAULT_SERVER_URL;
+  const dbName = `rg_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+  await queryOn(serverUrl, `CREATE DATABASE ${dbName}`);
+  const dbUrl = withDatabase(serverUrl, dbName);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-bench-'));
+  const procs: Proc[] = [];
+  const close = async () => {
+    for (const p of procs) await p.stop();
+    await queryOn(serverUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    fs.rmSync(tmp, { recursive: true, force: true });
+  };
+  try {
+    const ours = await startOurs(dbUrl, path.join(tmp, 'data'));
+    procs.push(ours);
+    const user = await ours.admin<{ id: number; api_key: string }>('POST', '/admin/v1/users', { name: 'bench', balance: 1_000_000_000 });
+    const auth = { authorization: `Bearer ${user.api_key}` };
+    const cat = await ours.admin<{ id: string }>('POST', '/admin/v1/categories', { name: 'Bench' });
+    for (let i = 0; i < 40; i++) {
+      await ours.admin('POST', '/admin/v1/products', { category_id: cat.id, name: `Thẻ bench ${i}`, price: 1000 + i, description: 'x'.repeat(200) });
+    }
+    // The bare baseline sends exactly the bytes of our page.
+    const page = await fetch(ours.base + PRODUCTS_PATH, { headers: auth });
+    if (!page.ok) throw new Error(`products page: ${page.status}`);
+    const bodyFile = path.join(tmp, 'products.json');
+    fs.writeFileSync(bodyFile, Buffer.from(await page.arrayBuffer()));
+    const bare = await spawnNode(
+      'bench/table/bare-server.ts',
+      { DATABASE_URL: dbUrl, DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? '10', BARE_BODY_FILE: bodyFile, BARE_CONTENT_TYPE: page.headers.get('content-type') ?? 'application/json', BARE_USER_ID: String(user.id) },
+      { readyPath: '/healthz' },
+    );
+    procs.push(bare);
+
+    let codeProductId: string | null = null;
+    const codeProduct = async (n: number) => {
+      codeProductId ??= (await ours.admin<{ id: string }>('POST', '/admin/v1/products', { category_id: cat.id, name: 'Bench code', price: 1, max_qty: 10 })).id;
+      const { rows } = await queryOn(dbUrl, `SELECT count(*)::int AS n FROM codes WHERE product_id = ${Number(codeProductId)} AND status = 'available'`);
+      for (let stock = (rows[0] as { n: number }).n; stock < n; ) {
+        const codes = Array.from({ length: Math.min(5000, n - stock) }, () => `B-${randomBytes(8).toString('hex')}`);
+        await ours.admin('POST', `/admin/v1/products/${codeProductId}/codes`, codes.join('\n'), 'text/plain');
+        stock += codes.length;
+      }
+      return codeProductId;
+    };
+    return { seconds, connections, serverUrl, dbUrl, ours, bare, user, auth, codeProduct, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

@@ -34,7 +34,8 @@ export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService
     handler: async (req) => {
       const expected = await deps.settings.get('cron_token');
       const given = req.query.token ?? '';
-      if (!expected || !safeEqual(given, expected)) throw new AppError('unauthorized', 'Wrong or missing cron token', { status: 403 });
+      if (!expected) throw new AppError('unauthorized', 'The cron endpoint is off until cron_token is set', { status: 403 });
+      if (!safeEqual(given, expected)) throw new AppError('unauthorized', 'Wrong or missing cron token', { status: 403 });
       return { ok: true as const, ...(await deps.cron.run()) };
     },
   });

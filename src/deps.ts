@@ -100,7 +100,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
   const cron = createCronService({ db, clock, settings, payments, logger });
-  const files = createFilesService({ db, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
+  const files = createFilesService({ db, bus, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
     config,

@@ -287,11 +287,12 @@ describe('stock', () => {
     expect((await get(`/api/v1/product?id=${empty.id}`)).json()).toMatchObject({ data: { stock: 0, status: 'out_of_stock' } });
   });
 
-  it('reports file products as 999999 in_stock and service products (not orderable by API) as 0 unavailable', async () => {
+  it('reports a file product without a file, and service products (not orderable by API), as 0 unavailable', async () => {
     const { cat, get } = await fixture();
     const file = await makeProduct(t, { category_id: cat.id, name: 'Ebook', type: 'file' });
     const service = await makeProduct(t, { category_id: cat.id, name: 'Setup', type: 'service' });
-    expect((await get(`/api/v1/product?id=${file.id}`)).json()).toMatchObject({ ok: true, data: { id: file.id, type: 'file', stock: 999999, status: 'in_stock' } });
+    // With a file attached it is 999999 in_stock: test/orders/files.test.ts.
+    expect((await get(`/api/v1/product?id=${file.id}`)).json()).toMatchObject({ ok: true, data: { id: file.id, type: 'file', stock: 0, status: 'unavailable' } });
     expect((await get(`/api/v1/product?id=${service.id}`)).json()).toMatchObject({ ok: true, data: { id: service.id, type: 'service', stock: 0, status: 'unavailable' } });
   });
 });

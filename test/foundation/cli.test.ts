@@ -271,8 +271,8 @@ describe('reseller-admin CLI', () => {
       expect(seeded).toEqual({
         user: userShape({ name: 'demo', balance: 1000000 }),
         categories: [expect.objectContaining({ name: 'Thẻ game' }), expect.objectContaining({ name: 'Phần mềm' })],
-        products: expect.arrayContaining([expect.objectContaining({ name: 'Thẻ Garena 100.000đ', stock: 5 }), expect.objectContaining({ name: 'Ebook bundle', type: 'file' })]),
-        codes_imported: 8,
+        products: expect.arrayContaining([expect.objectContaining({ name: 'Thẻ Garena 100.000đ', stock: 20 }), expect.objectContaining({ name: 'Ebook bundle', type: 'file' })]),
+        codes_imported: 23,
         try: [expect.stringContaining('/api/v1/products'), expect.stringContaining('/api/v1/products?q=the%20garena'), expect.stringContaining('/api/v1/balance')],
       });
       expect(seeded.try.every((c) => c.startsWith('curl ') && c.includes(seeded.user.api_key))).toBe(true);

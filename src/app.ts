@@ -9,7 +9,7 @@ import { installErrorHandler, installNotFound, validationCodeFor } from './http/
 import { installJsonParser } from './http/raw-body.js';
 import { opsRoutes } from './ops/routes.js';
 import { AppError } from './http/errors.js';
-import { patchOpenApi } from './http/openapi.js';
+import { openApiTags, patchOpenApi, securitySchemes } from './http/openapi.js';
 import { orderingRoutes } from './ordering/routes.js';
 import { paymentRoutes } from './payments/routes.js';
 import { cronRoutes } from './jobs/routes.js';
@@ -65,16 +65,13 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       info: {
         title: 'reseller-gateway',
         version: opts.version ?? '0.1.0',
-        description: 'Reseller ordering API, catalogue sync, payment top-up API and admin API. Error bodies: {ok:false, error, message, details?, reason?}.',
+        description:
+          'Reseller ordering API (per-user API key), payment top-up API (signed per client), admin API (ADMIN_TOKEN) and the scheduler endpoint. Every error body is {ok:false, error, message, details?, reason?}.',
       },
-      components: {
-        securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'Ordering API key (Authorization: Bearer <API_KEY>)' },
-          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'Ordering API key, alternative header' },
-          adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
-          payApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Payment API key; every request also carries X-API-Event, X-API-Signature and X-API-Signature-Alg' },
-        },
-      },
+      // Relative: the document describes the server that serves it, whatever address it is reached on.
+      servers: [{ url: '/', description: 'this server' }],
+      tags: openApiTags,
+      components: { securitySchemes },
     },
     transform: jsonSchemaTransform,
     transformObject: (doc) => patchOpenApi('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject),

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { createCatalogService } from './catalog/service.js';
@@ -53,8 +54,16 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     } else {
       const unlock = lockDataDir(config.dataDir);
       cleanups.push(unlock);
+      const pgdata = path.join(config.dataDir, 'pgdata');
+      // Creating the embedded database takes 10-60 s and prints nothing by itself: say what is going on.
+      logger.info(
+        { dir: pgdata },
+        fs.existsSync(path.join(pgdata, 'PG_VERSION'))
+          ? `opening the embedded database in ${pgdata}`
+          : `creating the embedded database in ${pgdata}: the first start takes up to a minute`,
+      );
       try {
-        database = await openPglite({ dataDir: path.join(config.dataDir, 'pgdata') });
+        database = await openPglite({ dataDir: pgdata });
       } catch (err) {
         unlock();
         throw err;
@@ -100,7 +109,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
   const cron = createCronService({ db, clock, settings, payments, logger });
-  const files = createFilesService({ db, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
+  const files = createFilesService({ db, bus, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
     config,

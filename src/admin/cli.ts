@@ -116,7 +116,7 @@ function notYet(noun: string, verb: string | undefined): CliError {
   return usageError(`"${name}" is not available in this version of reseller-admin (run reseller-admin --help for the commands it has)`);
 }
 
-type Connection = { base: string; shown: string; token: string };
+type Connection = { base: string; shown: string; token: string; tokenSource: string };
 
 function connection(env: CliIo['env']): Connection {
   const raw = env.ADMIN_URL?.trim() || `http://127.0.0.1:${env.PORT?.trim() || '3000'}`;
@@ -132,11 +132,11 @@ function connection(env: CliIo['env']): Connection {
   const shown = new URL(url.href);
   shown.username = '';
   shown.password = '';
-  return { base: url.href.replace(/\/+$/, ''), shown: shown.href.replace(/\/+$/, ''), token: adminToken(env) };
+  return { base: url.href.replace(/\/+$/, ''), shown: shown.href.replace(/\/+$/, ''), ...adminToken(env) };
 }
 
-/** ADMIN_TOKEN, else the file the server generates at first start (DESIGN 6). */
-function adminToken(env: CliIo['env']): string {
+/** ADMIN_TOKEN, else the file the server generates at first start (DESIGN 6); and which of the two it was. */
+function adminToken(env: CliIo['env']): { token: string; tokenSource: string } {
   const fromEnv = env.ADMIN_TOKEN?.trim();
   const file = path.resolve(env.DATA_DIR?.trim() || './data', 'admin-token');
   let token = fromEnv;
@@ -151,7 +151,17 @@ function adminToken(env: CliIo['env']): string {
   if (!token) throw new CliError('admin_unauthorized', `No admin token: set ADMIN_TOKEN, or DATA_DIR to the server's data directory (${file} not found)`);
   // fetch quotes an invalid header value in its error message, which would print the token.
   if (!/^[\x21-\x7e]+$/.test(token)) throw new CliError('admin_unauthorized', `The admin token ${fromEnv ? 'in ADMIN_TOKEN' : `in ${file}`} contains characters that cannot be sent in a header`);
-  return token;
+  return { token, tokenSource: fromEnv ? 'ADMIN_TOKEN' : `the file ${file} (ADMIN_TOKEN is not set)` };
+}
+
+/**
+ * A refused token: say where this CLI took it from. A stale data/admin-token picked up while the server runs with
+ * ADMIN_TOKEN (after a switch to PostgreSQL, say) otherwise looks like a mystery.
+ */
+function refusedToken(envelope: Record<string, unknown>, conn: Connection): Record<string, unknown> {
+  if (envelope.error !== 'admin_unauthorized') return envelope;
+  const hint = 'it must equal the ADMIN_TOKEN the server runs with (or, when the server has none, its DATA_DIR/admin-token)';
+  return { ...envelope, message: `${String(envelope.message)}. The server refused the admin token from ${conn.tokenSource}: ${hint}` };
 }
 
 function unreachable(err: unknown, conn: Connection, timeoutMs: number): CliError {
@@ -211,11 +221,19 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stdout(r.text);
       return 0;
     }
-    const call = await r.command.call(r.args, r.opts, r.rest);
+    let call: HttpCall;
+    try {
+      call = await r.command.call(r.args, r.opts, r.rest);
+    } catch (err) {
+      // The command checks its own options (a missing --name): say its usage line, as a missing argument does,
+      // unless the message already says what to give (an unreadable FILE).
+      if (err instanceof CliError && err.code === 'usage' && !err.message.includes('; ')) throw usageError(`${err.message}; usage: reseller-admin ${line(r.command)}`);
+      throw err;
+    }
     const conn = connection(io.env);
     token = conn.token;
     const outcome = await send(call, conn, io.fetch ?? globalThis.fetch);
-    if (!outcome.ok) return fail(outcome.envelope);
+    if (!outcome.ok) return fail(refusedToken(outcome.envelope, conn));
     const data = r.command.output ? r.command.output(outcome.data) : outcome.data;
     io.stdout(JSON.stringify(data, null, 2) + '\n');
     return 0;

@@ -54,7 +54,7 @@ const paymentParams = z.object({ payment_id: z.string().min(1).max(64) });
 const ACTIONS: Record<string, PaymentStatus> = { approve: 'approved', reject: 'rejected', report: 'payment_reported', cancel: 'cancelled' };
 
 /** Admin verbs of the payment API: clients, methods and payment state changes (part of the admin plugin). */
-export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps, security: Record<string, string[]>[], baseErrors: ErrorCode[]): void {
+export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps, baseErrors: ErrorCode[]): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['admin: payments'];
   const errs = (...codes: ErrorCode[]) => errorResponses(...baseErrors, ...codes);
@@ -62,65 +62,65 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
   r.post('/admin/v1/pay/clients', {
     schema: {
       operationId: 'adminPayClientRequest',
+      summary: 'Request access for a payment client',
       tags,
-      security,
       description: 'An access request (status requested): the webhook URL must be on the project domain or a subdomain.',
       body: z.object({ name: z.string().min(1).max(100), domain: z.string().min(1).max(253), webhook_url: z.string().min(1).max(2000), ips: ipsInput.optional() }),
-      response: { 200: ok(clientView), ...errs('invalid_request') },
+      response: { 200: ok(clientView, 'The new client (status requested), under data.'), ...errs('invalid_request') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.request(req.body) }),
   });
   r.get('/admin/v1/pay/clients', {
-    schema: { operationId: 'adminPayClientList', tags, security, description: 'All API clients (secrets hidden).', response: { 200: ok(z.array(clientView)), ...errs() } },
+    schema: { operationId: 'adminPayClientList', summary: 'List payment clients', tags, description: 'All API clients (secrets hidden).', response: { 200: ok(z.array(clientView), 'Every payment client, credentials hidden, under data.'), ...errs() } },
     handler: async () => ({ ok: true as const, data: await deps.payClients.list() }),
   });
   r.get('/admin/v1/pay/clients/:id', {
-    schema: { operationId: 'adminPayClientShow', tags, security, description: 'One client with its API key, API secret and webhook secret.', params: idParams, response: { 200: ok(clientView), ...errs('not_found') } },
+    schema: { operationId: 'adminPayClientShow', summary: 'Show a payment client', tags, description: 'One client with its API key, API secret and webhook secret.', params: idParams, response: { 200: ok(clientView, 'The client with its credentials, under data.'), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.show(req.params.id) }),
   });
   r.post('/admin/v1/pay/clients/:id/approve', {
     schema: {
       operationId: 'adminPayClientApprove',
+      summary: 'Approve a payment client',
       tags,
-      security,
       description: 'Issues API key, API secret and webhook secret (shown here); refused without at least one allowed IP.',
       params: idParams,
       body: z.object({ ips: ipsInput.optional(), allow_private_targets: z.boolean().optional() }),
-      response: { 200: ok(clientView), ...errs('not_found', 'invalid_request', 'conflict') },
+      response: { 200: ok(clientView, 'The approved client with its new credentials, under data.'), ...errs('not_found', 'invalid_request', 'conflict') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.approve(req.params.id, req.body) }),
   });
   r.put('/admin/v1/pay/clients/:id/ips', {
-    schema: { operationId: 'adminPayClientSetIps', tags, security, description: 'Replace the allowed IPs (IPv4, IPv6, CIDR).', params: idParams, body: z.object({ ips: ipsInput }), response: { 200: ok(clientView), ...errs('not_found', 'invalid_request') } },
+    schema: { operationId: 'adminPayClientSetIps', summary: "Replace a payment client's IPs", tags, description: 'Replace the allowed IPs (IPv4, IPv6, CIDR).', params: idParams, body: z.object({ ips: ipsInput }), response: { 200: ok(clientView, 'The client with its new IP list, under data.'), ...errs('not_found', 'invalid_request') } },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.setIps(req.params.id, req.body.ips) }),
   });
   r.patch('/admin/v1/pay/clients/:id', {
     schema: {
       operationId: 'adminPayClientUpdate',
+      summary: 'Update a payment client',
       tags,
-      security,
       description: 'Change the webhook URL (must stay on the domain), private-target permission or events.',
       params: idParams,
       body: z.object({ webhook_url: z.string().min(1).max(2000).optional(), allow_private_targets: z.boolean().optional(), events: z.array(z.string()).optional() }),
-      response: { 200: ok(clientView), ...errs('not_found', 'invalid_request') },
+      response: { 200: ok(clientView, 'The changed client, under data.'), ...errs('not_found', 'invalid_request') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.update(req.params.id, req.body) }),
   });
   for (const [verb, enabled] of [['disable', false], ['enable', true]] as const) {
     r.post(`/admin/v1/pay/clients/:id/${verb}`, {
-      schema: { operationId: `adminPayClient${verb === 'disable' ? 'Disable' : 'Enable'}`, tags, security, description: `${verb === 'disable' ? 'Block' : 'Unblock'} the client.`, params: idParams, response: { 200: ok(clientView), ...errs('not_found', 'conflict') } },
+      schema: { operationId: `adminPayClient${verb === 'disable' ? 'Disable' : 'Enable'}`, summary: `${verb === 'disable' ? 'Disable' : 'Enable'} a payment client`, tags, description: `${verb === 'disable' ? 'Block' : 'Unblock'} the client.`, params: idParams, response: { 200: ok(clientView, `The client, now ${verb}d, under data.`), ...errs('not_found', 'conflict') } },
       handler: async (req) => ({ ok: true as const, data: await deps.payClients.setEnabled(req.params.id, enabled) }),
     });
   }
   r.post('/admin/v1/pay/clients/:id/rotate-secret', {
     schema: {
       operationId: 'adminPayClientRotateSecret',
+      summary: "Rotate a payment client's API secret",
       tags,
-      security,
       description: 'New API secret; the previous one stays valid for grace_seconds.',
       params: idParams,
       body: z.object({ grace_seconds: z.number().int().min(0).max(2_592_000).default(0) }),
-      response: { 200: ok(clientView), ...errs('not_found', 'invalid_request', 'conflict') },
+      response: { 200: ok(clientView, 'The client with its new API secret, under data.'), ...errs('not_found', 'invalid_request', 'conflict') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.rotateSecret(req.params.id, req.body.grace_seconds) }),
   });
@@ -128,8 +128,8 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
   r.post('/admin/v1/pay/methods', {
     schema: {
       operationId: 'adminPayMethodCreate',
+      summary: 'Create a payment method',
       tags,
-      security,
       description: 'A bank-transfer method; --activate makes it active (and default when there is none, or with make_default).',
       body: z.object({
         code: z.string().min(1).max(32),
@@ -142,19 +142,19 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
         activate: z.boolean().optional(),
         make_default: z.boolean().optional(),
       }),
-      response: { 200: ok(methodView), ...errs('invalid_request', 'conflict') },
+      response: { 200: ok(methodView, 'The new payment method, under data.'), ...errs('invalid_request', 'conflict') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payMethods.create(req.body) }),
   });
   r.get('/admin/v1/pay/methods', {
-    schema: { operationId: 'adminPayMethodList', tags, security, description: 'All payment methods.', response: { 200: ok(z.array(methodView)), ...errs() } },
+    schema: { operationId: 'adminPayMethodList', summary: 'List payment methods', tags, description: 'All payment methods.', response: { 200: ok(z.array(methodView), 'Every payment method, inactive ones included, under data.'), ...errs() } },
     handler: async () => ({ ok: true as const, data: await deps.payMethods.list() }),
   });
   r.patch('/admin/v1/pay/methods/:code', {
     schema: {
       operationId: 'adminPayMethodUpdate',
+      summary: 'Update a payment method',
       tags,
-      security,
       description: 'Change a method; prepared requests keep their snapshot.',
       params: codeParams,
       body: z.object({
@@ -167,24 +167,24 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
         active: z.boolean().optional(),
         make_default: z.boolean().optional(),
       }),
-      response: { 200: ok(methodView), ...errs('invalid_request', 'not_found') },
+      response: { 200: ok(methodView, 'The changed payment method, under data.'), ...errs('invalid_request', 'not_found') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payMethods.update(req.params.code, req.body) }),
   });
 
   r.get('/admin/v1/pay/payments/:payment_id', {
-    schema: { operationId: 'adminPaymentShow', tags, security, description: 'A payment request with its transitions.', params: paymentParams, response: { 200: ok(adminPayment), ...errs('not_found') } },
+    schema: { operationId: 'adminPaymentShow', summary: 'Show a payment request', tags, description: 'A payment request with its transitions.', params: paymentParams, response: { 200: ok(adminPayment, 'The payment request with its transitions, under data.'), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.payments.adminShow(req.params.payment_id) }),
   });
   for (const [verb, to] of Object.entries(ACTIONS)) {
     r.post(`/admin/v1/pay/payments/:payment_id/${verb}`, {
       schema: {
         operationId: `adminPayment${verb[0]!.toUpperCase()}${verb.slice(1)}`,
+        summary: `${verb[0]!.toUpperCase()}${verb.slice(1)} a payment request`,
         tags,
-        security,
         description: `Move the request to ${to}${to === 'approved' ? '; writes the payment.approved webhook to the outbox in the same transaction' : ''}. Final states never change.`,
         params: paymentParams,
-        response: { 200: ok(adminPayment), ...errs('not_found', 'conflict') },
+        response: { 200: ok(adminPayment, `The payment request, now ${to}, with its transitions, under data.`), ...errs('not_found', 'conflict') },
       },
       handler: async (req) => {
         await deps.payments.transition(req.params.payment_id, to, 'admin-api');

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { CatalogService } from '../catalog/service.js';
 import { bearerToken } from '../http/auth-util.js';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
 import { createIpMatcher } from '../shared/ip.js';
@@ -46,7 +47,6 @@ export type AdminDeps = AdminOrderDeps & AdminPayDeps & {
 };
 
 const ADMIN_ERRORS: ErrorCode[] = ['admin_unauthorized', 'forbidden'];
-const security: Record<string, string[]>[] = [{ adminToken: [] }];
 const ACTOR = 'admin-api';
 
 /** Passes a stream through, failing it with payload_too_large past `max` bytes (the body limit does not apply to streams). */
@@ -100,6 +100,7 @@ function linesOf(stream: Readable, maxBytes: number): AsyncIterable<string> {
 
 /** The admin HTTP API (DESIGN 6): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
+  documentRoutes(app, API_DOCS.admin);
   const allowed = createIpMatcher(deps.allowedIps);
   app.addHook('onRequest', async (req) => {
     if (!allowed.allows(req.ip)) throw new AppError('forbidden', `Admin API is not served to ${req.ip}; see ADMIN_ALLOWED_IPS`);
@@ -107,7 +108,6 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (!token || !safeEqual(token, deps.adminToken)) throw new AppError('admin_unauthorized', 'Send Authorization: Bearer <ADMIN_TOKEN>');
   });
   const r = app.withTypeProvider<ZodTypeProvider>();
-  const tags = ['admin'];
   const errs = (...codes: ErrorCode[]) => errorResponses(...ADMIN_ERRORS, ...codes);
 
   // Upload routes get their own scope: only they parse multipart and text/plain, so a JSON route sent text/plain
@@ -119,92 +119,91 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     uploads.withTypeProvider<ZodTypeProvider>().post('/admin/v1/products/:id/codes', {
       schema: {
         operationId: 'adminImportCodes',
-        tags,
-        security,
+        summary: 'Import codes into a product',
         description: 'Stock of codes: multipart field `file` (or a text/plain body), one code a line; duplicates are skipped.',
         params: productIdParams,
-        response: { 200: ok(importResult), ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type') },
+        response: { 200: ok(importResult, 'Counts of imported, skipped (duplicates) and invalid lines, under data.'), ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type') },
       },
       handler: async (req) => ({ ok: true as const, data: await deps.catalog.importCodes(req.params.id, await uploadedLines(req, deps.uploadMaxBytes)) }),
     });
-    registerAdminFileUpload(uploads, deps, security, ADMIN_ERRORS);
+    registerAdminFileUpload(uploads, deps, ADMIN_ERRORS);
   });
 
   r.get('/admin/v1/users', {
-    schema: { operationId: 'adminListUsers', tags, security, description: 'All users (keys hidden; `user show` reveals one).', response: { 200: ok(z.array(userView)), ...errs() } },
+    schema: { operationId: 'adminListUsers', summary: 'List users', description: 'All users (keys hidden; `user show` reveals one).', response: { 200: ok(z.array(userView), 'Every user, keys hidden, under data.'), ...errs() } },
     handler: async () => ({ ok: true as const, data: await deps.users.list() }),
   });
   r.post('/admin/v1/users', {
-    schema: { operationId: 'adminCreateUser', tags, security, description: 'New user with API enabled and a fresh key.', body: userCreateBody, response: { 200: ok(userView), ...errs('invalid_request', 'conflict') } },
+    schema: { operationId: 'adminCreateUser', summary: 'Create a user', description: 'New user with API enabled and a fresh key.', body: userCreateBody, response: { 200: ok(userView, 'The new user with its API key, under data.'), ...errs('invalid_request', 'conflict') } },
     handler: async (req) => ({ ok: true as const, data: await deps.users.create(req.body, ACTOR) }),
   });
   r.get('/admin/v1/users/:ref', {
-    schema: { operationId: 'adminShowUser', tags, security, description: 'One user by id or name, with the current API key.', params: userRefParams, response: { 200: ok(userView), ...errs('not_found') } },
+    schema: { operationId: 'adminShowUser', summary: 'Show a user', description: 'One user by id or name, with the current API key.', params: userRefParams, response: { 200: ok(userView, 'The user with its current API key, under data.'), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.users.show(req.params.ref) }),
   });
   r.post('/admin/v1/users/:ref/rotate-key', {
-    schema: { operationId: 'adminRotateKey', tags, security, description: 'New key; the old one fails on the very next request.', params: userRefParams, response: { 200: ok(userView), ...errs('not_found') } },
+    schema: { operationId: 'adminRotateKey', summary: "Rotate a user's API key", description: 'New key; the old one fails on the very next request.', params: userRefParams, response: { 200: ok(userView, 'The user with its new API key, under data.'), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.users.rotateKey(req.params.ref) }),
   });
   r.post('/admin/v1/users/:ref/disable', {
-    schema: { operationId: 'adminDisableUser', tags, security, description: 'API off: every request answers api_disabled.', params: userRefParams, response: { 200: ok(userView), ...errs('not_found') } },
+    schema: { operationId: 'adminDisableUser', summary: "Disable a user's API access", description: 'API off: every request answers api_disabled.', params: userRefParams, response: { 200: ok(userView, 'The user, now disabled, under data.'), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.users.setEnabled(req.params.ref, false) }),
   });
   r.post('/admin/v1/users/:ref/enable', {
-    schema: { operationId: 'adminEnableUser', tags, security, description: 'API on again.', params: userRefParams, response: { 200: ok(userView), ...errs('not_found') } },
+    schema: { operationId: 'adminEnableUser', summary: "Enable a user's API access", description: 'API on again.', params: userRefParams, response: { 200: ok(userView, 'The user, now enabled, under data.'), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.users.setEnabled(req.params.ref, true) }),
   });
   r.put('/admin/v1/users/:ref/ips', {
-    schema: { operationId: 'adminSetUserIps', tags, security, description: 'Replace the IP allowlist (IPv4, IPv6, CIDR); empty = any address.', params: userRefParams, body: setIpsBody, response: { 200: ok(userView), ...errs('not_found', 'invalid_request') } },
+    schema: { operationId: 'adminSetUserIps', summary: "Replace a user's IP allowlist", description: 'Replace the IP allowlist (IPv4, IPv6, CIDR); empty = any address.', params: userRefParams, body: setIpsBody, response: { 200: ok(userView, 'The user with its new allowlist, under data.'), ...errs('not_found', 'invalid_request') } },
     handler: async (req) => ({ ok: true as const, data: await deps.users.setIps(req.params.ref, req.body.ips) }),
   });
   r.post('/admin/v1/users/:ref/credit', {
-    schema: { operationId: 'adminCreditUser', tags, security, description: 'Signed balance change with a ledger row; never below zero.', params: userRefParams, body: creditBody, response: { 200: ok(creditResult), ...errs('not_found', 'invalid_request') } },
+    schema: { operationId: 'adminCreditUser', summary: "Credit or debit a user's balance", description: 'Signed balance change with a ledger row; never below zero.', params: userRefParams, body: creditBody, response: { 200: ok(creditResult, 'The movement, the new balance and the ledger row id, under data.'), ...errs('not_found', 'invalid_request') } },
     handler: async (req) => ({ ok: true as const, data: await deps.users.credit(req.params.ref, req.body.amount, req.body.note, ACTOR) }),
   });
   r.get('/admin/v1/users/:ref/ledger', {
-    schema: { operationId: 'adminUserLedger', tags, security, description: 'Last 50 balance movements, newest first.', params: userRefParams, response: { 200: ok(z.array(ledgerEntry)), ...errs('not_found') } },
+    schema: { operationId: 'adminUserLedger', summary: "Read a user's ledger", description: 'Last 50 balance movements, newest first.', params: userRefParams, response: { 200: ok(z.array(ledgerEntry), 'The last 50 balance movements, newest first, under data.'), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.users.ledger(req.params.ref) }),
   });
 
   r.get('/admin/v1/categories', {
-    schema: { operationId: 'adminListCategories', tags, security, description: 'All categories.', response: { 200: ok(z.array(categorySchema)), ...errs() } },
+    schema: { operationId: 'adminListCategories', summary: 'List categories', description: 'All categories.', response: { 200: ok(z.array(categorySchema), 'Every category, under data.'), ...errs() } },
     handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories() }),
   });
   r.post('/admin/v1/categories', {
-    schema: { operationId: 'adminCreateCategory', tags, security, description: 'New local category.', body: categoryCreateBody, response: { 200: ok(categorySchema), ...errs('invalid_request') } },
+    schema: { operationId: 'adminCreateCategory', summary: 'Create a category', description: 'New local category.', body: categoryCreateBody, response: { 200: ok(categorySchema, 'The new category, under data.'), ...errs('invalid_request') } },
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.createCategory(req.body) }),
   });
   r.get('/admin/v1/products', {
-    schema: { operationId: 'adminListProducts', tags, security, description: 'All local products, hidden ones included.', response: { 200: ok(z.array(adminProduct)), ...errs() } },
+    schema: { operationId: 'adminListProducts', summary: 'List products', description: 'All local products, hidden ones included.', response: { 200: ok(z.array(adminProduct), 'Every local product, hidden ones included, under data.'), ...errs() } },
     handler: async () => ({ ok: true as const, data: await deps.catalog.listProductsAdmin() }),
   });
   r.post('/admin/v1/products', {
-    schema: { operationId: 'adminCreateProduct', tags, security, description: 'New local product; descriptions are sanitised to safe HTML.', body: productCreateBody, response: { 200: ok(adminProduct), ...errs('invalid_request') } },
+    schema: { operationId: 'adminCreateProduct', summary: 'Create a product', description: 'New local product; descriptions are sanitised to safe HTML.', body: productCreateBody, response: { 200: ok(adminProduct, 'The new product, under data.'), ...errs('invalid_request') } },
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.createProduct(req.body) }),
   });
   r.patch('/admin/v1/products/:id', {
-    schema: { operationId: 'adminUpdateProduct', tags, security, description: 'Change a local product; cached lists drop it at once.', params: productIdParams, body: productUpdateBody, response: { 200: ok(adminProduct), ...errs('invalid_request', 'not_found') } },
+    schema: { operationId: 'adminUpdateProduct', summary: 'Update a product', description: 'Change a local product; cached lists drop it at once.', params: productIdParams, body: productUpdateBody, response: { 200: ok(adminProduct, 'The changed product, under data.'), ...errs('invalid_request', 'not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.updateProduct(req.params.id, req.body) }),
   });
-  registerAdminOrderRoutes(app, deps, security, ADMIN_ERRORS);
-  registerAdminPayRoutes(app, deps, security, ADMIN_ERRORS);
+  registerAdminOrderRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminPayRoutes(app, deps, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
-    schema: { operationId: 'adminListSettings', tags, security, description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView)), ...errs() } },
+    schema: { operationId: 'adminListSettings', summary: 'List settings', description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView), 'Every runtime setting, secret values masked, under data.'), ...errs() } },
     handler: async () => ({ ok: true as const, data: (await deps.settings.list()).map((s) => (s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s)) }),
   });
   r.get('/admin/v1/settings/:key', {
-    schema: { operationId: 'adminGetSetting', tags, security, description: 'One setting, unmasked.', params: settingKeyParams, response: { 200: ok(settingView), ...errs('not_found') } },
+    schema: { operationId: 'adminGetSetting', summary: 'Read a setting', description: 'One setting, unmasked.', params: settingKeyParams, response: { 200: ok(settingView, 'The setting, unmasked, under data.'), ...errs('not_found') } },
     handler: async (req) => ({ ok: true as const, data: await deps.settings.view(req.params.key) }),
   });
   r.put('/admin/v1/settings/:key', {
-    schema: { operationId: 'adminSetSetting', tags, security, description: 'Change a setting (empty value = default); every process sees it within ~1 s.', params: settingKeyParams, body: settingSetBody, response: { 200: ok(settingView), ...errs('not_found', 'invalid_request') } },
+    schema: { operationId: 'adminSetSetting', summary: 'Change a setting', description: 'Change a setting (empty value = default); every process sees it within ~1 s.', params: settingKeyParams, body: settingSetBody, response: { 200: ok(settingView, 'The setting with its new value, under data.'), ...errs('not_found', 'invalid_request') } },
     handler: async (req) => ({ ok: true as const, data: await deps.settings.set(req.params.key, req.body.value) }),
   });
 
   r.post('/admin/v1/demo/seed', {
-    schema: { operationId: 'adminDemoSeed', tags, security, description: 'Demo user, categories, products and codes, with curl commands to try.', response: { 200: ok(demoSeedResult), ...errs() } },
+    schema: { operationId: 'adminDemoSeed', summary: 'Seed demo data', description: 'Demo user, categories, products and codes, with curl commands to try.', response: { 200: ok(demoSeedResult, 'The demo user with its API key, the categories, the products and curl commands to try, under data.'), ...errs() } },
     handler: async (req) => {
       const base = (await deps.settings.get('public_base_url')) || `${req.protocol}://${req.host}`;
       return { ok: true as const, data: await seedDemo(deps, base, ACTOR) };

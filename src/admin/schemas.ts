@@ -80,4 +80,5 @@ export const demoSeedResult = z.object({
   try: z.array(z.string()).describe('curl commands to try'),
 });
 
-export const ok = <T extends z.ZodType>(data: T) => z.object({ ok: z.literal(true), data });
+/** The admin success envelope; the description becomes the answer's description in the OpenAPI document. */
+export const ok = <T extends z.ZodType>(data: T, description: string) => z.object({ ok: z.literal(true), data }).describe(description);

@@ -52,6 +52,7 @@ const IMPORT_BATCH = 500;
 // Available codes only: answered from the partial index codes_available_idx.
 // Written out with table names: drizzle renders columns unqualified in single-table selects, which would bind to codes.
 const stockExpr = sql<number>`(SELECT count(*)::int FROM codes c WHERE c.product_id = "products"."id" AND c.status = 'available')`;
+const hasFilesExpr = sql<boolean>`EXISTS (SELECT 1 FROM product_files f WHERE f.product_id = "products"."id")`;
 
 const productColumns = {
   id: products.id,
@@ -66,21 +67,24 @@ const productColumns = {
   hidden: products.hidden,
   sort: products.sort,
   stock: stockExpr,
+  hasFiles: hasFilesExpr,
 };
 
-type ProductRow = { id: number; name: string; categoryId: number; type: string; price: string; minQty: number; maxQty: number; description: string; description2: string; hidden: boolean; stock: number };
+type ProductRow = { id: number; name: string; categoryId: number; type: string; price: string; minQty: number; maxQty: number; description: string; description2: string; hidden: boolean; stock: number; hasFiles: boolean };
 
 function productView(r: ProductRow): ProductView {
   const type = r.type as ProductType;
   // Service products are fulfilled by hand and cannot be ordered through the API: shown, but unavailable.
-  const stock = type === 'code' ? Number(r.stock) : type === 'file' ? UNLIMITED_STOCK : 0;
+  // A file product with no file attached yet would sell an empty ZIP: unavailable until the admin attaches one.
+  const fileReady = type === 'file' && r.hasFiles;
+  const stock = type === 'code' ? Number(r.stock) : fileReady ? UNLIMITED_STOCK : 0;
   return {
     id: String(r.id),
     name: r.name,
     category_id: String(r.categoryId),
     price: moneyOut(r.price),
     stock,
-    status: type === 'service' ? 'unavailable' : stock > 0 ? 'in_stock' : 'out_of_stock',
+    status: type === 'service' || (type === 'file' && !fileReady) ? 'unavailable' : stock > 0 ? 'in_stock' : 'out_of_stock',
     min_qty: r.minQty,
     max_qty: r.maxQty,
     description: r.description,

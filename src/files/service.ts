@@ -4,6 +4,7 @@ import { asc, eq } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { productFiles, products } from '../db/schema/index.js';
 import { AppError } from '../http/errors.js';
+import type { EventBus } from '../shared/events.js';
 import type { FileStorage } from './storage.js';
 
 export type ProductFileView = { id: number; product_id: string; filename: string; size_bytes: number; sha256: string; created_at: string };
@@ -15,7 +16,7 @@ export function safeFilename(name: string): string {
   return base.slice(0, 200) || 'file';
 }
 
-export type FilesDeps = { db: Db; storage: FileStorage; maxBytes: number };
+export type FilesDeps = { db: Db; storage: FileStorage; maxBytes: number; bus?: EventBus };
 
 /** Files of file products and the ZIPs built from them on the fly. */
 export function createFilesService(deps: FilesDeps) {
@@ -45,16 +46,19 @@ export function createFilesService(deps: FilesDeps) {
         throw new AppError('invalid_request', `Product ${productId} is a ${product.type} product; files belong to file products`);
       }
       const stored = await storage.save(input, deps.maxBytes);
+      let row;
       try {
-        const [row] = await db
+        [row] = await db
           .insert(productFiles)
           .values({ productId, filename: safeFilename(filename), storageName: stored.storageName, sizeBytes: stored.sizeBytes, sha256: stored.sha256 })
           .returning();
-        return { id: row!.id, product_id: String(productId), filename: row!.filename, size_bytes: row!.sizeBytes, sha256: row!.sha256, created_at: row!.createdAt.toISOString() };
       } catch (err) {
         storage.remove(stored.storageName);
         throw err;
       }
+      // The product's first file makes it orderable: cached product lists must show it at once.
+      await deps.bus?.publish('catalog');
+      return { id: row!.id, product_id: String(productId), filename: row!.filename, size_bytes: row!.sizeBytes, sha256: row!.sha256, created_at: row!.createdAt.toISOString() };
     },
     async list(productIdRaw: string): Promise<ProductFileView[]> {
       if (!/^\d{1,9}$/.test(productIdRaw)) throw new AppError('not_found', `No product ${JSON.stringify(productIdRaw)}`);

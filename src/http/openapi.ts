@@ -1,3 +1,57 @@
+import type { FastifyInstance } from 'fastify';
+
+/** One OpenAPI security requirement: scheme names that must all be present (a list of them means "any one of"). */
+export type SecurityRequirement = Record<string, string[]>;
+
+/** How each credential is sent; the names are referenced by the API families below. */
+export const securitySchemes = {
+  bearerAuth: { type: 'http', scheme: 'bearer', description: 'Ordering API key: `Authorization: Bearer <API_KEY>`.' },
+  apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'Ordering API key, the alternative header.' },
+  payApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: "Payment client's API key. Every payment request also carries X-API-Event and X-API-Signature-Alg: HMAC-SHA256." },
+  paySignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Signature',
+    description: 'Per request: lowercase hex HMAC-SHA256 of `EVENT + "\\n" + RAW_BODY`, keyed with the API secret.',
+  },
+  adminToken: { type: 'http', scheme: 'bearer', description: 'Admin API: `Authorization: Bearer <ADMIN_TOKEN>`, from an address in ADMIN_ALLOWED_IPS.' },
+  cronToken: { type: 'apiKey', in: 'query', name: 'token', description: 'The cron_token setting; while it is empty the cron endpoint refuses every call.' },
+} as const;
+
+/** The tags of the document, in the order the docs UI shows them. */
+export const openApiTags = [
+  { name: 'ordering', description: 'Ordering API for reseller backends: catalogue, balance and orders, with a per-user API key.' },
+  { name: 'payments', description: 'Payment top-up API for project websites: bank-transfer payment requests, signed with HMAC-SHA256.' },
+  { name: 'admin', description: "Admin API (the CLI's backend): users, catalogue, orders, guards, settings, demo data." },
+  { name: 'admin: payments', description: 'Admin API for payment clients, payment methods and payment state changes.' },
+  { name: 'operations', description: 'Health checks and the scheduler endpoint.' },
+];
+
+export type RouteDocs = { tags: string[]; security: SecurityRequirement[] };
+
+/** Tags and security of each API family: the one place a route gets them from (see documentRoutes). */
+export const API_DOCS: Record<'ordering' | 'payments' | 'admin' | 'operations' | 'cron', RouteDocs> = {
+  ordering: { tags: ['ordering'], security: [{ bearerAuth: [] }, { apiKeyHeader: [] }] },
+  payments: { tags: ['payments'], security: [{ payApiKey: [], paySignature: [] }] },
+  admin: { tags: ['admin'], security: [{ adminToken: [] }] },
+  // Public: an empty list says so explicitly (no security at all would read as "forgotten").
+  operations: { tags: ['operations'], security: [] },
+  cron: { tags: ['operations'], security: [{ cronToken: [] }] },
+};
+
+/**
+ * Gives every route registered later in this plugin scope the family's security and, unless the route names its own,
+ * its tags. A new route of the family is documented with the right credentials without repeating them.
+ */
+export function documentRoutes(app: FastifyInstance, docs: RouteDocs): void {
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as { hide?: boolean; tags?: string[]; security?: SecurityRequirement[] } | undefined;
+    if (!schema || schema.hide) return;
+    schema.tags ??= docs.tags;
+    schema.security ??= docs.security;
+  });
+}
+
 /**
  * What the zod schemas cannot say in OpenAPI 3: request bodies of the upload routes (multipart/text, read as streams,
  * not validated as JSON) and the ZIP answer of order-download. Error answers stay JSON envelopes.

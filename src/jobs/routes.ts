@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, errorResponses } from '../http/errors.js';
+import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
 import type { CronService } from './cron.js';
@@ -17,14 +18,15 @@ const cronResponse = z.object({
   missing: z.number().int(),
   duration_ms: z.number().int(),
   jobs: z.record(z.string(), z.unknown()).describe('the other due work: payment preparation and expiry, clean-up'),
-});
+}).describe('What the jobs did: the catalogue sync fields, and the other jobs under jobs.');
 
 /** The scheduler's endpoint (spec endpoint 10), authenticated by the cron_token setting, not by an API key. */
 export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService; settings: SettingsService }): Promise<void> {
+  documentRoutes(app, API_DOCS.cron);
   app.withTypeProvider<ZodTypeProvider>().get('/api-sync-cron.php', {
     schema: {
       operationId: 'cron',
-      tags: ['operations'],
+      summary: 'Run the periodic jobs (scheduler)',
       description: 'Called every minute by a scheduler with ?token=<cron_token>. Runs the due jobs; an empty cron_token refuses every call.',
       querystring: z.object({ token: z.string().max(256).optional() }),
       response: { 200: cronResponse, ...errorResponses('unauthorized') },
@@ -32,7 +34,8 @@ export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService
     handler: async (req) => {
       const expected = await deps.settings.get('cron_token');
       const given = req.query.token ?? '';
-      if (!expected || !safeEqual(given, expected)) throw new AppError('unauthorized', 'Wrong or missing cron token', { status: 403 });
+      if (!expected) throw new AppError('unauthorized', 'The cron endpoint is off until cron_token is set', { status: 403 });
+      if (!safeEqual(given, expected)) throw new AppError('unauthorized', 'Wrong or missing cron token', { status: 403 });
       return { ok: true as const, ...(await deps.cron.run()) };
     },
   });

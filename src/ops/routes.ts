@@ -4,18 +4,20 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Db } from '../db/client.js';
 import { AppError, errorResponses } from '../http/errors.js';
+import { API_DOCS, documentRoutes } from '../http/openapi.js';
 
 const health = z.object({ ok: z.literal(true), status: z.string() });
 
 /** Liveness and readiness: /healthz says the process is up, /readyz that the database answers. */
 export async function opsRoutes(app: FastifyInstance, deps: { db: Db; isClosing: () => boolean }): Promise<void> {
+  documentRoutes(app, API_DOCS.operations);
   const r = app.withTypeProvider<ZodTypeProvider>();
   r.get('/healthz', {
-    schema: { operationId: 'healthz', tags: ['operations'], description: 'The process is up.', response: { 200: health, ...errorResponses() } },
+    schema: { operationId: 'healthz', summary: 'Liveness check', description: 'The process is up.', response: { 200: health.describe('The process is up.'), ...errorResponses() } },
     handler: async () => ({ ok: true as const, status: 'up' }),
   });
   r.get('/readyz', {
-    schema: { operationId: 'readyz', tags: ['operations'], description: 'The database answers and the server is not shutting down.', response: { 200: health, ...errorResponses('not_ready') } },
+    schema: { operationId: 'readyz', summary: 'Readiness check', description: 'The database answers and the server is not shutting down.', response: { 200: health.describe('The server is ready for requests.'), ...errorResponses('not_ready') } },
     handler: async () => {
       if (deps.isClosing()) throw new AppError('not_ready', 'Shutting down');
       try {

@@ -29,17 +29,15 @@ export async function baseUrlOf(req: FastifyRequest, settings: SettingsService):
 }
 
 /** Order endpoints (spec 5-7, 9); registered inside the ordering plugin, behind its auth and signing hooks. */
-export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps, security: Record<string, string[]>[]): void {
+export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.post('/api/v1/order/create', {
     schema: {
       operationId: 'createOrder',
-      tags: ['ordering'],
       summary: 'Create an order (exactly once per request_id)',
       description:
         'Only POST with Content-Type: application/json. Debits the balance and allocates codes in one transaction. A repeated request_id answers the original order with `idempotent_replay: true` and the header `Idempotent-Replayed: true`.',
-      security,
       body: orderCreateBody,
       response: { 200: orderCreateResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'missing_request_id', 'order_failed', 'request_id_conflict', 'unsupported_media_type', 'method_not_allowed') },
     },
@@ -62,10 +60,8 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
   r.get('/api/v1/order/status', {
     schema: {
       operationId: 'getOrderStatus',
-      tags: ['ordering'],
       summary: 'Status of one of your orders',
-      description: 'By order_code, or by request_id to settle a retry after a timeout. Another key\'s order answers not_found.',
-      security,
+      description: "By order_code, or by request_id to settle a retry after a timeout. Another key's order answers not_found.",
       querystring: orderStatusQuery,
       response: { 200: orderStatusResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
@@ -75,9 +71,9 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
   r.get('/api/v1/order/delivery', {
     schema: {
       operationId: 'getOrderDelivery',
-      tags: ['ordering'],
       summary: 'Delivered codes with their usage, or the download link',
-      security,
+      description:
+        'A code order answers its codes with their usage status (used, used_at, status_label in display_timezone); a file order answers a download_url. The first delivery records that the codes were shown (a later refund keeps them out of stock).',
       querystring: orderCodeQuery,
       response: { 200: deliveryResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
@@ -87,10 +83,8 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
   r.get('/api/v1/order-download', {
     schema: {
       operationId: 'downloadOrder',
-      tags: ['ordering'],
       summary: 'The order as a ZIP, streamed',
       description: 'A file order holds the product files; a code order holds codes.txt (one code a line). Content-Type application/zip, Content-Disposition attachment; filename="<order_code>.zip".',
-      security,
       querystring: orderCodeQuery,
       response: { 200: z.any().describe('the ZIP file (application/zip)'), ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
@@ -127,9 +121,8 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
   r.get('/api/v1/orders', {
     schema: {
       operationId: 'listOrders',
-      tags: ['ordering'],
       summary: 'Your most recent orders, newest first',
-      security,
+      description: 'Your orders, newest first, one page at a time (page from 1, limit 1-100, default 20). Each order as order/status shows it.',
       querystring: ordersQuery,
       response: { 200: ordersResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request') },
     },

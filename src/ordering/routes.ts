@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { CatalogService } from '../catalog/service.js';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
+import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import type { UsersService } from '../users/service.js';
 import { installOrderingAuth, installSignatureCheck, userOf } from './auth.js';
@@ -18,23 +19,21 @@ import { balanceResponse, categoriesResponse, productQuery, productResponse, pro
 export type OrderingDeps = { guard: Guard; redis?: Redis; redisPrefix: string; users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService };
 
 const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
-const security: Record<string, string[]>[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
 
 /** The ordering API (spec endpoints 1-9) behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
+  documentRoutes(app, API_DOCS.ordering);
   installOrderingAuth(app, deps);
   await installRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });
   installSignatureCheck(app, { settings: deps.settings, verify: deps.verifySignature });
-  registerOrderRoutes(app, deps, security);
+  registerOrderRoutes(app, deps);
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.get('/api/v1/categories', {
     schema: {
       operationId: 'listCategories',
-      tags: ['ordering'],
       summary: 'List categories',
       description: 'Local categories and the source-site categories the intermediary shows.',
-      security,
       response: { 200: categoriesResponse, ...errorResponses(...AUTH_ERRORS) },
     },
     handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories() }),
@@ -43,10 +42,8 @@ export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): 
   r.get('/api/v1/products', {
     schema: {
       operationId: 'listProducts',
-      tags: ['ordering'],
       summary: 'List products (paginated, cached)',
       description: 'Visible products, newest changes always reflected: the cache is dropped on every catalogue change.',
-      security,
       querystring: productsQuery,
       response: { 200: productsResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request') },
     },
@@ -56,10 +53,8 @@ export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): 
   r.get('/api/v1/product', {
     schema: {
       operationId: 'getProduct',
-      tags: ['ordering'],
       summary: 'One product',
       description: 'Descriptions 1 and 2, quantity bounds, stock and selling price of one visible product.',
-      security,
       querystring: productQuery,
       response: { 200: productResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
@@ -69,9 +64,8 @@ export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): 
   r.get('/api/v1/balance', {
     schema: {
       operationId: 'getBalance',
-      tags: ['ordering'],
       summary: "Balance of the key's owner",
-      security,
+      description: 'The current balance of the user that owns the API key, in the shop currency (the currency setting).',
       response: { 200: balanceResponse, ...errorResponses(...AUTH_ERRORS) },
     },
     handler: async (req) => ({ ok: true as const, balance: await deps.users.balance(userOf(req).id), currency: await deps.settings.get('currency') }),

@@ -31,7 +31,7 @@ export const productsQuery = z.object({
 
 export const productQuery = z.object({ id: z.string().min(1).max(64).describe('product id') });
 
-export const categoriesResponse = z.object({ ok: z.literal(true), data: z.array(categorySchema) });
+export const categoriesResponse = z.object({ ok: z.literal(true), data: z.array(categorySchema) }).describe('Every category the key may see, under data.');
 export const productsResponse = z.object({
   ok: z.literal(true),
   data: z.array(productSchema),
@@ -39,9 +39,9 @@ export const productsResponse = z.object({
   limit: z.number().int(),
   total: z.number().int(),
   has_more: z.boolean(),
-});
-export const productResponse = z.object({ ok: z.literal(true), data: productSchema });
-export const balanceResponse = z.object({ ok: z.literal(true), balance: z.number(), currency: z.string() });
+}).describe('One page of visible products, with the page, limit, total and has_more.');
+export const productResponse = z.object({ ok: z.literal(true), data: productSchema }).describe('The product, under data.');
+export const balanceResponse = z.object({ ok: z.literal(true), balance: z.number(), currency: z.string() }).describe('The balance and its currency.');
 
 export const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 
@@ -58,7 +58,7 @@ export const orderCreateResponse = z.object({
   total: z.number(),
   message: z.string(),
   idempotent_replay: z.boolean().optional().describe('true when this answers an earlier request with the same request_id'),
-});
+}).describe('The order: a new one, or the original one when the request_id was already used (idempotent_replay).');
 
 export const orderView = z.object({
   order_code: z.string(),
@@ -82,7 +82,7 @@ export const orderStatusQuery = z
 
 export const orderCodeQuery = z.object({ order_code: z.string().min(1).max(64) });
 
-export const orderStatusResponse = z.object({ ok: z.literal(true), data: orderView });
+export const orderStatusResponse = z.object({ ok: z.literal(true), data: orderView }).describe('The order, under data.');
 
 export const codeDetail = z.object({
   code: z.string(),
@@ -100,7 +100,7 @@ export const deliveryResponse = z.object({
   download_url: z.string().optional(),
   product_desc2: z.string(),
   desc2: z.string(),
-});
+}).describe('The delivered codes with their usage, or the download_url of a file order.');
 
 export const ordersQuery = z.object({
   page: z.coerce.number().int().min(1).max(1_000_000).default(1),
@@ -113,4 +113,4 @@ export const ordersResponse = z.object({
   page: z.number().int(),
   limit: z.number().int(),
   has_more: z.boolean(),
-});
+}).describe('One page of your orders, newest first.');

@@ -1,6 +1,6 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { balanceLedger, codes, orders, products, users } from '../db/schema/index.js';
+import { balanceLedger, codes, orders, productFiles, products, users } from '../db/schema/index.js';
 import { rowsOf, withTx } from '../db/tx.js';
 import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
@@ -87,6 +87,10 @@ export function createOrderService(deps: OrderServiceDeps) {
           .where(and(eq(products.id, productId), eq(products.hidden, false)))
           .limit(1);
         if (!product || (product.type !== 'code' && product.type !== 'file')) throw orderFailed('product_unavailable');
+        // A file product sells its attached files: none attached yet, nothing to deliver (the catalogue shows unavailable).
+        if (product.type === 'file' && !(await tx.select({ id: productFiles.id }).from(productFiles).where(eq(productFiles.productId, productId)).limit(1))[0]) {
+          throw orderFailed('product_unavailable');
+        }
         if (input.quantity < product.minQty || input.quantity > product.maxQty) {
           throw orderFailed('quantity_out_of_range', `allowed ${product.minQty}-${product.maxQty}`);
         }

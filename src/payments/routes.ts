@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
@@ -27,11 +28,10 @@ const AUTH_ERRORS: ErrorCode[] = [
   'maintenance',
   'RATE_LIMITED',
 ];
-const security: Record<string, string[]>[] = [{ payApiKey: [] }];
-const tags = ['payments'];
 
 /** The payment top-up API (its own plugin and auth; mounted under PAYMENT_BASE_PATH). */
 export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
+  documentRoutes(app, API_DOCS.payments);
   installPaymentAuth(app, deps);
   await installPaymentRateLimit(app, { settings: deps.settings, redis: deps.redis, prefix: deps.redisPrefix });
   const r = app.withTypeProvider<ZodTypeProvider>();
@@ -40,8 +40,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     config: { payEvent: 'system.ping' },
     schema: {
       operationId: 'payPing',
-      tags,
-      security,
+      summary: 'Check connectivity and the signature',
       description: 'Connectivity and signature check (event system.ping). Answers the client name, server time and the caller IP as the server sees it.',
       headers: paymentHeaders,
       response: { 200: pingResponse, ...errorResponses(...AUTH_ERRORS) },
@@ -53,8 +52,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     config: { payEvent: 'payment.methods.list' },
     schema: {
       operationId: 'payListMethods',
-      tags,
-      security,
+      summary: 'List the active payment methods',
       description: 'Active payment methods (event payment.methods.list) and which one is the default.',
       headers: paymentHeaders,
       response: { 200: methodsResponse, ...errorResponses(...AUTH_ERRORS) },
@@ -73,8 +71,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     config: { payEvent: 'payment.request.create' },
     schema: {
       operationId: 'payCreateRequest',
-      tags,
-      security,
+      summary: 'Create a payment request',
       description:
         'Create a top-up request (event payment.request.create). Requires Idempotency-Key (1-255 chars, stable across retries): the same key and body answer the original payment (header Idempotent-Replayed: true).',
       headers: paymentHeaders.extend({ 'idempotency-key': z.string().optional().describe('required; 1-255 characters') }),
@@ -100,8 +97,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     config: { payEvent: 'payment.request.status' },
     schema: {
       operationId: 'payRequestStatus',
-      tags,
-      security,
+      summary: 'Read a payment request',
       description: 'Status of a request (event payment.request.status): poll while payment_ready is false. An overdue request answers expired.',
       headers: paymentHeaders,
       params: paymentIdParams,
@@ -114,8 +110,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     config: { payEvent: 'payment.request.cancel' },
     schema: {
       operationId: 'payCancelRequest',
-      tags,
-      security,
+      summary: 'Cancel a payment request',
       description: 'Cancel a request not yet final (event payment.request.cancel; sign the raw body as sent, which may be empty).',
       headers: paymentHeaders,
       params: paymentIdParams,

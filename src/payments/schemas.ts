@@ -23,7 +23,7 @@ export const paymentResponse = z.object({
   status: z.enum(['preparing_payment', 'pending_payment', 'payment_reported', 'approved', 'rejected', 'expired', 'cancelled']),
   payment_ready: z.boolean().describe('false while payment data is not yet available: poll the status endpoint'),
   payment: paymentData.optional(),
-});
+}).describe('The payment request with its bank data, transfer note and VietQR code once payment_ready is true.');
 
 export const createPaymentBody = z.object({
   merchant_invoice_id: z.string().min(1).max(64),
@@ -34,13 +34,13 @@ export const createPaymentBody = z.object({
 
 export const paymentIdParams = z.object({ payment_id: z.string().min(1).max(64) });
 
-export const pingResponse = z.object({ ok: z.literal(true), client: z.string(), server_time: z.string(), ip: z.string() });
+export const pingResponse = z.object({ ok: z.literal(true), client: z.string(), server_time: z.string(), ip: z.string() }).describe('The client name, the server time and the caller address as the server sees it.');
 
 export const methodsResponse = z.object({
   ok: z.literal(true),
   data: z.array(z.object({ code: z.string(), name: z.string(), bank_name: z.string(), bank_code: z.string(), bank_bin: z.string(), is_default: z.boolean() })),
   default_method: z.string().nullable(),
-});
+}).describe('The active payment methods and the code of the default one.');
 
 export const paymentHeaders = z.object({
   'x-api-key': z.string().describe('API key'),

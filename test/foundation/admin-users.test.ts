@@ -1,22 +1,15 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rowsOf } from '../../src/db/tx.js';
 import { sha256Hex } from '../../src/shared/crypto.js';
 import { ADMIN_TOKEN, bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
+import { expectError, query } from '../helpers/assert.js';
 
 // Admin HTTP API for users (DESIGN 6): who may call it, what it returns, and what it leaves in the database.
 
 const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 type Detail = { path: string; message: string };
-
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect({ status: res.statusCode, body: res.json() }).toEqual({
-    status,
-    body: { ok: false, error: code, message: expect.stringMatching(/\S/) },
-  });
-}
 
 /** 400 invalid_request with a details list; returns it for the caller's own checks. */
 function expectValidation(res: LightMyRequestResponse): Detail[] {
@@ -32,10 +25,6 @@ function expectValidation(res: LightMyRequestResponse): Detail[] {
   const details = (res.json() as { details: Detail[] }).details;
   for (const d of details) expect(Object.keys(d).sort()).toEqual(['message', 'path']);
   return details;
-}
-
-async function query<T>(t: TestApp, q: SQL): Promise<T[]> {
-  return rowsOf<T>(await t.deps.db.execute(q));
 }
 
 type LedgerRow = { amount: string; balance_after: string; kind: string; note: string | null; actor: string };

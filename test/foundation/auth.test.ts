@@ -1,26 +1,13 @@
-import type { LightMyRequestResponse } from 'fastify';
-import { getTableName, sql, type SQL, type Table } from 'drizzle-orm';
+import { getTableName, sql, type Table } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { rowsOf } from '../../src/db/tx.js';
 import { sha256Hex } from '../../src/shared/crypto.js';
 import { bearer, createTestApp, createTestDatabase, makeUser, type TestApp, type TestAppOptions } from '../harness.js';
+import { eventually, expectError, query } from '../helpers/assert.js';
 
 // Ordering-API authentication (spec "Authentication", DESIGN 2 and 3): which error, which status, in which order,
 // and the key cache that must never outlive a change.
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect({ status: res.statusCode, body: res.json() }).toEqual({
-    status,
-    body: { ok: false, error: code, message: expect.stringMatching(/\S/) },
-  });
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-}
-
-async function query<T>(t: TestApp, q: SQL): Promise<T[]> {
-  return rowsOf<T>(await t.deps.db.execute(q));
-}
 
 async function withApp<T>(opts: TestAppOptions, fn: (t: TestApp) => Promise<T>): Promise<T> {
   const t = await createTestApp(opts);
@@ -34,16 +21,6 @@ async function withApp<T>(opts: TestAppOptions, fn: (t: TestApp) => Promise<T>):
 /** GET /api/v1/balance as the key's owner: the smallest authenticated call, and it names the user it resolved. */
 function balance(t: TestApp, headers: Record<string, string>, remoteAddress = '127.0.0.1', url = '/api/v1/balance') {
   return t.request({ method: 'GET', url, headers, remoteAddress });
-}
-
-/** Polls until `done` holds or the deadline passes: waiting for an event (a NOTIFY), bounded, not a fixed sleep. */
-async function eventually(check: () => Promise<boolean>, deadlineMs = 2000, everyMs = 50): Promise<boolean> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }
 
 describe('ordering API authentication', () => {

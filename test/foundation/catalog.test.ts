@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rowsOf } from '../../src/db/tx.js';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { query } from '../helpers/assert.js';
 
 // The public catalogue (DESIGN 3): categories, products (paginated, cached), product. One app for the file; every
 // test makes its own user, category and products, so that filtering by its category isolates it from the others.
@@ -38,10 +38,6 @@ async function fixture(categoryName = 'Cards') {
   return { user, cat, get };
 }
 
-async function query<T>(q: ReturnType<typeof sql>): Promise<T[]> {
-  return rowsOf<T>(await t.deps.db.execute(q));
-}
-
 async function setSetting(key: string, value: string): Promise<void> {
   const res = await t.admin('PUT', `/admin/v1/settings/${key}`, { value });
   expect(res.statusCode, res.body).toBe(200);
@@ -52,7 +48,7 @@ describe('GET /api/v1/categories', () => {
     const { get } = await fixture();
     const parent = await t.adminData<{ id: string }>('POST', '/admin/v1/categories', { name: 'Games zz', sort: 7 });
     const child = await t.adminData<{ id: string }>('POST', '/admin/v1/categories', { name: 'Garena zz', parent_id: parent.id, sort: 6 });
-    const [synced] = await query<{ id: number }>(sql`INSERT INTO categories (name, source, sort) VALUES ('Synced zz', 'api', 8) RETURNING id`);
+    const [synced] = await query<{ id: number }>(t, sql`INSERT INTO categories (name, source, sort) VALUES ('Synced zz', 'api', 8) RETURNING id`);
 
     const res = await get('/api/v1/categories');
     expect(res.statusCode).toBe(200);
@@ -278,7 +274,7 @@ describe('stock', () => {
       for (const c of secretCodes) expect(body).not.toContain(c);
     }
     // At rest the codes are encrypted and digested, never stored as plain text.
-    const stored = await query<{ code_enc: string; code_digest: string; status: string }>(sql`SELECT code_enc, code_digest, status FROM codes WHERE product_id = ${Number(p.id)}`);
+    const stored = await query<{ code_enc: string; code_digest: string; status: string }>(t, sql`SELECT code_enc, code_digest, status FROM codes WHERE product_id = ${Number(p.id)}`);
     expect(stored).toHaveLength(3);
     for (const row of stored) {
       expect(row.status).toBe('available');
@@ -291,11 +287,12 @@ describe('stock', () => {
     expect((await get(`/api/v1/product?id=${empty.id}`)).json()).toMatchObject({ data: { stock: 0, status: 'out_of_stock' } });
   });
 
-  it('reports file products as 999999 in_stock and service products (not orderable by API) as 0 unavailable', async () => {
+  it('reports a file product without a file, and service products (not orderable by API), as 0 unavailable', async () => {
     const { cat, get } = await fixture();
     const file = await makeProduct(t, { category_id: cat.id, name: 'Ebook', type: 'file' });
     const service = await makeProduct(t, { category_id: cat.id, name: 'Setup', type: 'service' });
-    expect((await get(`/api/v1/product?id=${file.id}`)).json()).toMatchObject({ ok: true, data: { id: file.id, type: 'file', stock: 999999, status: 'in_stock' } });
+    // With a file attached it is 999999 in_stock: test/orders/files.test.ts.
+    expect((await get(`/api/v1/product?id=${file.id}`)).json()).toMatchObject({ ok: true, data: { id: file.id, type: 'file', stock: 0, status: 'unavailable' } });
     expect((await get(`/api/v1/product?id=${service.id}`)).json()).toMatchObject({ ok: true, data: { id: service.id, type: 'service', stock: 0, status: 'unavailable' } });
   });
 });
@@ -314,7 +311,7 @@ describe('the product list cache', () => {
     const hide = await t.admin('PATCH', `/admin/v1/products/${a.id}`, { hidden: true });
     expect(hide.statusCode).toBe(200);
     expect(hide.json()).toMatchObject({ ok: true, data: { id: a.id, hidden: true } });
-    const [row] = await query<{ hidden: boolean }>(sql`SELECT hidden FROM products WHERE id = ${Number(a.id)}`);
+    const [row] = await query<{ hidden: boolean }>(t, sql`SELECT hidden FROM products WHERE id = ${Number(a.id)}`);
     expect(row!.hidden).toBe(true);
     expect(await list()).toEqual([[b.id, 'Cache Beta', 2000]]);
 
@@ -374,7 +371,7 @@ describe('descriptions', () => {
     const p = await makeProduct(t, { category_id: cat.id, name: 'Described', description: dirty, description2: dirty2 });
     const res = await get(`/api/v1/product?id=${p.id}`);
     expect(res.json()).toMatchObject({ ok: true, data: { id: p.id, description: clean, description2: clean2 } });
-    const [row] = await query<{ description: string; description2: string }>(sql`SELECT description, description2 FROM products WHERE id = ${Number(p.id)}`);
+    const [row] = await query<{ description: string; description2: string }>(t, sql`SELECT description, description2 FROM products WHERE id = ${Number(p.id)}`);
     expect(row).toEqual({ description: clean, description2: clean2 });
     expect(res.body).not.toMatch(/<script|onerror|onclick|javascript:|<iframe|style=/i);
   });
@@ -396,7 +393,7 @@ describe('prices', () => {
     const b = await makeProduct(t, { category_id: cat.id, name: 'Dime', price: '0.10' });
     expect((await get(`/api/v1/product?id=${a.id}`)).json()).toMatchObject({ data: { price: 1234.56 } });
     expect((await get(`/api/v1/product?id=${b.id}`)).json()).toMatchObject({ data: { price: 0.1 } });
-    const rows = await query<{ id: number; price: string }>(sql`SELECT id, price::text AS price FROM products WHERE id IN (${Number(a.id)}, ${Number(b.id)}) ORDER BY id`);
+    const rows = await query<{ id: number; price: string }>(t, sql`SELECT id, price::text AS price FROM products WHERE id IN (${Number(a.id)}, ${Number(b.id)}) ORDER BY id`);
     expect(rows.map((r) => r.price)).toEqual(['1234.56', '0.10']);
   });
 
@@ -407,14 +404,14 @@ describe('prices', () => {
       expect(res.statusCode, String(price)).toBe(400);
       expect(res.json()).toEqual({ ok: false, error: 'invalid_request', message: expect.any(String), details: [{ path: 'body.price', message: expect.any(String) }] });
     }
-    const [{ n }] = (await query<{ n: number }>(sql`SELECT count(*)::int AS n FROM products WHERE category_id = ${Number(cat.id)}`)) as [{ n: number }];
+    const [{ n }] = (await query<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM products WHERE category_id = ${Number(cat.id)}`)) as [{ n: number }];
     expect(n).toBe(0);
 
     const p = await makeProduct(t, { category_id: cat.id, name: 'Kept price', price: 10 });
     const res = await t.admin('PATCH', `/admin/v1/products/${p.id}`, { price: 10.005 });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ ok: false, error: 'invalid_request', details: [{ path: 'body.price' }] });
-    const [row] = await query<{ price: string }>(sql`SELECT price::text AS price FROM products WHERE id = ${Number(p.id)}`);
+    const [row] = await query<{ price: string }>(t, sql`SELECT price::text AS price FROM products WHERE id = ${Number(p.id)}`);
     expect(row!.price).toBe('10.00');
   });
 });

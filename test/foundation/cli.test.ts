@@ -115,14 +115,14 @@ describe('reseller-admin CLI', () => {
       expect(await fails('user', 'delete', 'x')).toEqual(usage(expect.stringContaining('Unknown command "user delete"')));
       expect(await fails('user')).toEqual(usage(expect.stringContaining('user needs a verb: create, show, list')));
       expect(await fails('user', 'create', '--name', 'x', '--bogus')).toEqual(usage('Unknown option --bogus for "user create"; usage: reseller-admin user create --name N [--balance X] [--ips a,b]'));
-      expect(await fails('user', 'create')).toEqual(usage('--name is required'));
+      expect(await fails('user', 'create')).toEqual(usage('--name is required; usage: reseller-admin user create --name N [--balance X] [--ips a,b]'));
       expect(await fails('user', 'show')).toEqual(usage('Missing U; usage: reseller-admin user show U'));
       expect(await fails('user', 'show', 'a', 'b')).toEqual(usage('Unexpected argument "b"; usage: reseller-admin user show U'));
       expect(await fails('user', 'credit', 'x', '-500')).toEqual(usage(expect.stringContaining('user credit U -- -500')));
-      expect(await fails('user', 'set-ips', 'x')).toEqual(usage('--ips is required (--ips "" allows any address)'));
-      expect(await fails('product', 'update', '1', '--hide', '--show')).toEqual(usage('Give --hide or --show, not both'));
-      expect(await fails('product', 'update', '1')).toEqual(usage('Nothing to change: give at least one option'));
-      expect(await fails('category', 'create', '--name', 'x', '--sort', 'first')).toEqual(usage('--sort must be a whole number (got "first")'));
+      expect(await fails('user', 'set-ips', 'x')).toEqual(usage('--ips is required (--ips "" allows any address); usage: reseller-admin user set-ips U --ips a,b'));
+      expect(await fails('product', 'update', '1', '--hide', '--show')).toEqual(usage(expect.stringMatching(/^Give --hide or --show, not both; usage: reseller-admin product update P /)));
+      expect(await fails('product', 'update', '1')).toEqual(usage(expect.stringMatching(/^Nothing to change: give at least one option; usage: reseller-admin product update P /)));
+      expect(await fails('category', 'create', '--name', 'x', '--sort', 'first')).toEqual(usage('--sort must be a whole number (got "first"); usage: reseller-admin category create --name N [--parent ID] [--sort N]'));
     });
 
     it('commands of later versions answer a usage error naming them', async () => {
@@ -271,8 +271,8 @@ describe('reseller-admin CLI', () => {
       expect(seeded).toEqual({
         user: userShape({ name: 'demo', balance: 1000000 }),
         categories: [expect.objectContaining({ name: 'Thẻ game' }), expect.objectContaining({ name: 'Phần mềm' })],
-        products: expect.arrayContaining([expect.objectContaining({ name: 'Thẻ Garena 100.000đ', stock: 5 }), expect.objectContaining({ name: 'Ebook bundle', type: 'file' })]),
-        codes_imported: 8,
+        products: expect.arrayContaining([expect.objectContaining({ name: 'Thẻ Garena 100.000đ', stock: 20 }), expect.objectContaining({ name: 'Ebook bundle', type: 'file' })]),
+        codes_imported: 23,
         try: [expect.stringContaining('/api/v1/products'), expect.stringContaining('/api/v1/products?q=the%20garena'), expect.stringContaining('/api/v1/balance')],
       });
       expect(seeded.try.every((c) => c.startsWith('curl ') && c.includes(seeded.user.api_key))).toBe(true);
@@ -283,7 +283,11 @@ describe('reseller-admin CLI', () => {
     it('a wrong token answers admin_unauthorized without echoing the token', async () => {
       const r = await cli(['user', 'list'], { ADMIN_URL: adminUrl, ADMIN_TOKEN: 'wrong-token-0123456789abcdef' });
       expect({ code: r.code, out: r.out }).toEqual({ code: 1, out: '' });
-      expect(r.error()).toEqual({ ok: false, error: 'admin_unauthorized', message: 'Send Authorization: Bearer <ADMIN_TOKEN>' });
+      expect(r.error()).toEqual({
+        ok: false,
+        error: 'admin_unauthorized',
+        message: expect.stringMatching(/^Send Authorization: Bearer <ADMIN_TOKEN>\. The server refused the admin token from ADMIN_TOKEN: it must equal /),
+      });
       expect(r.err).not.toContain('wrong-token');
     });
 
@@ -298,6 +302,21 @@ describe('reseller-admin CLI', () => {
       const none = await cli(['user', 'list'], { ADMIN_URL: adminUrl, DATA_DIR: path.join(tmp, 'empty') });
       expect({ code: none.code, out: none.out }).toEqual({ code: 1, out: '' });
       expect(none.error()).toEqual({ ok: false, error: 'admin_unauthorized', message: expect.stringContaining('No admin token: set ADMIN_TOKEN') });
+    });
+
+    it('a token file the server refuses (a stale data/admin-token) is named in the error, with what to do', async () => {
+      const dataDir = path.join(tmp, 'stale');
+      fs.mkdirSync(dataDir, { recursive: true });
+      const file = path.join(dataDir, 'admin-token');
+      fs.writeFileSync(file, 'stale-token-from-an-earlier-embedded-run\n', { mode: 0o600 });
+      const r = await cli(['user', 'list'], { ADMIN_URL: adminUrl, DATA_DIR: dataDir });
+      expect({ code: r.code, out: r.out }).toEqual({ code: 1, out: '' });
+      expect(r.error()).toEqual({
+        ok: false,
+        error: 'admin_unauthorized',
+        message: `Send Authorization: Bearer <ADMIN_TOKEN>. The server refused the admin token from the file ${file} (ADMIN_TOKEN is not set): it must equal the ADMIN_TOKEN the server runs with (or, when the server has none, its DATA_DIR/admin-token)`,
+      });
+      expect(r.err).not.toContain('stale-token');
     });
 
     it('a server that is not running answers unreachable, naming ADMIN_URL', async () => {

@@ -3,16 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPg, type Database } from '../../src/db/client.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { bearer, createTestApp, createTestDatabase, makeUser, onPostgres, type TestApp, type TestDatabase } from '../harness.js';
-
-/** Polls `check` every 50 ms until it holds or `ms` pass: waiting for an event across processes, bounded. */
-async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { eventually } from '../helpers/assert.js';
 
 // Only PostgreSQL has a separate LISTEN connection that can drop; embedded PostgreSQL delivers in-process.
 describe.skipIf(!onPostgres())('the invalidation listener after its connection drops', () => {

@@ -1,27 +1,15 @@
-import type { LightMyRequestResponse } from 'fastify';
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { rowsOf } from '../../src/db/tx.js';
 import { settingDefs, settingKeys } from '../../src/settings/registry.js';
 import { bearer, createTestApp, createTestDatabase, makeUser, type TestApp, type TestAppOptions } from '../harness.js';
+import { eventually, expectError, query } from '../helpers/assert.js';
 
 // Runtime settings (DESIGN 6): admin view, validation, defaults from the environment, and how fast a change reaches
 // every process. Observable effects: `maintenance` (503 on the public API) and `products_max_limit` (the `limit`
 // echoed by GET /api/v1/products).
 
 type SettingView = { key: string; value: string; default: string; source: 'default' | 'database'; secret: boolean; help: string };
-
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect({ status: res.statusCode, body: res.json() }).toEqual({
-    status,
-    body: { ok: false, error: code, message: expect.stringMatching(/\S/) },
-  });
-}
-
-async function query<T>(t: TestApp, q: SQL): Promise<T[]> {
-  return rowsOf<T>(await t.deps.db.execute(q));
-}
 
 async function storedRows(t: TestApp): Promise<{ key: string; value: string }[]> {
   return query(t, sql`SELECT key, value FROM settings ORDER BY key`);
@@ -45,15 +33,6 @@ async function productsLimit(t: TestApp, key: string): Promise<number | 'mainten
   }
   expect(res.statusCode).toBe(200);
   return (res.json() as { limit: number }).limit;
-}
-
-async function eventually(check: () => Promise<boolean>, deadlineMs = 2000, everyMs = 50): Promise<boolean> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }
 
 describe('settings', () => {

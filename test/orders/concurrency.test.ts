@@ -1,7 +1,12 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
-import { bearer, createTestApp, createTestDatabase, importCodes, makeCategory, makeProduct, makeUser, type TestApp, type TestDatabase } from '../harness.js';
+import { bearer, createTestApp, createTestDatabase, importCodes, makeCategory, makeProduct, makeUser, onPostgres, type TestApp, type TestDatabase } from '../harness.js';
+
+// Only PostgreSQL runs these transactions at the same time. PGlite runs one transaction at a time, so there the
+// concurrent requests are serialised and the suites check the outcome (counts, no code sold twice) but cannot catch a
+// race: their titles say which of the two a run proved. CI runs both.
+const RACE = onPostgres() ? 'on PostgreSQL: the transactions overlap' : 'on PGlite: serialised, one transaction at a time, so no race is exercised';
 
 async function count(t: TestApp, query: ReturnType<typeof sql>): Promise<number> {
   const [row] = rowsOf<{ n: number | string }>(await t.deps.db.execute(query));
@@ -12,7 +17,7 @@ function order(t: TestApp, key: string, body: Record<string, unknown>) {
   return t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
 }
 
-describe('orders under concurrency', () => {
+describe(`orders under concurrency (${RACE})`, () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp();
@@ -92,7 +97,7 @@ describe('orders under concurrency', () => {
   });
 });
 
-describe('one request_id racing on two app instances sharing one database', () => {
+describe(`one request_id racing on two app instances sharing one database (${RACE})`, () => {
   let db: TestDatabase;
   let a: TestApp;
   let b: TestApp;

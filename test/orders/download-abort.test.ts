@@ -3,6 +3,7 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, bearer, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { eventually } from '../helpers/assert.js';
 
 /** Open descriptors of this process that point into the app's stored files. */
 function openStoredFiles(t: TestApp): number {
@@ -61,8 +62,7 @@ describe('aborted downloads', () => {
     const url = `${base}/api/v1/order-download?order_code=${created.json().order_code}`;
     for (let i = 0; i < 5; i++) await readThenAbort(url, bearer(user.api_key), 100_000);
     // Give the server's close handlers their turn (an event, not a clock: bounded polling).
-    const end = Date.now() + 3000;
-    while (openStoredFiles(t) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => openStoredFiles(t) === 0, 3000);
     expect(openStoredFiles(t)).toBe(0);
   });
 });

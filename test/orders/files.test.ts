@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import yauzl from 'yauzl';
+import { sql } from 'drizzle-orm';
 import { ADMIN_TOKEN, bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { expectError, query } from '../helpers/assert.js';
 
 /** Reads every entry of a ZIP buffer with an independent unzip library. */
 function unzip(buf: Buffer): Promise<Map<string, Buffer>> {
@@ -72,6 +74,30 @@ describe('file products and ZIP downloads', () => {
     expect([...entries.keys()].sort()).toEqual(['guide.pdf', 'readme.txt']);
     expect(entries.get('guide.pdf')!.equals(a)).toBe(true);
     expect(entries.get('readme.txt')!.equals(b)).toBe(true);
+  });
+
+  it('a file product without a file is unavailable and refuses orders without a debit, until a file is attached', async () => {
+    const user = await makeUser(t, { balance: 100000 });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, type: 'file', price: 5000, max_qty: 1 });
+    const get = async (url: string) => (await t.request({ method: 'GET', url, headers: bearer(user.api_key) })).json();
+    const order = (requestId: string) =>
+      t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: { product_id: p.id, quantity: 1, request_id: requestId } });
+
+    expect(await get(`/api/v1/product?id=${p.id}`)).toMatchObject({ data: { stock: 0, status: 'unavailable' } });
+    // The cached list (products_cache_seconds, default 30) is read here, so the attach below must drop it.
+    expect((await get(`/api/v1/products?category_id=${cat.id}`)).data).toEqual([expect.objectContaining({ id: p.id, stock: 0, status: 'unavailable' })]);
+    const refused = await order('file-1');
+    expectError(refused, 422, 'order_failed', { reason: 'product_unavailable' });
+    expect(await query(t, sql`SELECT id FROM orders WHERE user_id = ${user.id}`)).toEqual([]);
+    expect(await get('/api/v1/balance')).toMatchObject({ balance: 100000 });
+
+    expect((await attach(p.id, 'book.pdf', Buffer.from('%PDF-1.4'))).status).toBe(200);
+    expect(await get(`/api/v1/product?id=${p.id}`)).toMatchObject({ data: { stock: 999999, status: 'in_stock' } });
+    expect((await get(`/api/v1/products?category_id=${cat.id}`)).data).toEqual([expect.objectContaining({ id: p.id, stock: 999999, status: 'in_stock' })]);
+    // The same request_id tries again once the cause is gone (a failed order left nothing behind).
+    expect((await order('file-1')).json()).toMatchObject({ ok: true, status: 'success', total: 5000 });
+    expect(await get('/api/v1/balance')).toMatchObject({ balance: 95000 });
   });
 
   it('a code order downloads codes.txt; another key gets not_found', async () => {

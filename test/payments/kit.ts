@@ -1,21 +1,17 @@
 import type { PaymentView } from '../../src/payments/service.js';
 import { createHash } from 'node:crypto';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import type { SQL } from 'drizzle-orm';
 import { expect } from 'vitest';
-import { rowsOf } from '../../src/db/tx.js';
 import type { TestApp } from '../harness.js';
+import { expectError } from '../helpers/assert.js';
 import { paySign, payRequest, type PayCreds } from './helpers.js';
 
 /** Fixtures and assertions shared by the payment API tests (helpers.ts is read-only for these suites). */
 
+export { expectError, query as q } from '../helpers/assert.js';
+
 export const CREATE = { method: 'POST' as const, url: '/api/v1/payment-requests', event: 'payment.request.create' };
 export const PING = { method: 'GET' as const, url: '/api/v1/ping', event: 'system.ping' };
-
-/** The whole error envelope and the HTTP status of DESIGN 5; `extra` are further fields (details, payment_id). */
-export function expectError(res: LightMyRequestResponse, status: number, code: string, extra: Record<string, unknown> = {}): void {
-  expect({ status: res.statusCode, body: res.json() }).toEqual({ status, body: { ok: false, error: code, message: expect.any(String), ...extra } });
-}
 
 /** A VALIDATION_ERROR whose details name exactly the given paths (in any order). */
 export function expectValidation(res: LightMyRequestResponse, paths: string[]): void {
@@ -75,10 +71,6 @@ export function statusRead(t: TestApp, c: PayCreds, paymentId: string) {
   return payRequest(t, c, { method: 'GET', url: `/api/v1/payment-requests/${paymentId}`, event: 'payment.request.status' });
 }
 
-/** Rows of a raw SQL query on the app's database. */
-export async function q<T = Record<string, unknown>>(t: TestApp, query: SQL): Promise<T[]> {
-  return rowsOf<T>(await t.deps.db.execute(query));
-}
 
 export async function setSetting(t: TestApp, key: string, value: string): Promise<void> {
   await t.adminData('PUT', `/admin/v1/settings/${key}`, { value });

@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import { adminRoutes } from './admin/routes.js';
 import type { Deps } from './deps.js';
-import { installErrorHandler, installNotFound, validationCodeFor } from './http/error-handler.js';
+import { installErrorHandler, installNotFound, isPaymentPath, validationCodeFor } from './http/error-handler.js';
+import { createValidatorCompiler } from './http/validation.js';
 import { installJsonParser } from './http/raw-body.js';
 import { opsRoutes } from './ops/routes.js';
 import { AppError } from './http/errors.js';
@@ -41,7 +42,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     return503OnClosing: false,
     forceCloseConnections: 'idle',
   });
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(createValidatorCompiler((url) => (isPaymentPath(url, config.PAYMENT_BASE_PATH) ? 'payment' : 'ordering')));
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-Id', req.id);

@@ -86,7 +86,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   await app.register(opsRoutes, { db: deps.db, isClosing: () => closing });
   await app.register(orderingRoutes, { guard: deps.guard, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files });
-  await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings });
+  await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings, guard: deps.guard });
   await app.register(paymentRoutes, {
     prefix: paymentPrefix,
     redis: deps.redis,

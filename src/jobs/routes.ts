@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, errorResponses } from '../http/errors.js';
+import type { Guard } from '../ordering/guard.js';
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
 import type { CronService } from './cron.js';
@@ -20,19 +21,25 @@ const cronResponse = z.object({
 });
 
 /** The scheduler's endpoint (spec endpoint 10), authenticated by the cron_token setting, not by an API key. */
-export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService; settings: SettingsService }): Promise<void> {
+export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService; settings: SettingsService; guard: Guard }): Promise<void> {
   app.withTypeProvider<ZodTypeProvider>().get('/api-sync-cron.php', {
     schema: {
       operationId: 'cron',
       tags: ['operations'],
       description: 'Called every minute by a scheduler with ?token=<cron_token>. Runs the due jobs; an empty cron_token refuses every call.',
       querystring: z.object({ token: z.string().max(256).optional() }),
-      response: { 200: cronResponse, ...errorResponses('unauthorized') },
+      response: { 200: cronResponse, ...errorResponses('unauthorized', 'api_guard') },
     },
     handler: async (req) => {
       const expected = await deps.settings.get('cron_token');
       const given = req.query.token ?? '';
-      if (!expected || !safeEqual(given, expected)) throw new AppError('unauthorized', 'Wrong or missing cron token', { status: 403 });
+      // Guessing the token counts against the address as a failed API key does (only while a token is set).
+      const wait = expected ? await deps.guard.retryAfter(`ip:${req.ip}`) : null;
+      if (wait !== null) throw new AppError('api_guard', `Temporarily restricted after repeated wrong tokens; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
+      if (!expected || !safeEqual(given, expected)) {
+        if (expected) await deps.guard.authFailure(req.ip);
+        throw new AppError('unauthorized', 'Wrong or missing cron token', { status: 403 });
+      }
       return { ok: true as const, ...(await deps.cron.run()) };
     },
   });

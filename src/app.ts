@@ -7,6 +7,7 @@ import { adminRoutes } from './admin/routes.js';
 import type { Deps } from './deps.js';
 import { installErrorHandler, installNotFound, isPaymentPath, validationCodeFor } from './http/error-handler.js';
 import { createValidatorCompiler } from './http/validation.js';
+import { clientErrorHandler, frameworkErrorHandler, timeoutOptions } from './http/server-options.js';
 import { installJsonParser } from './http/raw-body.js';
 import { opsRoutes } from './ops/routes.js';
 import { AppError } from './http/errors.js';
@@ -41,6 +42,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     // While closing, our own hook answers the envelope (not_ready) so that clients see the usual error shape.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    ...timeoutOptions(config),
+    clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler((url) => validationCodeFor(url, config.PAYMENT_BASE_PATH)),
   });
   app.setValidatorCompiler(createValidatorCompiler((url) => (isPaymentPath(url, config.PAYMENT_BASE_PATH) ? 'payment' : 'ordering')));
   app.setSerializerCompiler(serializerCompiler);

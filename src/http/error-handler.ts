@@ -53,6 +53,7 @@ export function installErrorHandler(app: FastifyInstance, paymentPrefix: string)
       case 'FST_REQ_FILE_TOO_LARGE':
       case 'FST_FILES_LIMIT':
       case 'FST_PARTS_LIMIT':
+      case 'FST_FIELDS_LIMIT':
         return sendError(reply, 413, 'payload_too_large', 'Upload is too large');
       default:
         break;

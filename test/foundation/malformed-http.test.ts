@@ -1,40 +1,9 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, makeUser, type TestApp } from '../harness.js';
+import { raw, type RawAnswer } from '../helpers/raw-http.js';
 
 // Issue 9 item 7: requests Node or Fastify refuse before any route runs still answer the error envelope.
 // Issue 9 item 4: a client that trickles or stops its request is cut off at the configured limits (short here).
-
-type RawAnswer = { status: number; headers: string; body: string };
-
-/** Sends raw bytes (optionally in timed pieces) and reads until the server closes or answers in full. */
-function raw(base: string, chunks: (string | Buffer)[], opts: { gapMs?: number; maxMs?: number } = {}): Promise<RawAnswer> {
-  const { port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), '127.0.0.1');
-    let data = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no answer within ${opts.maxMs ?? 5000} ms; got ${JSON.stringify(data)}`));
-    }, opts.maxMs ?? 5000);
-    socket.on('data', (d) => {
-      data += d.toString('latin1');
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      clearTimeout(timer);
-      const [head = '', ...rest] = data.split('\r\n\r\n');
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), headers: head, body: rest.join('\r\n\r\n') });
-    });
-    void (async () => {
-      for (const c of chunks) {
-        if (socket.destroyed) return;
-        socket.write(c);
-        if (opts.gapMs) await new Promise((r) => setTimeout(r, opts.gapMs));
-      }
-    })();
-  });
-}
 
 function expectEnvelope(a: RawAnswer, status: number, code: string): void {
   expect(a.status, a.headers + a.body).toBe(status);

@@ -36,6 +36,27 @@ function readThenAbort(url: string, headers: Record<string, string>, bytes: numb
   });
 }
 
+/** Reads `bytes` of the answer slowly (a paused reader, as on a slow link), then drops the connection. */
+function readSlowlyThenAbort(url: string, headers: Record<string, string>, bytes: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers }, (res) => {
+      let seen = 0;
+      res.on('data', (c: Buffer) => {
+        seen += c.length;
+        res.pause();
+        if (seen >= bytes) {
+          req.destroy();
+          resolve();
+          return;
+        }
+        setTimeout(() => res.resume(), 20);
+      });
+      res.on('error', () => resolve());
+    });
+    req.on('error', (e) => (e.message.includes('socket hang up') || (e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e)));
+  });
+}
+
 describe('aborted downloads', () => {
   let t: TestApp;
   let base: string;
@@ -61,6 +82,22 @@ describe('aborted downloads', () => {
     const url = `${base}/api/v1/order-download?order_code=${created.json().order_code}`;
     for (let i = 0; i < 5; i++) await readThenAbort(url, bearer(user.api_key), 100_000);
     // Give the server's close handlers their turn (an event, not a clock: bounded polling).
+    const end = Date.now() + 3000;
+    while (openStoredFiles(t) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    expect(openStoredFiles(t)).toBe(0);
+  });
+
+  it('leave no stored file open when the file is far larger than the socket buffers (30 MB, a slow reader that gives up)', async () => {
+    const user = await makeUser(t, { balance: 1000 });
+    const cat = await makeCategory(t, 'Large');
+    const p = await makeProduct(t, { category_id: cat.id, type: 'file', price: 1, max_qty: 1 });
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(randomBytes(30 * 1024 * 1024))]), 'large.bin');
+    const up = await fetch(`${base}/admin/v1/products/${p.id}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
+    expect(up.status).toBe(200);
+    const created = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: { product_id: p.id, quantity: 1 } });
+    const url = `${base}/api/v1/order-download?order_code=${created.json().order_code}`;
+    for (let i = 0; i < 10; i++) await readSlowlyThenAbort(url, bearer(user.api_key), 200_000);
     const end = Date.now() + 3000;
     while (openStoredFiles(t) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     expect(openStoredFiles(t)).toBe(0);

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { ADMIN_TOKEN, adminData, call, freePort, sleep, startServer, until, verdict, type Answer, type Server } from './kit.js';
+import { ADMIN_TOKEN, adminData, call, freePort, runDrill, sleep, startServer, until, type Answer, type Server } from './kit.js';
 
 const INITIAL = 1_000_000;
 const PRICE = 1000;
@@ -31,15 +31,13 @@ function pgTool(bin: string, tool: string, args: string[]): void {
   execFileSync(cmd, full, { stdio: 'pipe', timeout: 60_000 });
 }
 
-async function main(): Promise<void> {
-  const failures: string[] = [];
+async function main(failures: string[], facts: Record<string, unknown>): Promise<void> {
   const bin = pgBin();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-drill-pg-'));
   if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
   const port = await freePort();
   const pgCtl = (...args: string[]) => pgTool(bin, 'pg_ctl', ['-D', dir, ...args]);
   let server: Server | null = null;
-  const facts: Record<string, unknown> = {};
   try {
     pgTool(bin, 'initdb', ['-D', dir, '-U', 'postgres', '-A', 'trust', '--no-sync']);
     const start = () => pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', path.join(dir, 'log'), '-w', '-t', '30', 'start');
@@ -129,12 +127,6 @@ async function main(): Promise<void> {
     }
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  verdict('db-outage', failures, facts);
 }
 
-const guard = setTimeout(() => {
-  console.error('db-outage drill: over its 120 s bound');
-  process.exit(1);
-}, 120_000);
-guard.unref();
-void main();
+runDrill('db-outage', 120_000, main);

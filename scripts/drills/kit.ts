@@ -103,8 +103,22 @@ export async function adminData<T>(base: string, method: string, url: string, bo
   return (a.body as { data: T }).data;
 }
 
-/** Collects failures and prints a verdict; the process exits 1 if any. */
-export function verdict(name: string, failures: string[], facts: Record<string, unknown>): never {
-  console.log(JSON.stringify({ drill: name, ok: failures.length === 0, ...facts, failures: failures.slice(0, 50) }, null, 2));
-  process.exit(failures.length === 0 ? 0 : 1);
+/**
+ * Runs a drill within its time bound and prints its verdict as JSON; the process exits 1 on any failure. The drill
+ * fills `failures` and `facts`, and cleans up after itself (its own `finally`).
+ */
+export function runDrill(name: string, boundMs: number, drill: (failures: string[], facts: Record<string, unknown>) => Promise<void>): void {
+  const failures: string[] = [];
+  const facts: Record<string, unknown> = {};
+  const bound = setTimeout(() => {
+    console.error(`${name} drill: over its ${boundMs / 1000} s bound`);
+    process.exit(1);
+  }, boundMs);
+  bound.unref();
+  void drill(failures, facts)
+    .catch((err: Error) => failures.push(`drill error: ${err.message}`))
+    .then(() => {
+      console.log(JSON.stringify({ drill: name, ok: failures.length === 0, ...facts, failures: failures.slice(0, 50) }, null, 2));
+      process.exit(failures.length === 0 ? 0 : 1);
+    });
 }

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import pg from 'pg';
-import { ADMIN_TOKEN, adminData, call, sleep, startServer, verdict, type Server } from './kit.js';
+import { ADMIN_TOKEN, adminData, call, runDrill, sleep, startServer, type Server } from './kit.js';
 
 const fdCount = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
@@ -53,9 +53,7 @@ async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): P
   }));
 }
 
-async function main(): Promise<void> {
-  const failures: string[] = [];
-  const facts: Record<string, unknown> = {};
+async function main(failures: string[], facts: Record<string, unknown>): Promise<void> {
   let server: Server | null = null;
   const baseUrl = process.env.DRILL_PG_URL;
   const dbName = `rg_drill_${process.pid}_${Date.now()}`;
@@ -120,12 +118,6 @@ async function main(): Promise<void> {
       await adminDb.end().catch(() => {});
     }
   }
-  verdict('resource-sweep', failures, facts);
 }
 
-const guard = setTimeout(() => {
-  console.error('resource-sweep drill: over its 180 s bound');
-  process.exit(1);
-}, 180_000);
-guard.unref();
-void main();
+runDrill('resource-sweep', 180_000, main);

@@ -45,8 +45,9 @@ export async function uploadedFile(req: FastifyRequest, limits: Limits = {}): Pr
   const maybeEnd = () => {
     if (!failed && fileEnded && bodyComplete === true) out.end();
   };
+  const keep = closing.length + 8;
   req.raw.on('data', (chunk: Buffer) => {
-    tail = (tail + chunk.toString('latin1')).slice(-(closing.length + 8));
+    tail = (tail + chunk.subarray(Math.max(0, chunk.length - keep)).toString('latin1')).slice(-keep);
   });
   req.raw.once('end', () => {
     bodyComplete = tail.includes(closing);

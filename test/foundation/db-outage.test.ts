@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,7 +102,6 @@ describe.skipIf(!onPostgres())('database connection loss (PostgreSQL only; PGlit
   });
 
   it('a connection killed while a transaction holds it between two statements fails that transaction, not the process', async () => {
-    const { sql } = await import('drizzle-orm');
     const failed = await t.deps.db
       .transaction(async (tx) => {
         await tx.execute(sql`SELECT 1`);

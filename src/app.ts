@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import { adminRoutes } from './admin/routes.js';
 import type { Deps } from './deps.js';
-import { installErrorHandler, installNotFound, validationCodeFor } from './http/error-handler.js';
+import { installErrorHandler, installNotFound, isPaymentPath, validationCodeFor } from './http/error-handler.js';
+import { createValidatorCompiler } from './http/validation.js';
+import { clientErrorHandler, frameworkErrorHandler, timeoutOptions } from './http/server-options.js';
 import { installJsonParser } from './http/raw-body.js';
 import { opsRoutes } from './ops/routes.js';
 import { AppError } from './http/errors.js';
@@ -40,8 +42,11 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     // While closing, our own hook answers the envelope (not_ready) so that clients see the usual error shape.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    ...timeoutOptions(config),
+    clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler((url) => validationCodeFor(url, config.PAYMENT_BASE_PATH)),
   });
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(createValidatorCompiler((url) => (isPaymentPath(url, config.PAYMENT_BASE_PATH) ? 'payment' : 'ordering')));
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-Id', req.id);
@@ -82,7 +87,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   await app.register(opsRoutes, { db: deps.db, isClosing: () => closing });
   await app.register(orderingRoutes, { guard: deps.guard, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files });
-  await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings });
+  await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings, guard: deps.guard });
   await app.register(paymentRoutes, {
     prefix: paymentPrefix,
     redis: deps.redis,

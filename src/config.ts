@@ -49,6 +49,11 @@ export const envSchema = z.object({
     .regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'must be empty or a path like /pay')
     .default(''),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  // Socket timeouts (docs/operations.md): generous for a slow mobile link, bounded against clients that trickle bytes.
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
+  IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(72_000),
 });
 
 export type Env = z.output<typeof envSchema>;

@@ -89,8 +89,19 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   if (config.REDIS_URL) {
     // No offline queue: while Redis is down, limits fail open at once instead of stalling requests.
     redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
-    redis.on('error', (err) => logger.warn({ err }, 'redis error'));
-    await redis.connect().catch((err: unknown) => logger.warn({ err }, 'redis unreachable at start; rate limits fail open until it is back'));
+    // One warning per outage (ioredis reports every failed reconnect): limits count per process meanwhile.
+    let redisDown = false;
+    redis.on('error', (err) => {
+      if (redisDown) return;
+      redisDown = true;
+      logger.warn({ err }, 'redis unavailable: rate limits and the guard count per process until it is back');
+    });
+    redis.on('ready', () => {
+      if (!redisDown) return;
+      redisDown = false;
+      logger.info('redis is back: rate limits and the guard are shared again');
+    });
+    await redis.connect().catch(() => {});
     const r = redis;
     cleanups.unshift(async () => {
       await r.quit().catch(() => r.disconnect());

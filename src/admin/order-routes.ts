@@ -10,6 +10,7 @@ import { orderSummary, type OrderService } from '../ordering/service.js';
 import type { UsersService } from '../users/service.js';
 import type { Guard } from '../ordering/guard.js';
 import { ok, productIdParams } from './schemas.js';
+import { uploadedFile } from './upload.js';
 
 export type AdminOrderDeps = { guard: Guard; orders: OrderService; delivery: DeliveryService; files: FilesService; catalog: CatalogService; users: UsersService };
 
@@ -31,9 +32,8 @@ export function registerAdminFileUpload(app: FastifyInstance, deps: Pick<AdminOr
     },
     handler: async (req) => {
       if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data, field `file`');
-      const part = await req.file({ limits: { fileSize: Number.MAX_SAFE_INTEGER } });
-      if (!part) throw new AppError('invalid_request', 'Send the file as the multipart field `file`');
-      return { ok: true as const, data: await deps.files.attach(req.params.id, part.filename, part.file) };
+      const part = await uploadedFile(req, { fileSize: Number.MAX_SAFE_INTEGER });
+      return { ok: true as const, data: await deps.files.attach(req.params.id, part.filename, part.stream) };
     },
   });
 }

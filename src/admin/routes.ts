@@ -14,6 +14,7 @@ import { createIpMatcher } from '../shared/ip.js';
 import { categorySchema } from '../ordering/schemas.js';
 import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
+import { uploadedFile } from './upload.js';
 import { registerAdminPayRoutes, type AdminPayDeps } from './pay-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import {
@@ -212,11 +213,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
 }
 
 async function uploadedLines(req: FastifyRequest, maxBytes: number): Promise<AsyncIterable<string>> {
-  if (req.isMultipart()) {
-    const file = await req.file();
-    if (!file) throw new AppError('invalid_request', 'Send the code list as the multipart field `file`');
-    return linesOf(file.file, maxBytes);
-  }
+  if (req.isMultipart()) return linesOf((await uploadedFile(req)).stream, maxBytes);
   if (req.body && typeof (req.body as Readable).pipe === 'function') return linesOf(req.body as Readable, maxBytes);
   throw new AppError('unsupported_media_type', 'Send the code list as multipart/form-data (field `file`) or text/plain');
 }

@@ -37,10 +37,13 @@ export const ledgerEntry = z.object({
   created_at: z.string(),
 });
 
+/** The sort columns are PostgreSQL `integer`: a larger number would fail in the database instead of here. */
+const sortInput = z.number().int().min(-2_147_483_648).max(2_147_483_647);
+
 export const categoryCreateBody = z.object({
   name: z.string().trim().min(1).max(200),
   parent_id: z.string().regex(/^\d{1,9}$/).optional(),
-  sort: z.number().int().optional(),
+  sort: sortInput.optional(),
 });
 
 const qty = z.number().int().min(1).max(1_000_000);
@@ -54,7 +57,7 @@ export const productCreateBody = z.object({
   description: z.string().max(20_000).optional(),
   description2: z.string().max(20_000).optional(),
   hidden: z.boolean().optional(),
-  sort: z.number().int().optional(),
+  sort: sortInput.optional(),
 });
 export const productUpdateBody = productCreateBody.omit({ type: true }).partial();
 export const productIdParams = z.object({ id: z.string().min(1).max(32) });

@@ -33,6 +33,12 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000 });
   // An idle client that loses its connection emits 'error'; without a listener that would kill the process.
   pool.on('error', () => {});
+  // pg-pool drops its own 'error' listener while a client is checked out: a connection that dies then (a restart, a
+  // failover, pg_terminate_backend) would emit an unhandled 'error' and end the process. The failure still reaches the
+  // statement that uses the client, and pg-pool discards a broken client when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
   let listener: pg.Client | null = null;
   let closed = false;

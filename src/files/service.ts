@@ -1,4 +1,5 @@
-import type { Readable } from 'node:stream';
+import fs from 'node:fs';
+import { Readable } from 'node:stream';
 import archiver from 'archiver';
 import { asc, eq } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
@@ -14,6 +15,35 @@ export function safeFilename(name: string): string {
   // eslint-disable-next-line no-control-regex
   const base = (name.split(/[\\/]/).pop() ?? '').replace(/[\u0000-\u001f\u007f"]/g, '').trim();
   return base.slice(0, 200) || 'file';
+}
+
+/**
+ * A stored file opened only when the archive first reads it, and closed when destroyed: archiver's own lazy file
+ * entries stay open and paused for ever when the archive is aborted mid-file, one descriptor and its buffers per
+ * aborted download (issue 9).
+ */
+class LazyFile extends Readable {
+  private src: fs.ReadStream | null = null;
+  constructor(private readonly file: string) {
+    super();
+  }
+  override _read(): void {
+    if (this.src) {
+      this.src.resume();
+      return;
+    }
+    const src = fs.createReadStream(this.file);
+    this.src = src;
+    src.on('data', (chunk) => {
+      if (!this.push(chunk)) src.pause();
+    });
+    src.on('end', () => this.push(null));
+    src.on('error', (err) => this.destroy(err));
+  }
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    this.src?.destroy();
+    cb(err);
+  }
 }
 
 export type FilesDeps = { db: Db; storage: FileStorage; maxBytes: number; bus?: EventBus };
@@ -72,13 +102,21 @@ export function createFilesService(deps: FilesDeps) {
      */
     zipOf(entries: ({ kind: 'file'; storageName: string; filename: string } | { kind: 'text'; filename: string; content: string })[]): archiver.Archiver {
       const zip = archiver('zip', { zlib: { level: 0 }, forceZip64: false });
+      const sources: LazyFile[] = [];
+      // However the archive stops (finished, destroyed with the response, failed), no source stays open.
+      zip.once('close', () => sources.forEach((src) => src.destroy()));
+      zip.once('error', () => sources.forEach((src) => src.destroy()));
       const used = new Set<string>();
       for (const e of entries) {
         let name = safeFilename(e.filename);
         for (let i = 2; used.has(name); i++) name = `${i}-${safeFilename(e.filename)}`;
         used.add(name);
         // `store` is an archiver ZipEntryData option missing from the typings.
-        if (e.kind === 'file') zip.file(storage.path(e.storageName), { name, store: true } as archiver.EntryData);
+        if (e.kind === 'file') {
+          const src = new LazyFile(storage.path(e.storageName));
+          sources.push(src);
+          zip.append(src, { name, store: true } as archiver.EntryData);
+        }
         else zip.append(e.content, { name });
       }
       // Failures surface as an 'error' on the stream, which aborts the response; the promise adds nothing.

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
@@ -29,12 +30,15 @@ export function createFileStorage(dir: string) {
           done(null, chunk);
         },
       });
+      const out = fs.createWriteStream(tmp, { mode: 0o600 });
       try {
-        await pipeline(input, meter, fs.createWriteStream(tmp, { mode: 0o600 }));
+        await pipeline(input, meter, out);
         // @fastify/multipart ends a too-large file quietly and flags it instead of failing the stream.
         if ((input as Readable & { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `File is larger than ${maxBytes} bytes`);
         fs.renameSync(tmp, pathOf(storageName));
       } catch (err) {
+        // The file is opened asynchronously: an upload that fails at once would otherwise be removed before it exists.
+        if (!out.closed) await once(out, 'close').catch(() => {});
         fs.rmSync(tmp, { force: true });
         throw err;
       }

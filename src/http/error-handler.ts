@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { AppError, errorBody, errorStatus, type ErrorCode, type ErrorDetail } from './errors.js';
+import { isDatabaseOutage, OUTAGE_RETRY_AFTER_S } from './outage.js';
 
 /** Which code a family of routes uses for a failed input validation (the payment API has its own, DESIGN 5). */
 export function validationCodeFor(url: string, paymentPrefix: string): ErrorCode {
@@ -52,6 +53,7 @@ export function installErrorHandler(app: FastifyInstance, paymentPrefix: string)
       case 'FST_REQ_FILE_TOO_LARGE':
       case 'FST_FILES_LIMIT':
       case 'FST_PARTS_LIMIT':
+      case 'FST_FIELDS_LIMIT':
         return sendError(reply, 413, 'payload_too_large', 'Upload is too large');
       default:
         break;
@@ -62,6 +64,12 @@ export function installErrorHandler(app: FastifyInstance, paymentPrefix: string)
     }
     if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
       return sendError(reply, fe.statusCode, fe.statusCode === 404 ? 'not_found' : validationCodeFor(req.url, paymentPrefix), fe.message || 'Bad request');
+    }
+    if (isDatabaseOutage(err)) {
+      // An outage, not a bug: the transaction did not commit (or its answer was lost), and a retry with the same
+      // request_id / Idempotency-Key settles which.
+      req.log.warn({ err }, 'database unavailable');
+      return sendError(reply, 503, 'unavailable', 'The database is unavailable; retry shortly', { headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_S) } });
     }
     req.log.error({ err }, 'unhandled error');
     return sendError(reply, 500, 'internal_error', 'Internal error; quote the X-Request-Id header when you report it');

@@ -22,6 +22,8 @@ export const errorStatus = {
   // operations and admin
   payload_too_large: 413,
   not_ready: 503,
+  // issue 9: the database (or another dependency) is unreachable for this request; Retry-After says when to try again
+  unavailable: 503,
   admin_unauthorized: 401,
   forbidden: 403,
   conflict: 409,
@@ -102,7 +104,8 @@ export function errorBody(code: string, message: string, opts: { details?: Error
 /** OpenAPI responses for the given error codes, grouped by status, each described by the codes it can carry. */
 export function errorResponses(...codes: ErrorCode[]): Record<number, z.ZodType> {
   const byStatus = new Map<number, string[]>();
-  for (const code of [...codes, 'internal_error' as const]) {
+  // Any route may meet a database outage (503 unavailable) or a bug (500).
+  for (const code of [...codes, 'unavailable' as const, 'internal_error' as const]) {
     const s = errorStatus[code];
     byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
   }

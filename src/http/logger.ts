@@ -1,10 +1,12 @@
 import pino, { type Logger } from 'pino';
-import { CREDENTIAL_PARAMS } from './auth-util.js';
 
-/** Query parameters that can carry a secret: every credential name the API refuses, a cron token, signatures. */
-const SECRET_PARAMS = new Set([...CREDENTIAL_PARAMS, 'secret', 'signature', 'api_secret', 'webhook_secret']);
+/**
+ * Query parameters whose values are logged as sent: known and harmless. Any other value is masked, because a client
+ * can put a key under any name (?api-key=, ?auth=, ?bearer=) and a deny-list cannot know them all.
+ */
+const LOGGED_PARAMS = new Set(['page', 'limit', 'category_id', 'q', 'order_code', 'id']);
 
-/** The URL with the value of every secret-looking query parameter masked (names compared decoded, lower-cased). */
+/** The URL with every query value masked except those of LOGGED_PARAMS (names compared decoded, lower-cased). */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
@@ -17,7 +19,9 @@ export function redactUrl(url: string): string {
     } catch {
       // undecodable name: compare as sent
     }
-    return SECRET_PARAMS.has(name.toLowerCase()) ? `${rawName}=[REDACTED]` : pair;
+    if (LOGGED_PARAMS.has(name.toLowerCase())) return pair;
+    // A bare word (?<secret>) may be the secret itself.
+    return eq < 0 ? (pair === '' ? pair : '[REDACTED]') : `${rawName}=[REDACTED]`;
   });
   return `${url.slice(0, q)}?${parts.join('&')}`;
 }
@@ -51,8 +55,13 @@ export const REDACT_PATHS = [
   '*.api_secret',
   '*.webhook_secret',
   '*.token',
-  '*.code',
+  // Delivered codes, by the names the API gives them; never `*.code`, which would hide SQLSTATEs, errnos and our codes.
   '*.codes',
+  '*.delivery_codes',
+  '*.delivery_codes_detail',
+  '*.*.codes',
+  '*.*.delivery_codes',
+  '*.*.delivery_codes_detail',
   '*.password',
   '*.secret',
 ];

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, errorResponses } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
+import type { Guard } from '../ordering/guard.js';
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
 import type { CronService } from './cron.js';
@@ -21,7 +22,7 @@ const cronResponse = z.object({
 }).describe('What the jobs did: the catalogue sync fields, and the other jobs under jobs.');
 
 /** The scheduler's endpoint (spec endpoint 10), authenticated by the cron_token setting, not by an API key. */
-export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService; settings: SettingsService }): Promise<void> {
+export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService; settings: SettingsService; guard: Guard }): Promise<void> {
   documentRoutes(app, API_DOCS.cron);
   app.withTypeProvider<ZodTypeProvider>().get('/api-sync-cron.php', {
     schema: {
@@ -29,13 +30,19 @@ export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService
       summary: 'Run the periodic jobs (scheduler)',
       description: 'Called every minute by a scheduler with ?token=<cron_token>. Runs the due jobs; an empty cron_token refuses every call.',
       querystring: z.object({ token: z.string().max(256).optional() }),
-      response: { 200: cronResponse, ...errorResponses('unauthorized') },
+      response: { 200: cronResponse, ...errorResponses('unauthorized', 'api_guard') },
     },
     handler: async (req) => {
       const expected = await deps.settings.get('cron_token');
       const given = req.query.token ?? '';
+      // Guessing the token counts against the address as a failed API key does (only while a token is set).
+      const wait = expected ? await deps.guard.retryAfter(`ip:${req.ip}`) : null;
+      if (wait !== null) throw new AppError('api_guard', `Temporarily restricted after repeated wrong tokens; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
       if (!expected) throw new AppError('unauthorized', 'The cron endpoint is off until cron_token is set', { status: 403 });
-      if (!safeEqual(given, expected)) throw new AppError('unauthorized', 'Wrong or missing cron token', { status: 403 });
+      if (!safeEqual(given, expected)) {
+        await deps.guard.authFailure(req.ip);
+        throw new AppError('unauthorized', 'Wrong or missing cron token', { status: 403 });
+      }
       return { ok: true as const, ...(await deps.cron.run()) };
     },
   });

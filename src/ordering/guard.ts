@@ -110,29 +110,31 @@ function redisStore(redis: Redis, prefix: string, clock: Clock): Store {
 
 /**
  * api_guard (DESIGN 3): a key or address that keeps going past its rate limit, or keeps failing authentication,
- * within a minute is refused for guard_seconds. Shared through Redis when configured; a store failure lets traffic
- * through (the rate limit still applies) rather than taking the API down.
+ * within a minute is refused for guard_seconds. Shared through Redis when configured; while Redis is down it counts
+ * and guards per process rather than taking the API down or letting every guess through.
  */
 export function createGuard(deps: { clock: Clock; settings: SettingsService; logger: Logger; redis?: Redis; prefix?: string }) {
-  const store = deps.redis ? redisStore(deps.redis, deps.prefix ?? 'rg:', deps.clock) : memoryStore(deps.clock);
+  const local = memoryStore(deps.clock);
+  const shared = deps.redis ? redisStore(deps.redis, deps.prefix ?? 'rg:', deps.clock) : null;
   const minuteBucket = () => Math.floor(deps.clock.now().getTime() / 60_000);
 
-  async function safe<T>(fn: () => Promise<T>, fallback: T): Promise<T> {
+  /** On the shared store, or on this process's memory while Redis is down (the outage is logged once, in deps.ts). */
+  async function onStore<T>(fn: (s: Store) => Promise<T>): Promise<T> {
+    if (!shared || deps.redis?.status !== 'ready') return fn(local);
     try {
-      return await fn();
-    } catch (err) {
-      deps.logger.warn({ err }, 'guard store unavailable');
-      return fallback;
+      return await fn(shared);
+    } catch {
+      return fn(local);
     }
   }
 
   async function bump(kind: 'violation' | 'authfail', subject: GuardSubject, threshold: number): Promise<void> {
     const s = await deps.settings.all();
     if (!s.guard_enabled) return;
-    const n = await safe(() => store.count(`${kind}:${subject}:${minuteBucket()}`, 120_000), 0);
+    const n = await onStore((st) => st.count(`${kind}:${subject}:${minuteBucket()}`, 120_000));
     if (n >= threshold) {
       const ttl = s.guard_seconds * 1000;
-      await safe(() => store.trip(subject, deps.clock.now().getTime() + ttl, ttl), undefined);
+      await onStore((st) => st.trip(subject, deps.clock.now().getTime() + ttl, ttl));
       deps.logger.warn({ subject, kind, count: n, guard_seconds: s.guard_seconds }, 'api_guard tripped');
     }
   }
@@ -141,17 +143,17 @@ export function createGuard(deps: { clock: Clock; settings: SettingsService; log
     /** Seconds left on this subject's guard, or null when it may pass. */
     async retryAfter(subject: GuardSubject): Promise<number | null> {
       if (!(await deps.settings.get('guard_enabled'))) return null;
-      if (store.idle?.()) return null;
-      const until = await safe(() => store.until(subject), null);
+      const until = await onStore((st) => (st.idle?.() ? Promise.resolve(null) : st.until(subject)));
       return until === null ? null : Math.max(1, Math.ceil((until - deps.clock.now().getTime()) / 1000));
     },
     violation: (subject: GuardSubject) => bump('violation', subject, GUARD_VIOLATIONS_PER_MINUTE),
     authFailure: (ip: string) => bump('authfail', `ip:${ip}`, GUARD_AUTH_FAILURES_PER_MINUTE),
     /** Lifts every current guard (reseller-admin guard clear). */
-    clear: () => store.clear(),
+    clear: async () => (await local.clear()) + (shared && deps.redis?.status === 'ready' ? await shared.clear() : 0),
     async list(): Promise<{ subject: string; until: string; seconds_left: number }[]> {
       const now = deps.clock.now().getTime();
-      return (await store.list()).map((g) => ({ subject: g.subject, until: new Date(g.until).toISOString(), seconds_left: Math.ceil((g.until - now) / 1000) }));
+      const all = [...(await local.list()), ...(shared && deps.redis?.status === 'ready' ? await shared.list() : [])];
+      return all.map((g) => ({ subject: g.subject, until: new Date(g.until).toISOString(), seconds_left: Math.ceil((g.until - now) / 1000) }));
     },
   };
 }

@@ -108,7 +108,11 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       zip.on('error', (err) => req.log.error({ err }, 'zip stream failed'));
       // A client that goes away mid-download: stop the archive so that it opens no further file.
       reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) zip.abort();
+        if (!reply.raw.writableFinished) {
+          zip.abort();
+          // Destroying the archive closes the file it was reading (see zipOf).
+          zip.destroy();
+        }
       });
       return reply
         .header('Content-Type', 'application/zip')

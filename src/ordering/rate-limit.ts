@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Guard, GuardSubject } from './guard.js';
+import { fallbackStore } from './rate-limit-store.js';
 
 export type RateLimitDeps = { settings: SettingsService; guard: Guard; redis?: Redis; prefix: string };
 
@@ -27,7 +28,7 @@ export async function installPaymentRateLimit(app: FastifyInstance, deps: Omit<R
     timeWindow: 60_000,
     max: async () => deps.settings.get('payment_rate_limit_per_minute'),
     keyGenerator: (req) => (req.payClient ? `pay:${req.payClient.id}` : `pay-ip:${req.ip}`),
-    ...(deps.redis ? { redis: deps.redis, nameSpace: `${deps.prefix}prl:` } : {}),
+    ...(deps.redis ? { store: fallbackStore(deps.redis, `${deps.prefix}prl:`) } : {}),
     skipOnError: true,
     enableDraftSpec: true,
     errorResponseBuilder: (_req, ctx) => new AppError('RATE_LIMITED', `Too many requests: at most ${ctx.max} a minute; retry in ${Math.max(1, Math.ceil(ctx.ttl / 1000))} s`),
@@ -46,8 +47,8 @@ export async function installRateLimit(app: FastifyInstance, deps: RateLimitDeps
     timeWindow: 60_000,
     max: async () => deps.settings.get('rate_limit_per_minute'),
     keyGenerator: (req) => subjectOf(req),
-    ...(deps.redis ? { redis: deps.redis, nameSpace: `${deps.prefix}rl:` } : {}),
-    // A Redis outage must not take the API down: requests pass uncounted (the guard fails open the same way).
+    // While Redis is down the counters fall back to this process (fallbackStore); an error beyond that lets requests pass.
+    ...(deps.redis ? { store: fallbackStore(deps.redis, `${deps.prefix}rl:`) } : {}),
     skipOnError: true,
     enableDraftSpec: true,
     onExceeded: (req) => {

@@ -6,7 +6,7 @@ import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import type { EventBus } from '../shared/events.js';
 import { newOrderCode } from '../shared/ids.js';
-import { moneyOut } from '../shared/money.js';
+import { MONEY_LIMIT, moneyOut } from '../shared/money.js';
 
 export type OrderRow = typeof orders.$inferSelect;
 
@@ -42,6 +42,12 @@ export const CLAIM_PLANNER = sql`SET LOCAL random_page_cost = 1.1`;
 /** Thrown inside the transaction when another request already holds this request_id; the caller answers a replay. */
 class RequestIdTaken extends Error {}
 
+/** A product id as the API takes it ("4", " 04 "), or null when it cannot name a product. */
+function parseProductId(raw: string): number | null {
+  const s = raw.trim();
+  return /^\d{1,9}$/.test(s) ? Number(s) : null;
+}
+
 export function orderSummary(o: OrderRow): OrderSummary {
   return { order_code: o.orderCode, status: o.status as OrderSummary['status'], total: moneyOut(o.total), message: o.message };
 }
@@ -60,7 +66,8 @@ export function createOrderService(deps: OrderServiceDeps) {
   }
 
   function replayOf(existing: OrderRow, input: OrderInput): { order: OrderRow; replay: true } {
-    if (String(existing.productId) !== input.product_id.trim() || existing.quantity !== input.quantity) {
+    // Ids compare as numbers: "04" names product 4, as it did when the order was taken.
+    if (parseProductId(input.product_id) !== existing.productId || existing.quantity !== input.quantity) {
       throw new AppError('request_id_conflict', `request_id was already used for order ${existing.orderCode} with another product or quantity`);
     }
     return { order: existing, replay: true };
@@ -77,12 +84,17 @@ export function createOrderService(deps: OrderServiceDeps) {
       const existing = await byRequestId(userId, requestId);
       if (existing) return replayOf(existing, input);
     }
-    if (!/^\d{1,9}$/.test(input.product_id.trim())) throw orderFailed('product_unavailable');
-    const productId = Number(input.product_id.trim());
+    const productId = parseProductId(input.product_id);
+    if (productId === null) throw orderFailed('product_unavailable');
     try {
       const order = await withTx(db, async (tx) => {
         const [product] = await tx
-          .select({ id: products.id, name: products.name, type: products.type, price: products.price, minQty: products.minQty, maxQty: products.maxQty, total: sql<string>`(${products.price} * ${input.quantity})::numeric(18,2)` })
+          .select({
+            id: products.id, name: products.name, type: products.type, price: products.price, minQty: products.minQty, maxQty: products.maxQty,
+            // Unbounded numeric: a total numeric(18,2) cannot hold is more than any balance, not a database error.
+            total: sql<string>`(${products.price} * ${input.quantity})::text`,
+            fits: sql<boolean>`(${products.price} * ${input.quantity}) < ${MONEY_LIMIT}::numeric`,
+          })
           .from(products)
           .where(and(eq(products.id, productId), eq(products.hidden, false)))
           .limit(1);
@@ -94,6 +106,8 @@ export function createOrderService(deps: OrderServiceDeps) {
         if (input.quantity < product.minQty || input.quantity > product.maxQty) {
           throw orderFailed('quantity_out_of_range', `allowed ${product.minQty}-${product.maxQty}`);
         }
+        if (!product.fits) throw orderFailed('insufficient_balance');
+        const total = product.total;
         const message = product.type === 'code' ? `Order completed: ${input.quantity} code(s) delivered` : 'Order completed: files ready to download';
         const [created] = await tx
           .insert(orders)
@@ -106,7 +120,7 @@ export function createOrderService(deps: OrderServiceDeps) {
             productType: product.type,
             quantity: input.quantity,
             unitPrice: product.price,
-            total: product.total,
+            total,
             status: 'success',
             message,
           })
@@ -116,8 +130,8 @@ export function createOrderService(deps: OrderServiceDeps) {
 
         const [debited] = await tx
           .update(users)
-          .set({ balance: sql`${users.balance} - ${product.total}::numeric`, updatedAt: sql`now()` as unknown as Date })
-          .where(and(eq(users.id, userId), sql`${users.balance} >= ${product.total}::numeric`))
+          .set({ balance: sql`${users.balance} - ${total}::numeric`, updatedAt: sql`now()` as unknown as Date })
+          .where(and(eq(users.id, userId), sql`${users.balance} >= ${total}::numeric`))
           .returning({ balance: users.balance });
         if (!debited) throw orderFailed('insufficient_balance');
 
@@ -132,7 +146,7 @@ export function createOrderService(deps: OrderServiceDeps) {
         }
         await tx.insert(balanceLedger).values({
           userId,
-          amount: sql`-${product.total}::numeric` as unknown as string,
+          amount: sql`-${total}::numeric` as unknown as string,
           balanceAfter: debited.balance,
           kind: 'order',
           ref: created.orderCode,

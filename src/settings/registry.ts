@@ -47,7 +47,13 @@ export const settingDefs = {
   currency: def({ schema: z.string().trim().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as VND'), default: 'VND', help: 'currency of prices and balances' }),
   display_timezone: def({ schema: timezone, default: 'Asia/Ho_Chi_Minh', help: 'time zone of used_at and status_label' }),
   public_base_url: def({ schema: optionalUrl, default: '', help: 'external base URL used in download_url (empty = from the request)' }),
-  cron_token: def({ schema: z.string().trim().max(256), default: '', secret: true, help: 'token of GET /api-sync-cron.php (empty = endpoint refuses every call)' }),
+  cron_token: def({
+    // The token is the endpoint's only credential and travels in a URL: short ones are guessable.
+    schema: z.string().trim().max(256).refine((s) => s === '' || s.length >= 16, 'must be empty (endpoint off) or at least 16 characters'),
+    default: '',
+    secret: true,
+    help: 'token of GET /api-sync-cron.php, at least 16 characters (empty = endpoint refuses every call)',
+  }),
   source_url: def({ schema: optionalUrl, default: '', help: 'base URL of the source site (empty = no intermediary mode)' }),
   source_api_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'our API key on the source site' }),
   sync_timeout_seconds: def({ schema: int(1, 600), default: '15', help: 'bound of each call to the source site' }),

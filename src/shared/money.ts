@@ -3,6 +3,9 @@ import { z } from 'zod';
 /** A decimal amount as text, at most 2 decimals: money crosses the code as strings and is added up in SQL numeric. */
 export const MONEY_RE = /^-?\d{1,16}(\.\d{1,2})?$/;
 
+/** Every money column is numeric(18,2): amounts stay strictly below this. */
+export const MONEY_LIMIT = '10000000000000000';
+
 /** Money in JSON input: a number or a numeric string with at most 2 decimals; kept as a canonical string. */
 export const moneyInput = z
   .union([z.number(), z.string()])

@@ -2,14 +2,14 @@ import { asc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { balanceLedger, users } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
-import { AppError } from '../http/errors.js';
+import { AppError, fieldError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { sha256Hex } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
 import { newApiKey } from '../shared/ids.js';
 import { checkedIpList, createIpMatcher, type IpMatcher } from '../shared/ip.js';
-import { MONEY_RE, moneyOut } from '../shared/money.js';
+import { MONEY_LIMIT, MONEY_RE, moneyOut } from '../shared/money.js';
 
 export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher };
 
@@ -141,9 +141,11 @@ export function createUsersService(deps: UsersDeps) {
         const [row] = await tx
           .update(users)
           .set({ balance: sql`${users.balance} + ${amount}::numeric`, updatedAt: sql`now()` as unknown as Date })
-          .where(sql`${users.id} = ${user.id} AND ${users.balance} + ${amount}::numeric >= 0`)
+          // The sum is checked unbounded before it is stored: numeric(18,2) holds less than 10^16.
+          .where(sql`${users.id} = ${user.id} AND ${users.balance} + ${amount}::numeric >= 0 AND ${users.balance} + ${amount}::numeric < ${MONEY_LIMIT}::numeric`)
           .returning({ balance: users.balance });
-        if (!row) throw new AppError('invalid_request', `Debit of ${amount.replace('-', '')} would take the balance below zero (balance ${moneyOut(user.balance)})`);
+        if (!row && amount.startsWith('-')) throw new AppError('invalid_request', `Debit of ${amount.replace('-', '')} would take the balance below zero (balance ${moneyOut(user.balance)})`);
+        if (!row) throw fieldError('invalid_request', 'body.amount', `A credit of ${amount} would take the balance over the largest amount stored (${MONEY_LIMIT} excluded)`);
         const [ledger] = await tx
           .insert(balanceLedger)
           .values({ userId: user.id, amount, balanceAfter: row.balance, kind: Number(amount) > 0 ? 'admin_credit' : 'admin_debit', note: note ?? null, actor })

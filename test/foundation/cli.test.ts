@@ -247,11 +247,11 @@ describe('reseller-admin CLI', () => {
     it('setting set/get/list; list masks cron_token once it is set; "" resets', async () => {
       const help = expect.any(String);
       expect(await ok('setting', 'get', 'cron_token')).toEqual({ key: 'cron_token', value: '', default: '', source: 'default', secret: true, help });
-      expect(await ok('setting', 'set', 'cron_token', 's3cret-cron')).toEqual({ key: 'cron_token', value: 's3cret-cron', default: '', source: 'database', secret: true, help });
-      expect(await ok('setting', 'get', 'cron_token')).toEqual({ key: 'cron_token', value: 's3cret-cron', default: '', source: 'database', secret: true, help });
+      expect(await ok('setting', 'set', 'cron_token', 's3cret-cron-0123456789')).toEqual({ key: 'cron_token', value: 's3cret-cron-0123456789', default: '', source: 'database', secret: true, help });
+      expect(await ok('setting', 'get', 'cron_token')).toEqual({ key: 'cron_token', value: 's3cret-cron-0123456789', default: '', source: 'database', secret: true, help });
       const listed = await ok<Record<string, unknown>[]>('setting', 'list');
       expect(listed).toContainEqual({ key: 'cron_token', value: '********', default: '', source: 'database', secret: true, help });
-      expect(JSON.stringify(listed)).not.toContain('s3cret-cron');
+      expect(JSON.stringify(listed)).not.toContain('s3cret-cron-0123456789');
 
       expect(await ok('setting', 'set', 'products_max_limit', '50')).toEqual({ key: 'products_max_limit', value: '50', default: '100', source: 'database', secret: false, help });
       expect(await ok('setting', 'set', 'products_max_limit', '')).toEqual({ key: 'products_max_limit', value: '100', default: '100', source: 'default', secret: false, help });

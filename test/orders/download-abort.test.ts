@@ -19,8 +19,8 @@ function openStoredFiles(t: TestApp): number {
   return n;
 }
 
-/** Reads `bytes` of the answer, then drops the connection. */
-function readThenAbort(url: string, headers: Record<string, string>, bytes: number): Promise<void> {
+/** Reads `bytes` of the answer (slowly, pausing after each chunk as on a slow link, when `pauseMs` is set), then drops the connection. */
+function readThenAbort(url: string, headers: Record<string, string>, bytes: number, pauseMs = 0): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = http.get(url, { headers }, (res) => {
       let seen = 0;
@@ -29,6 +29,9 @@ function readThenAbort(url: string, headers: Record<string, string>, bytes: numb
         if (seen >= bytes) {
           req.destroy();
           resolve();
+        } else if (pauseMs > 0) {
+          res.pause();
+          setTimeout(() => res.resume(), pauseMs);
         }
       });
       res.on('error', () => resolve());
@@ -48,21 +51,36 @@ describe('aborted downloads', () => {
     await t?.close();
   });
 
-  it('leave no stored file open', async () => {
+  /** A file product with files of these sizes, ordered once: the download URL and the buyer's key. */
+  async function orderedFiles(sizes: number[]): Promise<{ url: string; key: string }> {
     const user = await makeUser(t, { balance: 1000 });
     const cat = await makeCategory(t);
     const p = await makeProduct(t, { category_id: cat.id, type: 'file', price: 1, max_qty: 1 });
-    for (let i = 0; i < 5; i++) {
+    for (const [i, size] of sizes.entries()) {
       const form = new FormData();
-      form.append('file', new Blob([new Uint8Array(randomBytes(2 * 1024 * 1024))]), `part-${i}.bin`);
+      form.append('file', new Blob([new Uint8Array(randomBytes(size))]), `part-${i}.bin`);
       const up = await fetch(`${base}/admin/v1/products/${p.id}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
       expect(up.status).toBe(200);
     }
     const created = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: { product_id: p.id, quantity: 1 } });
-    const url = `${base}/api/v1/order-download?order_code=${created.json().order_code}`;
-    for (let i = 0; i < 5; i++) await readThenAbort(url, bearer(user.api_key), 100_000);
-    // Give the server's close handlers their turn (an event, not a clock: bounded polling).
+    return { url: `${base}/api/v1/order-download?order_code=${created.json().order_code}`, key: user.api_key };
+  }
+
+  /** Gives the server's close handlers their turn (an event, not a clock: bounded polling). */
+  async function expectNoStoredFileOpen(): Promise<void> {
     await eventually(() => openStoredFiles(t) === 0, 3000);
     expect(openStoredFiles(t)).toBe(0);
+  }
+
+  it('leave no stored file open', async () => {
+    const { url, key } = await orderedFiles(Array.from({ length: 5 }, () => 2 * 1024 * 1024));
+    for (let i = 0; i < 5; i++) await readThenAbort(url, bearer(key), 100_000);
+    await expectNoStoredFileOpen();
+  });
+
+  it('leave no stored file open when the file is far larger than the socket buffers (30 MB, a slow reader that gives up)', async () => {
+    const { url, key } = await orderedFiles([30 * 1024 * 1024]);
+    for (let i = 0; i < 10; i++) await readThenAbort(url, bearer(key), 200_000, 20);
+    await expectNoStoredFileOpen();
   });
 });

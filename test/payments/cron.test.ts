@@ -19,17 +19,17 @@ describe('GET /api-sync-cron.php', () => {
       expect(res.statusCode).toBe(403);
       expect(res.json()).toEqual({ ok: false, error: 'unauthorized', message: 'The cron endpoint is off until cron_token is set' });
     }
-    await t.adminData('PUT', '/admin/v1/settings/cron_token', { value: 'cron-secret-1' });
-    for (const url of ['/api-sync-cron.php', '/api-sync-cron.php?token=', '/api-sync-cron.php?token=cron-secret-2']) {
+    await t.adminData('PUT', '/admin/v1/settings/cron_token', { value: 'cron-secret-0123456789-1' });
+    for (const url of ['/api-sync-cron.php', '/api-sync-cron.php?token=', '/api-sync-cron.php?token=cron-secret-0123456789-2']) {
       const res = await t.request({ method: 'GET', url });
       expect({ status: res.statusCode, body: res.json() }).toEqual({ status: 403, body: { ok: false, error: 'unauthorized', message: 'Wrong or missing cron token' } });
     }
     // the token never reaches the log
-    expect(t.logs.join('\n')).not.toContain('cron-secret-2');
+    expect(t.logs.join('\n')).not.toContain('cron-secret-0123456789-2');
   });
 
   it('prepares requests left in preparing_payment and expires overdue ones', async () => {
-    await t.adminData('PUT', '/admin/v1/settings/cron_token', { value: 'cron-secret-1' });
+    await t.adminData('PUT', '/admin/v1/settings/cron_token', { value: 'cron-secret-0123456789-1' });
     const c = await makePayClient(t);
     await makeMethod(t, 'CRON');
     const made = await payRequest(t, c, {
@@ -45,7 +45,7 @@ describe('GET /api-sync-cron.php', () => {
       INSERT INTO payment_requests (payment_id, client_id, merchant_invoice_id, amount, currency, method_code, status)
       VALUES ('pay_stuckstuckstuckstuck01', ${c.id}, 'CRON-2', 30000, 'VND', 'CRON', 'preparing_payment')`);
     t.clock.advance(31 * 60_000);
-    const res = await t.request({ method: 'GET', url: '/api-sync-cron.php?token=cron-secret-1' });
+    const res = await t.request({ method: 'GET', url: '/api-sync-cron.php?token=cron-secret-0123456789-1' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ ok: true, ran: false, reason: 'source_url is not set', jobs: { payments: { prepared: 1, expired: 1 } } });
     const rows = rowsOf<{ payment_id: string; status: string; transfer_content: string | null }>(

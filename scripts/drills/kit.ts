@@ -1,0 +1,124 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Shared pieces of the drills: a real server process, free ports, bounded waits and a failure list. */
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const ADMIN_TOKEN = 'drill-admin-token-0123456789abcdef';
+export const APP_SECRET = 'drill-app-secret-0123456789abcdef0123456789';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function until(cond: () => Promise<boolean> | boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await sleep(100);
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+}
+
+export type Server = { base: string; pid: number; child: ChildProcess; exited: () => boolean; log: () => string; stop(): Promise<void> };
+
+/** Starts `src/main.ts` as its own process (as in production), waits for /healthz. */
+export async function startServer(env: Record<string, string>): Promise<Server> {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-drill-'));
+  let out = '';
+  let exited = false;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, APP_SECRET, LOG_LEVEL: 'warn', GUARD_ENABLED: 'false', RATE_LIMIT_PER_MINUTE: '1000000', ORDER_RATE_LIMIT_PER_MINUTE: '1000000', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  child.on('exit', () => (exited = true));
+  const base = `http://127.0.0.1:${port}`;
+  await until(async () => {
+    if (exited) throw new Error(`server exited at start:\n${out}`);
+    return fetch(`${base}/healthz`).then((r) => r.ok, () => false);
+  }, 60_000, 'the server to start');
+  return {
+    base,
+    pid: child.pid!,
+    child,
+    exited: () => exited,
+    log: () => out,
+    async stop() {
+      if (!exited) {
+        child.kill('SIGTERM');
+        await until(() => exited, 15_000, 'the server to stop').catch(() => child.kill('SIGKILL'));
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export type Answer = { status: number; body: Record<string, unknown> | null; headers: Headers; ms: number };
+
+/** One HTTP call bounded in time; a hang is an answer with status 0. */
+export async function call(base: string, method: string, url: string, opts: { headers?: Record<string, string>; body?: unknown; text?: string; timeoutMs?: number } = {}): Promise<Answer> {
+  const started = Date.now();
+  try {
+    const res = await fetch(base + url, {
+      method,
+      headers: { ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}), ...opts.headers },
+      body: opts.body !== undefined ? JSON.stringify(opts.body) : opts.text,
+      signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
+    });
+    const text = await res.text();
+    let body: Record<string, unknown> | null = null;
+    try {
+      body = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      // not JSON: reported by the caller
+    }
+    return { status: res.status, body, headers: res.headers, ms: Date.now() - started };
+  } catch {
+    return { status: 0, body: null, headers: new Headers(), ms: Date.now() - started };
+  }
+}
+
+export const admin = (base: string, method: string, url: string, body?: unknown) => call(base, method, url, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
+
+export async function adminData<T>(base: string, method: string, url: string, body?: unknown): Promise<T> {
+  const a = await admin(base, method, url, body);
+  if (a.status >= 300) throw new Error(`${method} ${url}: ${a.status} ${JSON.stringify(a.body)}`);
+  return (a.body as { data: T }).data;
+}
+
+/**
+ * Runs a drill within its time bound and prints its verdict as JSON; the process exits 1 on any failure. The drill
+ * fills `failures` and `facts`, and cleans up after itself (its own `finally`).
+ */
+export function runDrill(name: string, boundMs: number, drill: (failures: string[], facts: Record<string, unknown>) => Promise<void>): void {
+  const failures: string[] = [];
+  const facts: Record<string, unknown> = {};
+  const bound = setTimeout(() => {
+    console.error(`${name} drill: over its ${boundMs / 1000} s bound`);
+    process.exit(1);
+  }, boundMs);
+  bound.unref();
+  void drill(failures, facts)
+    .catch((err: Error) => failures.push(`drill error: ${err.message}`))
+    .then(() => {
+      console.log(JSON.stringify({ drill: name, ok: failures.length === 0, ...facts, failures: failures.slice(0, 50) }, null, 2));
+      process.exit(failures.length === 0 ? 0 : 1);
+    });
+}

@@ -1,0 +1,58 @@
+import net from 'node:net';
+
+export type TcpProxy = {
+  port: number;
+  /** Drops every open connection and refuses new ones (ECONNREFUSED), as a stopped database would. */
+  cut(): Promise<void>;
+  /** Accepts connections again on the same port. */
+  restore(): Promise<void>;
+  close(): Promise<void>;
+};
+
+/** A TCP relay on 127.0.0.1 in front of a real server, so a test can take that server "down" without stopping it. */
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  const sockets = new Set<net.Socket>();
+  let server: net.Server | null = null;
+  let port = 0;
+
+  const listen = (onPort: number) =>
+    new Promise<void>((resolve, reject) => {
+      const s = net.createServer((client) => {
+        const upstream = net.connect(target.port, target.host);
+        for (const sock of [client, upstream]) {
+          sockets.add(sock);
+          sock.on('close', () => sockets.delete(sock));
+          sock.on('error', () => {
+            client.destroy();
+            upstream.destroy();
+          });
+        }
+        client.pipe(upstream);
+        upstream.pipe(client);
+      });
+      s.once('error', reject);
+      s.listen(onPort, '127.0.0.1', () => {
+        server = s;
+        port = (s.address() as net.AddressInfo).port;
+        resolve();
+      });
+    });
+
+  const stop = async () => {
+    const s = server;
+    server = null;
+    for (const sock of sockets) sock.destroy();
+    sockets.clear();
+    if (s) await new Promise<void>((r) => s.close(() => r()));
+  };
+
+  await listen(0);
+  return {
+    get port() {
+      return port;
+    },
+    cut: stop,
+    restore: () => listen(port),
+    close: stop,
+  };
+}

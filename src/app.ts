@@ -111,6 +111,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     payClients: deps.payClients,
     payMethods: deps.payMethods,
     payments: deps.payments,
+    webhooks: deps.webhooks,
   });
   return app;
 }

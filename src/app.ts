@@ -13,6 +13,7 @@ import { patchOpenApi } from './http/openapi.js';
 import { orderingRoutes } from './ordering/routes.js';
 import { paymentRoutes } from './payments/routes.js';
 import { cronRoutes } from './jobs/routes.js';
+import { bankFeedRoutes } from './payments/bank-feed-routes.js';
 
 function trustHops(n: number): (addr: string, hop: number) => boolean {
   return (_addr, hop) => hop < n;
@@ -73,6 +74,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
           apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'Ordering API key, alternative header' },
           adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
           payApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Payment API key; every request also carries X-API-Event, X-API-Signature and X-API-Signature-Alg' },
+          sepayApiKey: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'SePay bank feed: "Apikey <setting sepay_api_key>"' },
+          cassoSignature: { type: 'apiKey', in: 'header', name: 'X-Casso-Signature', description: 'Casso bank feed: t=<Unix ms>,v1=<HMAC-SHA512 hex keyed with setting casso_checksum_key>' },
         },
       },
     },
@@ -97,6 +100,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     cipher: deps.cipher,
     clock: deps.clock,
   });
+  await app.register(bankFeedRoutes, { settings: deps.settings, clock: deps.clock, bankFeeds: deps.bankFeeds });
   await app.register(adminRoutes, {
     adminToken: deps.adminToken,
     allowedIps: config.ADMIN_ALLOWED_IPS,
@@ -112,6 +116,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     payMethods: deps.payMethods,
     payments: deps.payments,
     webhooks: deps.webhooks,
+    bankFeeds: deps.bankFeeds,
   });
   return app;
 }

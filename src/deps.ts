@@ -25,6 +25,7 @@ import { createMethodsService } from './payments/methods.js';
 import { createPaymentsService } from './payments/service.js';
 import { createCronService } from './jobs/cron.js';
 import { createWebhooksService } from './webhooks/deliver.js';
+import { createBankFeedsService } from './payments/bank-feeds.js';
 import type { Resolver } from './webhooks/target.js';
 
 export type DepsOverrides = {
@@ -105,6 +106,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
   const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver });
   cleanups.unshift(() => webhooks.stop());
+  const bankFeeds = createBankFeedsService({ db, clock });
   const cron = createCronService({ db, clock, settings, payments, webhooks, logger });
   const files = createFilesService({ db, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
@@ -132,6 +134,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     payments,
     cron,
     webhooks,
+    bankFeeds,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

@@ -371,6 +371,10 @@ export const COMMANDS: readonly Command[] = [
     noun: 'pay webhook', verb: 'resend', usage: 'EVENT_ID', summary: 'send a delivered or dead event again now (same event_id), with a fresh retry schedule',
     args: ['EVENT_ID'], call: ({ EVENT_ID }) => ({ method: 'POST', path: `/admin/v1/pay/webhooks/${enc(EVENT_ID)}/resend`, timeoutMs: 60_000 }),
   }),
+  cmd({
+    noun: 'pay transaction', verb: 'list', usage: '[--status approved|unmatched|amount_mismatch|late|ignored]', summary: 'bank-feed transactions (SePay, Casso) and what became of each',
+    options: { status: S }, call: (_, o) => get(`/admin/v1/pay/transactions${o.status === undefined ? '' : `?status=${enc(String(o.status))}`}`),
+  }),
 ];
 
 /**

@@ -15,6 +15,7 @@ import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
 import { registerAdminPayRoutes, type AdminPayDeps } from './pay-routes.js';
 import { registerAdminWebhookRoutes, type AdminWebhookDeps } from './webhook-routes.js';
+import { registerAdminTransactionRoutes, type AdminTransactionDeps } from './transaction-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import {
   adminProduct,
@@ -37,7 +38,7 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & {
+export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & {
   adminToken: string;
   allowedIps: string[];
   uploadMaxBytes: number;
@@ -191,6 +192,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminOrderRoutes(app, deps, security, ADMIN_ERRORS);
   registerAdminPayRoutes(app, deps, security, ADMIN_ERRORS);
   registerAdminWebhookRoutes(app, deps, security, ADMIN_ERRORS);
+  registerAdminTransactionRoutes(app, deps, security, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: { operationId: 'adminListSettings', tags, security, description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView)), ...errs() } },

@@ -11,7 +11,7 @@ const PAY_COMMANDS = [
   'pay client request', 'pay client approve', 'pay client show', 'pay client list', 'pay client set-ips', 'pay client update',
   'pay client disable', 'pay client enable', 'pay client rotate-secret',
   'pay payment show', 'pay payment approve', 'pay payment reject', 'pay payment report', 'pay payment cancel',
-  'pay webhook list', 'pay webhook show', 'pay webhook resend',
+  'pay webhook list', 'pay webhook show', 'pay webhook resend', 'pay transaction list',
 ];
 
 const ISO = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
@@ -109,8 +109,8 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
     });
 
     it('a missing or unknown noun or verb, missing arguments and bad option values are usage errors', async () => {
-      expect((await fails('pay')).envelope).toEqual(usage('pay needs a noun: method, client, payment, webhook (run reseller-admin pay --help)'));
-      expect((await fails('pay', 'invoice', 'list')).envelope).toEqual(usage('Unknown command "pay invoice"; pay nouns: method, client, payment, webhook'));
+      expect((await fails('pay')).envelope).toEqual(usage('pay needs a noun: method, client, payment, webhook, transaction (run reseller-admin pay --help)'));
+      expect((await fails('pay', 'invoice', 'list')).envelope).toEqual(usage('Unknown command "pay invoice"; pay nouns: method, client, payment, webhook, transaction'));
       expect((await fails('pay', 'method')).envelope).toEqual(usage('pay method needs a verb: create, list, update (run reseller-admin pay method --help)'));
       expect((await fails('pay', 'method', 'delete', 'VCB')).envelope).toEqual(usage('Unknown command "pay method delete"; pay method verbs: create, list, update'));
       expect((await fails('frobnicate')).envelope).toEqual(usage('Unknown command "frobnicate"; commands: user, category, product, codes, order, guard, setting, demo, pay (run reseller-admin --help)'));

@@ -124,6 +124,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
         if (active.size === 0 || report.error) break;
         await Promise.race(active);
       }
+      // Claim again only once a good share of the slots is free: each claim ranks every due row, so claiming one row
+      // per finished attempt would cost more than the attempts themselves.
+      while (active.size > MAX_IN_FLIGHT / 2 && !stopped) await Promise.race(active);
     }
     await Promise.allSettled([...active]);
     return report;

@@ -164,10 +164,6 @@ export function createWebhooksService(deps: WebhooksDeps) {
   return {
     /** Cron: sends every due attempt (joins a drain already running in this process) and reports what happened. */
     deliverDue: (): Promise<DrainReport> => runDrain(),
-    /** Starts a drain without waiting for it (after a commit that wrote outbox rows). */
-    kick(): void {
-      if (!stopped) void runDrain();
-    },
     async list(status: OutboxStatus | undefined, limit = 200) {
       return listEvents(db, status, limit);
     },

@@ -42,5 +42,6 @@ BEGIN
 END;
 $$ LANGUAGE plpgsql;
 --> statement-breakpoint
--- Claims look for rows never tried or due again; this keeps that scan short once the table holds delivered history.
-CREATE INDEX IF NOT EXISTS webhook_outbox_pending_idx ON webhook_outbox (attempts, next_attempt_at) WHERE status = 'pending';
+-- A claim takes, for each client, its first few due rows in order (src/webhooks/outbox.ts): one short index walk per
+-- client instead of ranking every pending row.
+CREATE INDEX IF NOT EXISTS webhook_outbox_client_due_idx ON webhook_outbox (client_id, next_attempt_at, id) WHERE status = 'pending';

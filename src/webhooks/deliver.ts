@@ -8,7 +8,7 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
-import { claimDue, listEvents, purgeDelivered, recordAttempt, reopenEvent, showEvent, type Claimed, type OutboxStatus } from './outbox.js';
+import { claimDue, listEvents, purgeDelivered, recordAttempts, reopenEvent, showEvent, type AttemptRecord, type Claimed, type OutboxStatus } from './outbox.js';
 import { sendWebhook, type AttemptResult } from './send.js';
 import { createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
 
@@ -40,7 +40,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
   const resolver = deps.resolver ?? systemResolver;
   const agents = { strict: createTargetAgent({ resolver, allowPrivate: false }), open: createTargetAgent({ resolver, allowPrivate: true }) };
   const inFlight = new Map<number, number>();
-  let draining: Promise<DrainReport> | null = null;
+  let draining: Promise<void> | null = null;
   let again = false;
   let stopped = false;
 
@@ -70,8 +70,32 @@ export function createWebhooksService(deps: WebhooksDeps) {
       next = { status: 'pending', nextAttemptAt: new Date(at.getTime() + delayMs), deliveredAt: null };
     }
     const error = next.status === 'dead' && result.outcome === 'retry' ? `${result.error} (last attempt of the schedule)` : result.error;
-    await recordAttempt(db, row, { at: now, statusCode: result.statusCode, latencyMs: result.latencyMs, response: result.response, error, next });
+    await record(row, { at: now, statusCode: result.statusCode, latencyMs: result.latencyMs, response: result.response, error, next });
     return next.status;
+  }
+
+  // Group commit: attempts that finish while a write is running are recorded together by the next one.
+  let queue: { row: Claimed; rec: AttemptRecord; done: (err?: unknown) => void }[] = [];
+  let writing = false;
+  function record(row: Claimed, rec: AttemptRecord): Promise<void> {
+    return new Promise((resolve, reject) => {
+      queue.push({ row, rec, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!writing) void writeQueued();
+    });
+  }
+  async function writeQueued(): Promise<void> {
+    writing = true;
+    while (queue.length > 0) {
+      const batch = queue.slice(0, 200);
+      queue = queue.slice(batch.length);
+      try {
+        await recordAttempts(db, batch);
+        for (const b of batch) b.done();
+      } catch (err) {
+        for (const b of batch) b.done(err);
+      }
+    }
+    writing = false;
   }
 
   async function clientsOf(rows: Claimed[]) {
@@ -92,15 +116,18 @@ export function createWebhooksService(deps: WebhooksDeps) {
       if (room > 0 && Date.now() - started < DRAIN_BUDGET_MS) {
         try {
           const now = clock.now();
-          claimed = await claimDue(db, { now, leaseUntil: new Date(now.getTime() + LEASE_MS), limit: room, perClient: PER_CLIENT_IN_FLIGHT, inFlight: Object.fromEntries(inFlight), eventId });
-          clients = claimed.length > 0 ? await clientsOf(claimed) : new Map();
+          // One claim at a time in this process, counted in flight before the next: the per-client cap holds across drains.
+          [claimed, clients] = await exclusive(async () => {
+            const rows = await claimDue(db, { now, leaseUntil: new Date(now.getTime() + LEASE_MS), limit: room, perClient: PER_CLIENT_IN_FLIGHT, inFlight: Object.fromEntries(inFlight), eventId });
+            for (const row of rows) inFlight.set(row.client_id, (inFlight.get(row.client_id) ?? 0) + 1);
+            return [rows, rows.length > 0 ? await clientsOf(rows) : new Map()] as const;
+          });
         } catch (err) {
           logger.error({ err: { message: (err as Error).message } }, 'webhook claim failed; the next cron call retries');
           report.error = 'could not read the outbox';
         }
       }
       for (const row of claimed) {
-        inFlight.set(row.client_id, (inFlight.get(row.client_id) ?? 0) + 1);
         report.attempted++;
         const p: Promise<void> = attempt(row, clients.get(row.client_id))
           .then((status) => {
@@ -132,23 +159,28 @@ export function createWebhooksService(deps: WebhooksDeps) {
     return report;
   }
 
-  /** One drain at a time per process; a request during it asks for one more pass (rows committed meanwhile). */
-  function runDrain(): Promise<DrainReport> {
+  let claimChain: Promise<unknown> = Promise.resolve();
+  function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = claimChain.then(fn, fn);
+    claimChain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Drains started by NOTIFY: one at a time per process; one arriving during it asks for one more pass. */
+  function kickDrain(): void {
+    if (stopped) return;
     if (draining) {
       again = true;
-      return draining;
+      return;
     }
     draining = (async () => {
-      let report: DrainReport;
       do {
         again = false;
-        report = await drain();
+        await drain();
       } while (again && !stopped);
-      return report;
     })().finally(() => {
       draining = null;
     });
-    return draining;
   }
 
   async function show(eventId: string) {
@@ -157,13 +189,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
     return e;
   }
 
-  deps.bus?.subscribe('webhooks', () => {
-    if (!stopped) void runDrain();
-  });
+  deps.bus?.subscribe('webhooks', kickDrain);
 
   return {
-    /** Cron: sends every due attempt (joins a drain already running in this process) and reports what happened. */
-    deliverDue: (): Promise<DrainReport> => runDrain(),
+    /** Cron: sends every due attempt (alongside a NOTIFY drain, if one runs: claims never overlap) and reports them. */
+    deliverDue: (): Promise<DrainReport> => drain(),
     async list(status: OutboxStatus | undefined, limit = 200) {
       return listEvents(db, status, limit);
     },

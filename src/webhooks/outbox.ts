@@ -20,20 +20,22 @@ export async function claimDue(
   db: Db,
   o: { now: Date; leaseUntil: Date; limit: number; perClient: number; inFlight: Record<number, number>; eventId?: string },
 ): Promise<Claimed[]> {
-  const due = sql`status = 'pending' AND (attempts = retry_base OR next_attempt_at <= ${iso(o.now)}::timestamptz)`;
-  const only = o.eventId !== undefined ? sql` AND event_id = ${o.eventId}` : sql``;
+  const only = o.eventId !== undefined ? sql` AND w.event_id = ${o.eventId}` : sql``;
+  const due = sql`w.status = 'pending' AND (w.attempts = w.retry_base OR w.next_attempt_at <= ${iso(o.now)}::timestamptz)${only}`;
   const res = await db.execute(sql`
     WITH cand AS (
-      SELECT x.id FROM (
-        SELECT id, client_id, next_attempt_at, row_number() OVER (PARTITION BY client_id ORDER BY next_attempt_at, id) AS rn
-        FROM webhook_outbox WHERE ${due}${only}
-      ) x
-      WHERE x.rn <= ${o.perClient} - coalesce((${JSON.stringify(o.inFlight)}::jsonb ->> x.client_id::text)::int, 0)
-      ORDER BY x.next_attempt_at, x.id
+      SELECT d.id, d.next_attempt_at FROM pay_clients c
+      CROSS JOIN LATERAL (
+        SELECT w.id, w.next_attempt_at FROM webhook_outbox w
+        WHERE w.client_id = c.id AND ${due}
+        ORDER BY w.next_attempt_at, w.id
+        LIMIT greatest(0, ${o.perClient} - coalesce((${JSON.stringify(o.inFlight)}::jsonb ->> c.id::text)::int, 0))
+      ) d
+      ORDER BY d.next_attempt_at, d.id
       LIMIT ${o.limit}
     ), c AS (
       SELECT w.id FROM webhook_outbox w JOIN cand ON cand.id = w.id
-      WHERE w.status = 'pending' AND (w.attempts = w.retry_base OR w.next_attempt_at <= ${iso(o.now)}::timestamptz)
+      WHERE ${due}
       FOR UPDATE OF w SKIP LOCKED
     )
     UPDATE webhook_outbox w SET attempts = w.attempts + 1, next_attempt_at = ${iso(o.leaseUntil)}::timestamptz
@@ -52,20 +54,33 @@ export type AttemptRecord = {
 };
 
 /**
- * Records the attempt and moves the row on, in one statement. The row moves only if it is still ours (same attempt
- * number, still pending): an attempt that outlived its lease is recorded but does not overwrite the newer one's state.
+ * Records finished attempts and moves their rows on, all in one statement (several attempts finishing together share
+ * one round trip). A row moves only if it is still ours (same attempt number, still pending): an attempt that
+ * outlived its lease is recorded but does not overwrite the newer one's state.
  */
-export async function recordAttempt(db: Db, row: Claimed, r: AttemptRecord): Promise<boolean> {
-  const res = await db.execute(sql`
-    WITH a AS (
+export async function recordAttempts(db: Db, items: { row: Claimed; rec: AttemptRecord }[]): Promise<void> {
+  const input = items.map(({ row, rec }) => ({
+    id: row.id,
+    attempt: row.attempts,
+    at: iso(rec.at),
+    status_code: rec.statusCode,
+    latency_ms: rec.latencyMs,
+    response: rec.response,
+    error: rec.error,
+    status: rec.next.status,
+    next_at: iso(rec.next.nextAttemptAt),
+    delivered_at: rec.next.deliveredAt ? iso(rec.next.deliveredAt) : null,
+  }));
+  await db.execute(sql`
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(id bigint, attempt int, at timestamptz,
+        status_code int, latency_ms int, response text, error text, status text, next_at timestamptz, delivered_at timestamptz)
+    ), a AS (
       INSERT INTO webhook_attempts (outbox_id, attempt, at, status_code, latency_ms, response, error)
-      VALUES (${row.id}, ${row.attempts}, ${iso(r.at)}::timestamptz, ${r.statusCode}, ${r.latencyMs}, ${r.response}, ${r.error})
+      SELECT id, attempt, at, status_code, latency_ms, response, error FROM input
     )
-    UPDATE webhook_outbox SET status = ${r.next.status}, next_attempt_at = ${iso(r.next.nextAttemptAt)}::timestamptz,
-      last_error = ${r.error}, delivered_at = ${r.next.deliveredAt ? iso(r.next.deliveredAt) : null}::timestamptz
-    WHERE id = ${row.id} AND attempts = ${row.attempts} AND status = 'pending'
-    RETURNING id`);
-  return rowsOf(res).length > 0;
+    UPDATE webhook_outbox w SET status = i.status, next_attempt_at = i.next_at, last_error = i.error, delivered_at = i.delivered_at
+    FROM input i WHERE w.id = i.id AND w.attempts = i.attempt AND w.status = 'pending'`);
 }
 
 export type EventView = {

@@ -54,7 +54,8 @@ async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<strin
       break;
     }
   }
-  return Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+  // PostgreSQL text cannot hold NUL.
+  return Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8').replaceAll('\u0000', '');
 }
 
 function describe(err: unknown): string {

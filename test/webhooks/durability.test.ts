@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openPg } from '../../src/db/client.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, createTestDatabase, type TestApp, type TestDatabase } from '../harness.js';
 import { makeMethod } from '../payments/helpers.js';
@@ -42,7 +43,10 @@ describe('webhook delivery survives crashes and shares work between processes', 
       VALUES ('evt_legacylegacylegacy00001', ${c.id}, 'payment.approved', '{"event_id":"evt_legacylegacylegacy00001","legacy":true}', now() - interval '30 days', now() - interval '30 days')`);
     expect(r.received).toHaveLength(0);
 
-    const b = await app();
+    // A new process: on PostgreSQL its own connections, which were not listening when the approval's NOTIFY went out.
+    const fresh = db.url ? await openPg(db.url, 4) : null;
+    const b = await createTestApp({ database: fresh ?? db.database });
+    open.push({ close: async () => (await b.close(), await fresh?.close()) });
     const report = await cron(b);
     expect(report.jobs.webhooks).toMatchObject({ attempted: 2, delivered: 2, failed: 0 });
     const rows = await outboxOf(b, c.id);

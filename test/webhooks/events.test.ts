@@ -20,7 +20,7 @@ describe('opt-in events and the pay webhook commands', () => {
     await t?.close();
   });
 
-  it('payment.rejected, payment.cancelled and payment.expired go only to clients subscribed to them; approved always goes', async () => {
+  it('payment.rejected, payment.cancelled and payment.expired go only to clients subscribed to them', async () => {
     const plain = await makeHookClient(t, r.url);
     const subscribed = await makeHookClient(t, r.url);
     const updated = await ok<{ events: string[] }>('pay', 'client', 'update', String(subscribed.id), '--events', 'payment.cancelled,payment.rejected,payment.expired');

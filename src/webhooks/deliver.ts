@@ -56,7 +56,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
         const d = { url: client.webhookUrl, eventId: row.event_id, event: row.event, body: row.body, secret: cipher.decrypt(client.webhookSecretEnc), timestamp: Math.floor(now.getTime() / 1000) };
         result = await sendWebhook(client.allowPrivateTargets ? agents.open : agents.strict, d, now);
       } catch (err) {
-        result = failed(err instanceof TargetRefusedError ? err.message : `could not resolve the webhook host: ${(err as Error).message}`);
+        result = failed(err instanceof TargetRefusedError ? err.message : `could not send: ${(err as Error).message}`);
       }
     }
     const schedule = await settings.get('webhook_retry_schedule');

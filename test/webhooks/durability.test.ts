@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openPg } from '../../src/db/client.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, createTestDatabase, type TestApp, type TestDatabase } from '../harness.js';
-import { makeMethod } from '../payments/helpers.js';
+import { makeMethod, type PayCreds } from '../payments/helpers.js';
 import { attemptsOf, cron, makeHookClient, outboxOf, pendingPayment, startReceiver, until } from './kit.js';
 
 describe('webhook delivery survives crashes and shares work between processes', () => {
@@ -24,7 +24,7 @@ describe('webhook delivery survives crashes and shares work between processes', 
     return t;
   };
   let methodSeq = 0;
-  const withMethod = async (t: TestApp) => makeMethod(t, `DUR${++methodSeq}`, { make_default: true });
+  const withMethod = async (t: TestApp, code = `DUR${++methodSeq}`) => makeMethod(t, code, { make_default: true });
 
   it('an approval committed by a process that died before sending is delivered after restart by the cron endpoint; so is a row older than this feature', async () => {
     const r = await startReceiver();
@@ -81,20 +81,28 @@ describe('webhook delivery survives crashes and shares work between processes', 
     const r = await startReceiver(() => new Promise((resolve) => setTimeout(() => resolve({ status: 200 }), 5)));
     open.push(r);
     const a = await app();
-    const b = await app();
-    await withMethod(a);
-    const clients = [await makeHookClient(a, r.url), await makeHookClient(a, r.url), await makeHookClient(a, r.url)];
-    const ids: string[] = [];
-    for (const c of clients) for (let i = 0; i < 8; i++) ids.push((await pendingPayment(a, c, 20_000 + i)).payment_id);
-    // One commit approves all 24: both processes hear its NOTIFY; both cron endpoints are called at the same time too.
-    await a.deps.db.execute(sql`UPDATE payment_requests SET status = 'approved' WHERE payment_id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})`);
-    await Promise.all([cron(a), cron(b), a.deps.webhooks.deliverDue(), b.deps.webhooks.deliverDue()]);
-    const count = async () => rowsOf<{ n: number }>(await a.deps.db.execute(sql`SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'delivered' AND client_id IN (${sql.join(clients.map((c) => sql`${c.id}`), sql`, `)})`))[0]!.n;
-    await until(async () => (await count()) === 24, 'all delivered');
+    // On PostgreSQL the second process has connections of its own, as a real one would.
+    const other = db.url ? await openPg(db.url, 8) : null;
+    const b = await createTestApp({ database: other ?? db.database });
+    open.push({ close: async () => (await b.close(), await other?.close()) });
+    await withMethod(a, 'DUR');
+    const clients: PayCreds[] = [];
+    for (let i = 0; i < 6; i++) clients.push(await makeHookClient(a, r.url));
+    const ids = sql.join(clients.map((c) => sql`${c.id}`), sql`, `);
+    // 60 pending requests (10 a client), made by SQL for speed, then one commit approves them all: both processes hear
+    // its NOTIFY, and several drains of each run at the same time.
+    await a.deps.db.execute(sql`
+      INSERT INTO payment_requests (payment_id, client_id, merchant_invoice_id, amount, currency, method_code, status, transfer_content)
+      SELECT 'pay_two' || lpad(g::text, 21, '0'), (ARRAY[${ids}]::int[])[1 + g % 6], 'TWO-' || g, 10000, 'VND', 'DUR', 'pending_payment', 'RGTWO' || lpad(g::text, 7, '0')
+      FROM generate_series(1, 60) g`);
+    await a.deps.db.execute(sql`UPDATE payment_requests SET status = 'approved' WHERE payment_id LIKE 'pay_two%'`);
+    await Promise.all([cron(a), cron(b), ...[a, b, a, b, a, b, a, b].map((x) => x.deps.webhooks.deliverDue())]);
+    const count = async () => rowsOf<{ n: number }>(await a.deps.db.execute(sql`SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'delivered' AND client_id IN (${ids})`))[0]!.n;
+    await until(async () => (await count()) === 60, 'all delivered');
     const seen = r.received.map((x) => String(x.headers['x-webhook-id']));
-    expect(seen).toHaveLength(24);
-    expect(new Set(seen).size).toBe(24);
-    const attempts = rowsOf<{ n: number; max: number }>(await a.deps.db.execute(sql`SELECT count(*)::int AS n, max(attempts)::int AS max FROM webhook_attempts a JOIN webhook_outbox o ON o.id = a.outbox_id WHERE o.client_id IN (${sql.join(clients.map((c) => sql`${c.id}`), sql`, `)})`));
-    expect(attempts[0]).toEqual({ n: 24, max: 1 });
+    expect(seen).toHaveLength(60);
+    expect(new Set(seen).size).toBe(60);
+    const attempts = rowsOf<{ n: number; max: number }>(await a.deps.db.execute(sql`SELECT count(*)::int AS n, max(attempts)::int AS max FROM webhook_attempts a JOIN webhook_outbox o ON o.id = a.outbox_id WHERE o.client_id IN (${ids})`));
+    expect(attempts[0]).toEqual({ n: 60, max: 1 });
   });
 });

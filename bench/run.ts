@@ -6,6 +6,7 @@ const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void
   table: () => import('./table.bench.js'),
   catalog: () => import('./catalog.bench.js'),
   download: () => import('./download.bench.js'),
+  webhooks: () => import('./webhooks.bench.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -15,6 +15,7 @@ import { openApiTags, patchOpenApi, securitySchemes } from './http/openapi.js';
 import { orderingRoutes } from './ordering/routes.js';
 import { paymentRoutes } from './payments/routes.js';
 import { cronRoutes } from './jobs/routes.js';
+import { bankFeedRoutes } from './payments/bank-feed-routes.js';
 
 function trustHops(n: number): (addr: string, hop: number) => boolean {
   return (_addr, hop) => hop < n;
@@ -99,6 +100,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     cipher: deps.cipher,
     clock: deps.clock,
   });
+  await app.register(bankFeedRoutes, { settings: deps.settings, clock: deps.clock, bankFeeds: deps.bankFeeds });
   await app.register(adminRoutes, {
     adminToken: deps.adminToken,
     allowedIps: config.ADMIN_ALLOWED_IPS,
@@ -113,6 +115,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     payClients: deps.payClients,
     payMethods: deps.payMethods,
     payments: deps.payments,
+    webhooks: deps.webhooks,
+    bankFeeds: deps.bankFeeds,
   });
   return app;
 }

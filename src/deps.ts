@@ -25,6 +25,9 @@ import { createPayClientsService } from './payments/clients.js';
 import { createMethodsService } from './payments/methods.js';
 import { createPaymentsService } from './payments/service.js';
 import { createCronService } from './jobs/cron.js';
+import { createWebhooksService } from './webhooks/deliver.js';
+import { createBankFeedsService } from './payments/bank-feeds.js';
+import type { Resolver } from './webhooks/target.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -34,6 +37,8 @@ export type DepsOverrides = {
   skipMigrations?: boolean;
   /** Close the database on close() (false when a test shares one database between two apps). */
   ownsDatabase?: boolean;
+  /** Name resolution of webhook targets (tests answer what a rebinding name would, without leaving 127.0.0.1). */
+  webhookResolver?: Resolver;
 };
 
 /** Composition root: builds every service from the config; the CLI, jobs and tests reuse it with overrides. */
@@ -119,7 +124,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const payClients = createPayClientsService({ db, cipher, clock });
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
-  const cron = createCronService({ db, clock, settings, payments, logger });
+  const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver });
+  cleanups.unshift(() => webhooks.stop());
+  const bankFeeds = createBankFeedsService({ db, clock });
+  const cron = createCronService({ db, clock, settings, payments, webhooks, logger });
   const files = createFilesService({ db, bus, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
@@ -145,6 +153,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     payMethods,
     payments,
     cron,
+    webhooks,
+    bankFeeds,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

@@ -13,6 +13,7 @@ import { openPg, openPglite, type Database } from '../src/db/client.js';
 import { createDeps, type Deps } from '../src/deps.js';
 import { createLogger } from '../src/http/logger.js';
 import { manualClock, type Clock } from '../src/shared/clock.js';
+import type { Resolver } from '../src/webhooks/target.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 export const APP_SECRET = 'test-app-secret-0123456789abcdef0123456789';
@@ -78,6 +79,13 @@ export type TestAppOptions = {
   /** Share a database with another app (two processes on one PostgreSQL); the caller drops it. */
   database?: Database;
   clock?: Clock & { advance(ms: number): void; set(d: Date): void };
+  /** Name resolution of webhook targets; by default no name resolves, so no test delivery leaves 127.0.0.1. */
+  webhookResolver?: Resolver;
+};
+
+/** Tests never resolve a real name: a webhook to one fails as an unknown host (an IP literal needs no resolver). */
+export const offlineResolver: Resolver = async (hostname) => {
+  throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname} (tests resolve no names)`), { code: 'ENOTFOUND' });
 };
 
 /** Boots the real app (real routes, real database kind) with a manual clock, fixed secrets and captured logs. */
@@ -101,7 +109,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const logs: string[] = [];
   const logger = createLogger('info', { write: (line: string) => void logs.push(line) } as pino.DestinationStream);
   const clock = opts.clock ?? manualClock();
-  const deps = await createDeps(config, { database, clock, logger, skipMigrations: true, ownsDatabase: false });
+  const deps = await createDeps(config, { database, clock, logger, skipMigrations: true, ownsDatabase: false, webhookResolver: opts.webhookResolver ?? offlineResolver });
   const app = await buildApp(deps);
   await app.ready();
   const request = (o: InjectOptions) => app.inject({ remoteAddress: '127.0.0.1', ...o });

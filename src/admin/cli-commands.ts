@@ -361,6 +361,20 @@ export const COMMANDS: readonly Command[] = [
     args: ['PAYMENT_ID'], call: ({ PAYMENT_ID }) => post(`${payment(PAYMENT_ID)}/report`),
   }),
   cmd({ noun: 'pay payment', verb: 'cancel', usage: 'PAYMENT_ID', summary: 'cancel a request not yet final', args: ['PAYMENT_ID'], call: ({ PAYMENT_ID }) => post(`${payment(PAYMENT_ID)}/cancel`) }),
+
+  cmd({
+    noun: 'pay webhook', verb: 'list', usage: '[--status pending|delivered|dead]', summary: 'the newest webhook events of the outbox',
+    options: { status: S }, call: (_, o) => get(`/admin/v1/pay/webhooks${o.status === undefined ? '' : `?status=${enc(String(o.status))}`}`),
+  }),
+  cmd({ noun: 'pay webhook', verb: 'show', usage: 'EVENT_ID', summary: 'one event with its body and every attempt', args: ['EVENT_ID'], call: ({ EVENT_ID }) => get(`/admin/v1/pay/webhooks/${enc(EVENT_ID)}`) }),
+  cmd({
+    noun: 'pay webhook', verb: 'resend', usage: 'EVENT_ID', summary: 'send a delivered or dead event again now (same event_id), with a fresh retry schedule',
+    args: ['EVENT_ID'], call: ({ EVENT_ID }) => ({ method: 'POST', path: `/admin/v1/pay/webhooks/${enc(EVENT_ID)}/resend`, timeoutMs: 60_000 }),
+  }),
+  cmd({
+    noun: 'pay transaction', verb: 'list', usage: '[--status approved|unmatched|amount_mismatch|late|ignored]', summary: 'bank-feed transactions (SePay, Casso) and what became of each',
+    options: { status: S }, call: (_, o) => get(`/admin/v1/pay/transactions${o.status === undefined ? '' : `?status=${enc(String(o.status))}`}`),
+  }),
 ];
 
 /**
@@ -370,8 +384,6 @@ export const COMMANDS: readonly Command[] = [
 export const NOT_YET: Readonly<Record<string, readonly string[]>> = {
   override: ['set', 'clear'],
   sync: ['run', 'status'],
-  // The webhook delivery (and so its outbox commands) comes in a later version.
-  'pay webhook': ['list', 'resend'],
 };
 
 export function isNotYet(noun: string, verb?: string): boolean {

@@ -16,6 +16,8 @@ import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
 import { uploadedFile } from './upload.js';
 import { registerAdminPayRoutes, type AdminPayDeps } from './pay-routes.js';
+import { registerAdminWebhookRoutes, type AdminWebhookDeps } from './webhook-routes.js';
+import { registerAdminTransactionRoutes, type AdminTransactionDeps } from './transaction-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import {
   adminProduct,
@@ -38,7 +40,7 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = AdminOrderDeps & AdminPayDeps & {
+export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & {
   adminToken: string;
   allowedIps: string[];
   uploadMaxBytes: number;
@@ -189,6 +191,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   });
   registerAdminOrderRoutes(app, deps, ADMIN_ERRORS);
   registerAdminPayRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminWebhookRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminTransactionRoutes(app, deps, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: { operationId: 'adminListSettings', summary: 'List settings', description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView), 'Every runtime setting, secret values masked, under data.'), ...errs() } },

@@ -48,6 +48,7 @@ export const REDACT_PATHS = [
   'req.headers["x-api-signature"]',
   'req.headers["x-api-nonce"]',
   'req.headers["x-webhook-signature"]',
+  'req.headers["x-casso-signature"]',
   'req.headers.cookie',
   'res.headers["set-cookie"]',
   '*.api_key',

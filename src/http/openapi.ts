@@ -15,6 +15,13 @@ export const securitySchemes = {
     description: 'Per request: lowercase hex HMAC-SHA256 of `EVENT + "\\n" + RAW_BODY`, keyed with the API secret.',
   },
   adminToken: { type: 'http', scheme: 'bearer', description: 'Admin API: `Authorization: Bearer <ADMIN_TOKEN>`, from an address in ADMIN_ALLOWED_IPS.' },
+  sepayApiKey: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'SePay bank feed: `Authorization: Apikey <setting sepay_api_key>`.' },
+  cassoSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Casso-Signature',
+    description: 'Casso bank feed: `t=<Unix ms>,v1=<hex HMAC-SHA512 keyed with setting casso_checksum_key>`.',
+  },
   cronToken: { type: 'apiKey', in: 'query', name: 'token', description: 'The cron_token setting; while it is empty the cron endpoint refuses every call.' },
 } as const;
 
@@ -24,6 +31,7 @@ export const openApiTags = [
   { name: 'payments', description: 'Payment top-up API for project websites: bank-transfer payment requests, signed with HMAC-SHA256.' },
   { name: 'admin', description: "Admin API (the CLI's backend): users, catalogue, orders, guards, settings, demo data." },
   { name: 'admin: payments', description: 'Admin API for payment clients, payment methods and payment state changes.' },
+  { name: 'bank feeds', description: "Incoming-transfer notifications from the shop's bank-feed services (SePay, Casso); an exact match approves a payment request." },
   { name: 'operations', description: 'Health checks and the scheduler endpoint.' },
 ];
 

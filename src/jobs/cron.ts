@@ -5,6 +5,7 @@ import { apiNonces, jobLeases, paymentIdempotency } from '../db/schema/index.js'
 import type { PaymentsService } from '../payments/service.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
+import type { WebhooksService } from '../webhooks/deliver.js';
 
 /** A job that is still running after this long is taken to have died with its process. */
 const LEASE_SECONDS = 300;
@@ -22,7 +23,7 @@ export type CronReport = {
 };
 
 /** What GET /api-sync-cron.php runs: the catalogue sync (when configured) and the other due jobs, each under its own lock. */
-export function createCronService(deps: { db: Db; clock: Clock; settings: SettingsService; payments: PaymentsService; logger: Logger }) {
+export function createCronService(deps: { db: Db; clock: Clock; settings: SettingsService; payments: PaymentsService; webhooks: Pick<WebhooksService, 'deliverDue' | 'purgeDelivered'>; logger: Logger }) {
   const { db, clock } = deps;
 
   /** Runs fn only if it can take the job's lease (one statement, so two callers cannot both win); frees it after. */
@@ -53,6 +54,9 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
         const keys = await db.delete(paymentIdempotency).where(lt(paymentIdempotency.expiresAt, now)).returning({ k: paymentIdempotency.key });
         return { nonces_deleted: nonces.length, idempotency_keys_deleted: keys.length };
       });
+      // Webhooks: due retries and events whose process died before sending them; then retention of delivered ones.
+      jobs.webhooks = await locked('webhooks', () => deps.webhooks.deliverDue());
+      jobs.webhook_cleanup = await locked('webhook_cleanup', () => deps.webhooks.purgeDelivered());
       // The catalogue sync of intermediary mode is not part of this version: say so instead of pretending it ran.
       const reason = s.source_url ? 'catalogue sync is not available in this version' : 'source_url is not set';
       return { ran: false, reason, categories: 0, products: 0, created: 0, updated: 0, missing: 0, duration_ms: Date.now() - started, jobs };

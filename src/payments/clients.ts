@@ -52,6 +52,17 @@ export function webhookOnDomain(webhookUrl: string, domain: string): boolean {
   return host === domain || host.endsWith(`.${domain}`);
 }
 
+/** Webhook events a client can subscribe to; payment.approved is the spec's outcome and is always sent. */
+export const WEBHOOK_EVENTS = ['payment.approved', 'payment.expired', 'payment.cancelled', 'payment.rejected'] as const;
+
+/** The events list as stored: known names only, payment.approved always first, no repeats. */
+export function subscribedEvents(list: readonly string[]): string[] {
+  const names = list.map((e) => e.trim()).filter(Boolean);
+  const bad = names.filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
+  if (bad.length > 0) throw invalid(`Unknown webhook event ${bad.map((b) => JSON.stringify(b)).join(', ')}; known: ${WEBHOOK_EVENTS.join(', ')}`, 'events');
+  return WEBHOOK_EVENTS.filter((e) => e === 'payment.approved' || names.includes(e));
+}
+
 /** API clients of the payment API: access requests, approval with issued credentials, IPs, rotation. */
 export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: Clock }) {
   const { db, cipher, clock } = deps;
@@ -145,11 +156,11 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       if (input.webhook_url !== undefined && !webhookOnDomain(input.webhook_url, c.domain)) {
         throw invalid(`webhook_url must be an http(s) URL on ${c.domain} or a subdomain of it`, 'webhook_url');
       }
-      if (input.events !== undefined && input.events.some((e) => e !== 'payment.approved')) throw invalid('the only event is payment.approved', 'events');
+      const events = input.events === undefined ? undefined : subscribedEvents(input.events);
       return patch(id, {
         ...(input.webhook_url !== undefined ? { webhookUrl: input.webhook_url } : {}),
         ...(input.allow_private_targets !== undefined ? { allowPrivateTargets: input.allow_private_targets } : {}),
-        ...(input.events !== undefined ? { events: input.events } : {}),
+        ...(events !== undefined ? { events } : {}),
       });
     },
     async setEnabled(id: string, enabled: boolean): Promise<PayClientView> {

@@ -72,6 +72,9 @@ export const settingDefs = {
     default: '60,300,1800,7200,18000,36000,50400,72000,86400',
     help: 'seconds between webhook attempts',
   }),
+  webhook_retention_days: def({ schema: int(1, 3650), default: '30', help: 'delivered webhook events (and their attempts) older than this are removed by the clean-up job' }),
+  sepay_api_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'API key SePay sends as Authorization: Apikey <key> (empty = SePay feed off)' }),
+  casso_checksum_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'Casso webhook v2 checksum key for X-Casso-Signature (empty = Casso feed off)' }),
 } as const;
 
 export type SettingKey = keyof typeof settingDefs;

@@ -3,7 +3,8 @@ import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { EVENTS_CHANNEL, type Database } from '../db/client.js';
 
-export type Topic = 'settings' | 'auth' | 'catalog';
+/** 'webhooks' is also sent by the outbox trigger (origin "db") when an event row commits. */
+export type Topic = 'settings' | 'auth' | 'catalog' | 'webhooks';
 
 export type EventBus = {
   /** Tells this process at once and every other process on the database through NOTIFY (after the caller's commit). */

@@ -83,7 +83,7 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
       expect({ code: help.code, err: help.err }).toEqual({ code: 0, err: '' });
       for (const name of NEW_COMMANDS) expect(help.out.split('\n').filter((l) => l.startsWith(`  ${name} `))).toHaveLength(1);
       const later = help.out.split('\n').find((l) => l.startsWith('Not available in this version:'));
-      expect(later).toBe('Not available in this version: override set, override clear, sync run, sync status, pay webhook list, pay webhook resend.');
+      expect(later).toBe('Not available in this version: override set, override clear, sync run, sync status.');
 
       const order = await cli(['order', '--help']);
       expect(order.code).toBe(0);

@@ -11,6 +11,7 @@ const PAY_COMMANDS = [
   'pay client request', 'pay client approve', 'pay client show', 'pay client list', 'pay client set-ips', 'pay client update',
   'pay client disable', 'pay client enable', 'pay client rotate-secret',
   'pay payment show', 'pay payment approve', 'pay payment reject', 'pay payment report', 'pay payment cancel',
+  'pay webhook list', 'pay webhook show', 'pay webhook resend', 'pay transaction list',
 ];
 
 const ISO = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
@@ -19,7 +20,6 @@ const NOW = new Date('2026-11-25T10:00:00.000Z');
 
 const usage = (message: unknown = expect.any(String)) => ({ ok: false, error: 'usage', message });
 const invalid = (message: string, path: string) => ({ ok: false, error: 'invalid_request', message, details: [{ path, message }] });
-const laterVersion = (name: string) => usage(`"${name}" is not available in this version of reseller-admin (run reseller-admin --help for the commands it has)`);
 
 const API_KEY = expect.stringMatching(/^pk_[0-9A-Za-z]{40}$/);
 const API_SECRET = expect.stringMatching(/^psk_[0-9A-Za-z]{48}$/);
@@ -83,12 +83,12 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
   const listed = (help: string) => help.split('\n').filter((l) => /^ {2}\S/.test(l)).map((l) => l.trim().split(/\s+/).slice(0, 3).join(' '));
 
   describe('help and usage', () => {
-    it('--help lists each pay command once; only pay webhook is left for a later version', async () => {
+    it('--help lists each pay command once', async () => {
       const help = await cli(['--help']);
       expect({ code: help.code, err: help.err }).toEqual({ code: 0, err: '' });
       for (const name of PAY_COMMANDS) expect(help.out.split('\n').filter((l) => l.startsWith(`  ${name} `))).toHaveLength(1);
       expect(help.out.split('\n').find((l) => l.startsWith('Not available in this version:'))).toBe(
-        'Not available in this version: override set, override clear, sync run, sync status, pay webhook list, pay webhook resend.',
+        'Not available in this version: override set, override clear, sync run, sync status.',
       );
 
       const pay = await cli(['pay', '--help']);
@@ -106,15 +106,11 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
       expect(approve).toEqual({ code: 0, err: '', out: expect.stringContaining('Usage: reseller-admin pay client approve ID [--ips a,b] [--allow-private-targets]\n') });
       expect((await cli(['help', 'pay', 'client', 'approve'])).out).toBe(approve.out);
 
-      expect((await fails('pay', 'webhook', 'list')).envelope).toEqual(laterVersion('pay webhook list'));
-      expect((await fails('pay', 'webhook', 'list', '--status', 'dead')).envelope).toEqual(laterVersion('pay webhook list'));
-      expect((await fails('pay', 'webhook', 'resend', 'evt_x')).envelope).toEqual(laterVersion('pay webhook resend'));
-      expect((await fails('pay', 'webhook')).envelope).toEqual(laterVersion('pay webhook'));
     });
 
     it('a missing or unknown noun or verb, missing arguments and bad option values are usage errors', async () => {
-      expect((await fails('pay')).envelope).toEqual(usage('pay needs a noun: method, client, payment (run reseller-admin pay --help)'));
-      expect((await fails('pay', 'invoice', 'list')).envelope).toEqual(usage('Unknown command "pay invoice"; pay nouns: method, client, payment'));
+      expect((await fails('pay')).envelope).toEqual(usage('pay needs a noun: method, client, payment, webhook, transaction (run reseller-admin pay --help)'));
+      expect((await fails('pay', 'invoice', 'list')).envelope).toEqual(usage('Unknown command "pay invoice"; pay nouns: method, client, payment, webhook, transaction'));
       expect((await fails('pay', 'method')).envelope).toEqual(usage('pay method needs a verb: create, list, update (run reseller-admin pay method --help)'));
       expect((await fails('pay', 'method', 'delete', 'VCB')).envelope).toEqual(usage('Unknown command "pay method delete"; pay method verbs: create, list, update'));
       expect((await fails('frobnicate')).envelope).toEqual(usage('Unknown command "frobnicate"; commands: user, category, product, codes, order, guard, setting, demo, pay (run reseller-admin --help)'));
@@ -279,12 +275,18 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
         webhook_url: 'http://hooks.shop4.example.com:8080/hook',
         allow_private_targets: true,
       });
-      expect(await ok('pay', 'client', 'update', id, '--allow-private-targets', 'FALSE', '--events', '')).toEqual({ ...granted, webhook_url: 'http://hooks.shop4.example.com:8080/hook', events: [] });
+      // payment.approved is always sent: an empty list keeps it.
+      expect(await ok('pay', 'client', 'update', id, '--allow-private-targets', 'FALSE', '--events', '')).toEqual({ ...granted, webhook_url: 'http://hooks.shop4.example.com:8080/hook' });
       expect(await ok('pay', 'client', 'update', id, '--webhook-url', 'https://shop4.example.com/pay', '--events', 'payment.approved')).toEqual(granted);
       expect((await fails('pay', 'client', 'update', id, '--webhook-url', 'https://shop4.example.org/pay')).envelope).toEqual(
         invalid('webhook_url must be an http(s) URL on shop4.example.com or a subdomain of it', 'webhook_url'),
       );
-      expect((await fails('pay', 'client', 'update', id, '--events', 'payment.approved,payment.rejected')).envelope).toEqual(invalid('the only event is payment.approved', 'events'));
+      expect((await fails('pay', 'client', 'update', id, '--events', 'payment.approved,payment.refunded')).envelope).toEqual(
+        invalid('Unknown webhook event "payment.refunded"; known: payment.approved, payment.expired, payment.cancelled, payment.rejected', 'events'),
+      );
+      const grantedMore = { ...granted, events: ['payment.approved', 'payment.expired', 'payment.rejected'] };
+      expect(await ok('pay', 'client', 'update', id, '--events', 'payment.rejected, payment.expired')).toEqual(grantedMore);
+      expect(await ok('pay', 'client', 'update', id, '--events', 'payment.approved')).toEqual(granted);
 
       expect(await ok('pay', 'client', 'disable', id)).toEqual({ ...granted, status: 'disabled' });
       expect(await ping(creds)).toEqual({ status: 403, body: { ok: false, error: 'API_CLIENT_DISABLED', message: 'This API client is disabled; contact the administrator' } });

@@ -211,6 +211,12 @@ describe('OpenAPI document', () => {
         expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['400', '401', '403', '503']));
         continue;
       }
+      if (path.startsWith('/api/v1/bank-feeds/')) {
+        // Bank feeds authenticate with the feed's own credential, never an API key (DESIGN 5).
+        expect(names, `${method} ${path}`).toEqual([path.endsWith('/sepay') ? 'sepayApiKey' : 'cassoSignature']);
+        expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['200', '400', '401']));
+        continue;
+      }
       if (path.startsWith('/api/v1/')) expect(names, `${method} ${path}`).toEqual(['apiKeyHeader', 'bearerAuth']);
       if (path.startsWith('/admin/v1/')) expect(names, `${method} ${path}`).toEqual(['adminToken']);
       if (path === '/api-sync-cron.php') expect(names, path).toEqual(['cronToken']);

@@ -132,6 +132,8 @@ export const webhookOutbox = pgTable(
     body: text('body').notNull(),
     status: text('status').notNull().default('pending'),
     attempts: integer('attempts').notNull().default(0),
+    /** `attempts` when the retry schedule last (re)started: a resend by an admin starts the schedule again. */
+    retryBase: integer('retry_base').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     lastError: text('last_error'),
     deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),

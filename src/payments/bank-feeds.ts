@@ -1,0 +1,133 @@
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { bankTransactions, paymentRequests } from '../db/schema/index.js';
+import { rowsOf, withTx } from '../db/tx.js';
+import type { Clock } from '../shared/clock.js';
+import { moneyOut } from '../shared/money.js';
+
+export type Feed = 'sepay' | 'casso';
+export type FeedResult = 'approved' | 'duplicate' | 'unmatched' | 'amount_mismatch' | 'late' | 'ignored';
+export type TransactionStatus = Exclude<FeedResult, 'duplicate'>;
+export const TRANSACTION_STATUSES: TransactionStatus[] = ['approved', 'unmatched', 'amount_mismatch', 'late', 'ignored'];
+
+/** One notification as both feeds reduce to it. `amount` is a plain decimal string (never a float in arithmetic). */
+export type BankNotification = {
+  feed: Feed;
+  transactionId: string;
+  reference: string | null;
+  amount: string;
+  direction: 'in' | 'out';
+  /** What is shown to the admin (SePay content, Casso description). */
+  content: string;
+  /** Every text the bank may have put the transfer content in (content, description, SePay's code). */
+  texts: string[];
+  accountNumber: string | null;
+  transactionDate: string | null;
+  rawBody: string;
+};
+
+/** Banks rewrite the transfer note (case, spaces, punctuation, text around it): compare on upper-case letters and digits only. */
+export function normalizeTransferText(s: string): string {
+  return s.toUpperCase().replace(/[^A-Z0-9]/g, '');
+}
+
+// transfer_content is the prefix (0-10 characters) plus random characters, 12 to 20 in all (payments/service.ts).
+const CONTENT_MIN = 12;
+const CONTENT_MAX = 20;
+
+/** Every substring that could be a transfer_content: looked up through its unique index, not by scanning requests. */
+function candidates(texts: string[]): string[] {
+  const out = new Set<string>();
+  for (const t of texts) {
+    const n = normalizeTransferText(t).slice(0, 512);
+    for (let len = CONTENT_MIN; len <= CONTENT_MAX; len++) for (let i = 0; i + len <= n.length; i++) out.add(n.slice(i, i + len));
+  }
+  return [...out];
+}
+
+const FINAL = ['approved', 'rejected', 'expired', 'cancelled'];
+
+export type TransactionView = { id: number; feed: Feed; reference: string | null; amount: number; content: string; status: TransactionStatus; payment_id: string | null };
+
+/** Bank feeds (DESIGN 5): every accepted notification stored once per (feed, transaction id); an exact match approves. */
+export function createBankFeedsService(deps: { db: Db; clock: Clock }) {
+  const { db, clock } = deps;
+
+  return {
+    /**
+     * Stores the notification and, on an exact match (content, amount, account), approves its request in the same
+     * transaction, so the approval trigger writes payment.approved to the outbox with it. A duplicate changes nothing.
+     */
+    async record(n: BankNotification): Promise<FeedResult> {
+      return withTx(db, async (tx) => {
+        // The row first: its unique index makes a concurrent duplicate wait for us, then find it and change nothing.
+        const [row] = await tx
+          .insert(bankTransactions)
+          .values({
+            feed: n.feed,
+            transactionId: n.transactionId,
+            reference: n.reference,
+            amount: n.amount,
+            content: n.content,
+            accountNumber: n.accountNumber,
+            direction: n.direction,
+            status: n.direction === 'out' ? 'ignored' : 'unmatched',
+            transactionDate: n.transactionDate,
+            body: n.rawBody,
+            createdAt: clock.now(),
+          })
+          .onConflictDoNothing()
+          .returning({ id: bankTransactions.id });
+        if (!row) return 'duplicate';
+        if (n.direction === 'out') return 'ignored';
+        const texts = candidates(n.texts);
+        const found = texts.length === 0 ? [] : await tx.select().from(paymentRequests).where(inArray(paymentRequests.transferContent, texts)).orderBy(desc(paymentRequests.id)).for('update');
+        // Of two requests whose contents both appear (one inside the other), the open one is the one being paid.
+        const p = found.find((f) => !FINAL.includes(f.status)) ?? found[0];
+        const settle = async (status: TransactionStatus) => {
+          // An unmatched transfer names no request: the money did not reach the account that request was for.
+          await tx.update(bankTransactions).set({ status, paymentRequestId: status === 'unmatched' ? null : (p?.id ?? null) }).where(eq(bankTransactions.id, row.id));
+          return status;
+        };
+        if (!p || (n.accountNumber && p.accountNumber && normalizeTransferText(n.accountNumber) !== normalizeTransferText(p.accountNumber))) {
+          return (await settle('unmatched')) as FeedResult;
+        }
+        let status = p.status;
+        if ((status === 'pending_payment' || status === 'payment_reported') && p.expiresAt && p.expiresAt <= clock.now()) {
+          // Paid after its expires_at: it expires now (as a read would), and the money is for an admin to resolve.
+          await tx.execute(sql`SELECT set_config('app.actor', 'system:expiry', true)`);
+          await tx.update(paymentRequests).set({ status: 'expired' }).where(eq(paymentRequests.id, p.id));
+          status = 'expired';
+        }
+        if (FINAL.includes(status)) return settle('late');
+        const [same] = rowsOf<{ same: boolean }>(await tx.execute(sql`SELECT (${n.amount}::numeric = ${p.amount}::numeric) AS same`));
+        if (!same?.same) return settle('amount_mismatch');
+        await tx.execute(sql`SELECT set_config('app.actor', ${`bank-feed:${n.feed}`}, true)`);
+        await tx.update(paymentRequests).set({ status: 'approved' }).where(and(eq(paymentRequests.id, p.id), eq(paymentRequests.status, status)));
+        return settle('approved');
+      });
+    },
+
+    /** The newest 200 stored notifications, optionally of one status. */
+    async list(status?: TransactionStatus): Promise<TransactionView[]> {
+      const rows = await db
+        .select({
+          id: bankTransactions.id,
+          feed: bankTransactions.feed,
+          reference: bankTransactions.reference,
+          amount: bankTransactions.amount,
+          content: bankTransactions.content,
+          status: bankTransactions.status,
+          payment_id: paymentRequests.paymentId,
+        })
+        .from(bankTransactions)
+        .leftJoin(paymentRequests, eq(paymentRequests.id, bankTransactions.paymentRequestId))
+        .where(status ? eq(bankTransactions.status, status) : undefined)
+        .orderBy(desc(bankTransactions.id))
+        .limit(200);
+      return rows.map((r) => ({ ...r, feed: r.feed as Feed, status: r.status as TransactionStatus, amount: moneyOut(r.amount), payment_id: r.payment_id ?? null }));
+    },
+  };
+}
+
+export type BankFeedsService = ReturnType<typeof createBankFeedsService>;

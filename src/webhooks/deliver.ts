@@ -1,0 +1,226 @@
+import { inArray } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Db } from '../db/client.js';
+import { payClients } from '../db/schema/index.js';
+import { AppError } from '../http/errors.js';
+import { webhookOnDomain } from '../payments/clients.js';
+import type { SettingsService } from '../settings/service.js';
+import type { Clock } from '../shared/clock.js';
+import type { Cipher } from '../shared/crypto.js';
+import type { EventBus } from '../shared/events.js';
+import { claimDue, listEvents, purgeDelivered, recordAttempts, reopenEvent, showEvent, type AttemptRecord, type Claimed, type OutboxStatus } from './outbox.js';
+import { sendWebhook, type AttemptResult } from './send.js';
+import { createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
+
+/** A claim outlives the longest attempt (15 s) with margin; a process that dies mid-attempt frees its row after it. */
+export const LEASE_MS = 60_000;
+/** Deliveries in flight per client in one process: one slow receiver never holds up the others. */
+export const PER_CLIENT_IN_FLIGHT = 4;
+/** Deliveries in flight in one process. */
+export const MAX_IN_FLIGHT = 64;
+/** A drain stops claiming after this long (a cron call must end); what is left goes to the next call. */
+const DRAIN_BUDGET_MS = 50_000;
+
+export type DrainReport = { attempted: number; delivered: number; failed: number; dead: number; error?: string };
+
+export type WebhooksDeps = { db: Db; clock: Clock; settings: SettingsService; cipher: Cipher; logger: Logger; bus?: EventBus; resolver?: Resolver };
+
+/** ±10 %, so that the retries of many events failing together do not arrive together. */
+const jitter = (seconds: number) => Math.round(seconds * 1000 * (0.9 + Math.random() * 0.2));
+
+const failed = (error: string): AttemptResult => ({ outcome: 'retry', statusCode: null, latencyMs: 0, response: null, error });
+
+/**
+ * Webhook delivery from the outbox (DESIGN 5): attempted as soon as an event row commits (the trigger's NOTIFY), due
+ * retries on every cron call, each attempt claimed by exactly one process, recorded, and scheduled by
+ * webhook_retry_schedule until delivered or dead.
+ */
+export function createWebhooksService(deps: WebhooksDeps) {
+  const { db, clock, settings, cipher, logger } = deps;
+  const resolver = deps.resolver ?? systemResolver;
+  const agents = { strict: createTargetAgent({ resolver, allowPrivate: false }), open: createTargetAgent({ resolver, allowPrivate: true }) };
+  const inFlight = new Map<number, number>();
+  let draining: Promise<void> | null = null;
+  let again = false;
+  let stopped = false;
+
+  async function attempt(row: Claimed, client: typeof payClients.$inferSelect | undefined): Promise<OutboxStatus> {
+    const now = clock.now();
+    let result: AttemptResult;
+    if (!client?.webhookSecretEnc) result = failed('the API client has no webhook secret (not approved)');
+    else if (!webhookOnDomain(client.webhookUrl, client.domain)) result = failed(`webhook_url is not on the client's domain ${client.domain}; refused`);
+    else {
+      try {
+        // A clear reason before any connection; the connection itself checks again (rebinding).
+        await resolveTarget(new URL(client.webhookUrl).hostname, resolver, client.allowPrivateTargets);
+        const d = { url: client.webhookUrl, eventId: row.event_id, event: row.event, body: row.body, secret: cipher.decrypt(client.webhookSecretEnc), timestamp: Math.floor(now.getTime() / 1000) };
+        result = await sendWebhook(client.allowPrivateTargets ? agents.open : agents.strict, d, now);
+      } catch (err) {
+        result = failed(err instanceof TargetRefusedError ? err.message : `could not send: ${(err as Error).message}`);
+      }
+    }
+    const schedule = await settings.get('webhook_retry_schedule');
+    const n = row.attempts - row.retry_base;
+    const at = clock.now();
+    let next: { status: OutboxStatus; nextAttemptAt: Date; deliveredAt: Date | null };
+    if (result.outcome === 'delivered') next = { status: 'delivered', nextAttemptAt: at, deliveredAt: at };
+    else if (result.outcome === 'gone' || n > schedule.length) next = { status: 'dead', nextAttemptAt: at, deliveredAt: null };
+    else {
+      const delayMs = result.retryAfterSeconds !== undefined ? result.retryAfterSeconds * 1000 : jitter(schedule[n - 1]!);
+      next = { status: 'pending', nextAttemptAt: new Date(at.getTime() + delayMs), deliveredAt: null };
+    }
+    const error = next.status === 'dead' && result.outcome === 'retry' ? `${result.error} (last attempt of the schedule)` : result.error;
+    await record(row, { at: now, statusCode: result.statusCode, latencyMs: result.latencyMs, response: result.response, error, next });
+    return next.status;
+  }
+
+  // Group commit: attempts that finish while a write is running are recorded together by the next one.
+  let queue: { row: Claimed; rec: AttemptRecord; done: (err?: unknown) => void }[] = [];
+  let writing = false;
+  function record(row: Claimed, rec: AttemptRecord): Promise<void> {
+    return new Promise((resolve, reject) => {
+      queue.push({ row, rec, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!writing) void writeQueued();
+    });
+  }
+  async function writeQueued(): Promise<void> {
+    writing = true;
+    while (queue.length > 0) {
+      const batch = queue.slice(0, 200);
+      queue = queue.slice(batch.length);
+      try {
+        await recordAttempts(db, batch);
+        for (const b of batch) b.done();
+      } catch (err) {
+        for (const b of batch) b.done(err);
+      }
+    }
+    writing = false;
+  }
+
+  async function clientsOf(rows: Claimed[]) {
+    const ids = [...new Set(rows.map((r) => r.client_id))];
+    const list = ids.length > 0 ? await db.select().from(payClients).where(inArray(payClients.id, ids)) : [];
+    return new Map(list.map((c) => [c.id, c]));
+  }
+
+  /** Claims and sends due rows until none is left (or the budget is spent), keeping the in-flight caps. */
+  async function drain(eventId?: string): Promise<DrainReport> {
+    const started = Date.now();
+    const report: DrainReport = { attempted: 0, delivered: 0, failed: 0, dead: 0 };
+    const active = new Set<Promise<void>>();
+    while (!stopped) {
+      const room = MAX_IN_FLIGHT - active.size;
+      let claimed: Claimed[] = [];
+      let clients = new Map<number, typeof payClients.$inferSelect>();
+      if (room > 0 && Date.now() - started < DRAIN_BUDGET_MS) {
+        try {
+          const now = clock.now();
+          // One claim at a time in this process, counted in flight before the next: the per-client cap holds across drains.
+          [claimed, clients] = await exclusive(async () => {
+            const rows = await claimDue(db, { now, leaseUntil: new Date(now.getTime() + LEASE_MS), limit: room, perClient: PER_CLIENT_IN_FLIGHT, inFlight: Object.fromEntries(inFlight), eventId });
+            for (const row of rows) inFlight.set(row.client_id, (inFlight.get(row.client_id) ?? 0) + 1);
+            return [rows, rows.length > 0 ? await clientsOf(rows) : new Map()] as const;
+          });
+        } catch (err) {
+          logger.error({ err: { message: (err as Error).message } }, 'webhook claim failed; the next cron call retries');
+          report.error = 'could not read the outbox';
+        }
+      }
+      for (const row of claimed) {
+        report.attempted++;
+        const p: Promise<void> = attempt(row, clients.get(row.client_id))
+          .then((status) => {
+            if (status === 'delivered') report.delivered++;
+            else report.failed++;
+            if (status === 'dead') report.dead++;
+          })
+          .catch((err: unknown) => {
+            report.failed++;
+            logger.error({ err: { message: (err as Error).message }, event_id: row.event_id }, 'webhook attempt could not be recorded; retried after its lease');
+          })
+          .finally(() => {
+            const left = (inFlight.get(row.client_id) ?? 1) - 1;
+            if (left > 0) inFlight.set(row.client_id, left);
+            else inFlight.delete(row.client_id);
+            active.delete(p);
+          });
+        active.add(p);
+      }
+      if (claimed.length === 0) {
+        if (active.size === 0 || report.error) break;
+        await Promise.race(active);
+      }
+      // Claim again only once a good share of the slots is free: each claim ranks every due row, so claiming one row
+      // per finished attempt would cost more than the attempts themselves.
+      while (active.size > MAX_IN_FLIGHT / 2 && !stopped) await Promise.race(active);
+    }
+    await Promise.allSettled([...active]);
+    return report;
+  }
+
+  let claimChain: Promise<unknown> = Promise.resolve();
+  function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = claimChain.then(fn, fn);
+    claimChain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Drains started by NOTIFY: one at a time per process; one arriving during it asks for one more pass. */
+  function kickDrain(): void {
+    if (stopped) return;
+    if (draining) {
+      again = true;
+      return;
+    }
+    draining = (async () => {
+      do {
+        again = false;
+        await drain();
+      } while (again && !stopped);
+    })().finally(() => {
+      draining = null;
+    });
+  }
+
+  async function show(eventId: string) {
+    const e = await showEvent(db, eventId);
+    if (!e) throw new AppError('not_found', `No webhook event ${JSON.stringify(eventId)}`);
+    return e;
+  }
+
+  deps.bus?.subscribe('webhooks', kickDrain);
+
+  return {
+    /** Cron: sends every due attempt (alongside a NOTIFY drain, if one runs: claims never overlap) and reports them. */
+    deliverDue: (): Promise<DrainReport> => drain(),
+    async list(status: OutboxStatus | undefined, limit = 200) {
+      return listEvents(db, status, limit);
+    },
+    show,
+    /** Sends a delivered or dead event again, now, with the same event_id and body, and a fresh retry schedule. */
+    async resend(eventId: string) {
+      const r = await reopenEvent(db, eventId, clock.now());
+      if (!r) throw new AppError('not_found', `No webhook event ${JSON.stringify(eventId)}`);
+      if (!r.reopened) throw new AppError('conflict', `Webhook event ${eventId} is still pending: it is being retried on its schedule`);
+      await drain(eventId);
+      return show(eventId);
+    },
+    /** Clean-up: delivered events older than webhook_retention_days go, with their attempts. */
+    async purgeDelivered(): Promise<{ webhooks_deleted: number }> {
+      const days = await settings.get('webhook_retention_days');
+      return { webhooks_deleted: await purgeDelivered(db, new Date(clock.now().getTime() - days * 86_400_000)) };
+    },
+    async stop(): Promise<void> {
+      stopped = true;
+      await draining?.catch(() => undefined);
+      await Promise.all([agents.strict.close(), agents.open.close()]).catch(() => undefined);
+    },
+  };
+}
+
+export type WebhooksService = ReturnType<typeof createWebhooksService>;
+
+/** The statuses of an outbox row, for the admin list's filter. */
+export const OUTBOX_STATUSES: OutboxStatus[] = ['pending', 'delivered', 'dead'];
+

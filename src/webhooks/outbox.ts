@@ -1,0 +1,164 @@
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { rowsOf } from '../db/tx.js';
+
+/** An outbox row this process has claimed for one attempt (its lease is committed before anything is sent). */
+export type Claimed = { id: number; event_id: string; client_id: number; event: string; body: string; attempts: number; retry_base: number };
+
+export type OutboxStatus = 'pending' | 'delivered' | 'dead';
+
+const iso = (d: Date) => d.toISOString();
+
+/**
+ * Claims due rows for one attempt each: a row never tried since its schedule (re)started, or whose next attempt is due
+ * (a retry, or a claim whose process died: the lease simply runs out). The claim bumps `attempts` and moves
+ * next_attempt_at to the end of the lease in one committed statement, so another process skips the row (SKIP LOCKED
+ * while we update it, the lease after), and each attempt number is sent by one process only. At most `perClient` rows
+ * of one client are claimed, minus those this process already has in flight.
+ */
+export async function claimDue(
+  db: Db,
+  o: { now: Date; leaseUntil: Date; limit: number; perClient: number; inFlight: Record<number, number>; eventId?: string },
+): Promise<Claimed[]> {
+  const only = o.eventId !== undefined ? sql` AND w.event_id = ${o.eventId}` : sql``;
+  const due = sql`w.status = 'pending' AND (w.attempts = w.retry_base OR w.next_attempt_at <= ${iso(o.now)}::timestamptz)${only}`;
+  const res = await db.execute(sql`
+    WITH cand AS (
+      SELECT d.id, d.next_attempt_at FROM pay_clients c
+      CROSS JOIN LATERAL (
+        SELECT w.id, w.next_attempt_at FROM webhook_outbox w
+        WHERE w.client_id = c.id AND ${due}
+        ORDER BY w.next_attempt_at, w.id
+        LIMIT greatest(0, ${o.perClient} - coalesce((${JSON.stringify(o.inFlight)}::jsonb ->> c.id::text)::int, 0))
+      ) d
+      ORDER BY d.next_attempt_at, d.id
+      LIMIT ${o.limit}
+    ), c AS (
+      SELECT w.id FROM webhook_outbox w JOIN cand ON cand.id = w.id
+      WHERE ${due}
+      FOR UPDATE OF w SKIP LOCKED
+    )
+    UPDATE webhook_outbox w SET attempts = w.attempts + 1, next_attempt_at = ${iso(o.leaseUntil)}::timestamptz
+    FROM c WHERE w.id = c.id
+    RETURNING w.id, w.event_id, w.client_id, w.event, w.body, w.attempts, w.retry_base`);
+  return rowsOf<Claimed>(res).map((r) => ({ ...r, id: Number(r.id), client_id: Number(r.client_id) }));
+}
+
+export type AttemptRecord = {
+  at: Date;
+  statusCode: number | null;
+  latencyMs: number;
+  response: string | null;
+  error: string | null;
+  next: { status: OutboxStatus; nextAttemptAt: Date; deliveredAt: Date | null };
+};
+
+/**
+ * Records finished attempts and moves their rows on, all in one statement (several attempts finishing together share
+ * one round trip). A row moves only if it is still ours (same attempt number, still pending): an attempt that
+ * outlived its lease is recorded but does not overwrite the newer one's state.
+ */
+export async function recordAttempts(db: Db, items: { row: Claimed; rec: AttemptRecord }[]): Promise<void> {
+  const input = items.map(({ row, rec }) => ({
+    id: row.id,
+    attempt: row.attempts,
+    at: iso(rec.at),
+    status_code: rec.statusCode,
+    latency_ms: rec.latencyMs,
+    response: rec.response,
+    error: rec.error,
+    status: rec.next.status,
+    next_at: iso(rec.next.nextAttemptAt),
+    delivered_at: rec.next.deliveredAt ? iso(rec.next.deliveredAt) : null,
+  }));
+  await db.execute(sql`
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(id bigint, attempt int, at timestamptz,
+        status_code int, latency_ms int, response text, error text, status text, next_at timestamptz, delivered_at timestamptz)
+    ), a AS (
+      INSERT INTO webhook_attempts (outbox_id, attempt, at, status_code, latency_ms, response, error)
+      SELECT id, attempt, at, status_code, latency_ms, response, error FROM input
+    )
+    UPDATE webhook_outbox w SET status = i.status, next_attempt_at = i.next_at, last_error = i.error, delivered_at = i.delivered_at
+    FROM input i WHERE w.id = i.id AND w.attempts = i.attempt AND w.status = 'pending'`);
+}
+
+export type EventView = {
+  event_id: string;
+  event: string;
+  client_id: number;
+  payment_id: string | null;
+  status: OutboxStatus;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_error: string | null;
+  delivered_at: string | null;
+  created_at: string;
+};
+
+export type AttemptView = { attempt: number; at: string; status_code: number | null; latency_ms: number; response: string | null; error: string | null };
+
+type EventRow = Omit<EventView, 'next_attempt_at' | 'delivered_at' | 'created_at' | 'client_id'> & {
+  id: number | string;
+  client_id: number | string;
+  body: string;
+  next_attempt_at: Date | string;
+  delivered_at: Date | string | null;
+  created_at: Date | string;
+};
+
+const toIso = (v: Date | string | null): string | null => (v === null ? null : new Date(v).toISOString());
+
+function eventView(r: EventRow): EventView {
+  return {
+    event_id: r.event_id,
+    event: r.event,
+    client_id: Number(r.client_id),
+    payment_id: r.payment_id,
+    status: r.status,
+    attempts: r.attempts,
+    next_attempt_at: r.status === 'pending' ? toIso(r.next_attempt_at) : null,
+    last_error: r.last_error,
+    delivered_at: toIso(r.delivered_at),
+    created_at: toIso(r.created_at)!,
+  };
+}
+
+const SELECT_EVENTS = sql`
+  SELECT o.id, o.event_id, o.event, o.client_id, p.payment_id, o.status, o.attempts, o.next_attempt_at, o.last_error,
+         o.delivered_at, o.created_at, o.body
+  FROM webhook_outbox o LEFT JOIN payment_requests p ON p.id = o.payment_request_id`;
+
+/** The newest events first, optionally of one status. */
+export async function listEvents(db: Db, status: OutboxStatus | undefined, limit: number): Promise<EventView[]> {
+  const where = status ? sql` WHERE o.status = ${status}` : sql``;
+  const res = await db.execute(sql`${SELECT_EVENTS}${where} ORDER BY o.id DESC LIMIT ${limit}`);
+  return rowsOf<EventRow>(res).map(eventView);
+}
+
+/** One event with its body as sent and every recorded attempt; null when unknown. */
+export async function showEvent(db: Db, eventId: string): Promise<(EventView & { body: string; attempt_log: AttemptView[] }) | null> {
+  const [row] = rowsOf<EventRow>(await db.execute(sql`${SELECT_EVENTS} WHERE o.event_id = ${eventId}`));
+  if (!row) return null;
+  const attempts = rowsOf<{ attempt: number; at: Date | string; status_code: number | null; latency_ms: number; response: string | null; error: string | null }>(
+    await db.execute(sql`SELECT attempt, at, status_code, latency_ms, response, error FROM webhook_attempts WHERE outbox_id = ${row.id} ORDER BY id`),
+  );
+  return { ...eventView(row), body: row.body, attempt_log: attempts.map((a) => ({ ...a, at: toIso(a.at)! })) };
+}
+
+/** Makes a delivered or dead event pending again with a fresh schedule (same event_id, same body); null when unknown. */
+export async function reopenEvent(db: Db, eventId: string, now: Date): Promise<{ reopened: boolean; status: OutboxStatus } | null> {
+  const res = await db.execute(sql`
+    UPDATE webhook_outbox SET status = 'pending', retry_base = attempts, next_attempt_at = ${iso(now)}::timestamptz,
+      last_error = NULL, delivered_at = NULL
+    WHERE event_id = ${eventId} AND status IN ('delivered', 'dead') RETURNING status`);
+  if (rowsOf(res).length > 0) return { reopened: true, status: 'pending' };
+  const [row] = rowsOf<{ status: OutboxStatus }>(await db.execute(sql`SELECT status FROM webhook_outbox WHERE event_id = ${eventId}`));
+  return row ? { reopened: false, status: row.status } : null;
+}
+
+/** Deletes delivered events (and their attempts) delivered before `before`. */
+export async function purgeDelivered(db: Db, before: Date): Promise<number> {
+  const res = await db.execute(sql`DELETE FROM webhook_outbox WHERE status = 'delivered' AND delivered_at < ${iso(before)}::timestamptz RETURNING id`);
+  return rowsOf(res).length;
+}

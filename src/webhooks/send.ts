@@ -1,0 +1,109 @@
+import { performance } from 'node:perf_hooks';
+import { request, type Dispatcher } from 'undici';
+import { hmacSha256Hex } from '../shared/crypto.js';
+import { TargetRefusedError } from './target.js';
+
+/** Total time one attempt may take, connection included (issue 8). */
+export const TOTAL_TIMEOUT_MS = 15_000;
+/** How much of the receiver's answer is kept with the attempt. */
+export const RESPONSE_EXCERPT_BYTES = 1024;
+
+/** X-Webhook-Signature (DESIGN 5): lowercase hex HMAC-SHA256 of TIMESTAMP "." RAW_BODY, keyed with the webhook secret. */
+export function webhookSignature(secret: string, timestamp: string, rawBody: string): string {
+  return hmacSha256Hex(secret, `${timestamp}.${rawBody}`);
+}
+
+export type AttemptOutcome = 'delivered' | 'retry' | 'gone';
+
+export type AttemptResult = {
+  outcome: AttemptOutcome;
+  statusCode: number | null;
+  latencyMs: number;
+  response: string | null;
+  error: string | null;
+  /** Seconds asked for by Retry-After on a 429 or 503. */
+  retryAfterSeconds?: number;
+};
+
+export type Delivery = { url: string; eventId: string; event: string; body: string; secret: string; timestamp: number };
+
+/** Retry-After as seconds or an HTTP date; bounded to [1 s, 1 day]. */
+export function parseRetryAfter(value: string | string[] | undefined, now: Date): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return undefined;
+  let seconds: number;
+  if (/^\s*\d+\s*$/.test(v)) seconds = Number(v);
+  else {
+    const at = Date.parse(v);
+    if (Number.isNaN(at)) return undefined;
+    seconds = Math.ceil((at - now.getTime()) / 1000);
+  }
+  return Math.min(86_400, Math.max(1, seconds));
+}
+
+async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const b = chunk as Buffer;
+    chunks.push(b);
+    size += b.length;
+    if (size >= RESPONSE_EXCERPT_BYTES) {
+      // The rest of a large answer is of no use to us: stop reading it (the connection is then closed).
+      body.destroy();
+      break;
+    }
+  }
+  // PostgreSQL text cannot hold NUL.
+  return Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8').replaceAll('\u0000', '');
+}
+
+function describe(err: unknown): string {
+  if (err instanceof TargetRefusedError) return err.message;
+  const e = err as { name?: string; code?: string; message?: string; cause?: unknown };
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return `no complete answer within ${TOTAL_TIMEOUT_MS / 1000} s`;
+  if (e.cause instanceof TargetRefusedError) return e.cause.message;
+  const parts = [e.code, e.message].filter(Boolean);
+  return parts.length > 0 ? parts.join(': ') : 'request failed';
+}
+
+/**
+ * One POST of the stored body bytes with the signature headers. Only 2xx is a success; a redirect is not followed
+ * (and is a failure); 410 asks us to stop; Retry-After on 429/503 is reported for the caller's schedule.
+ */
+export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date): Promise<AttemptResult> {
+  const ts = String(d.timestamp);
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  try {
+    const res = await request(d.url, {
+      method: 'POST',
+      dispatcher,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'reseller-gateway-webhooks/1',
+        'x-webhook-id': d.eventId,
+        'x-webhook-event': d.event,
+        'x-webhook-timestamp': ts,
+        'x-webhook-signature': webhookSignature(d.secret, ts, d.body),
+      },
+      body: d.body,
+      headersTimeout: TOTAL_TIMEOUT_MS,
+      bodyTimeout: TOTAL_TIMEOUT_MS,
+      signal: AbortSignal.timeout(TOTAL_TIMEOUT_MS),
+    });
+    const response = await readExcerpt(res.body).catch(() => '');
+    const status = res.statusCode;
+    const base = { statusCode: status, latencyMs: elapsed(), response };
+    if (status >= 200 && status < 300) return { ...base, outcome: 'delivered', error: null };
+    if (status === 410) return { ...base, outcome: 'gone', error: '410 Gone: the receiver asked for no more attempts of this event' };
+    if (status >= 300 && status < 400) {
+      const location = res.headers.location;
+      return { ...base, outcome: 'retry', error: `redirect ${status} not followed${location ? ` (Location: ${String(location).slice(0, 200)})` : ''}; set the webhook URL to the final address` };
+    }
+    const retryAfterSeconds = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after'], now) : undefined;
+    return { ...base, outcome: 'retry', error: `HTTP ${status}`, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) };
+  } catch (err) {
+    return { outcome: 'retry', statusCode: null, latencyMs: elapsed(), response: null, error: describe(err) };
+  }
+}

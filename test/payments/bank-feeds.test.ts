@@ -1,0 +1,165 @@
+import { execFileSync } from 'node:child_process';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rowsOf } from '../../src/db/tx.js';
+import { createTestApp, type TestApp } from '../harness.js';
+import { cliKit } from '../foundation/cli-kit.js';
+import { approve, makeHookClient, outboxOf, pendingPayment, startReceiver, until } from '../webhooks/kit.js';
+import { makeMethod, type PayCreds } from './helpers.js';
+import { statusRead } from './kit.js';
+
+const SEPAY_KEY = 'sepay-test-key-0123456789';
+const CASSO_KEY = 'casso-test-checksum-key-0123456789';
+
+/** Casso's X-Casso-Signature computed by openssl, independently of the server: HMAC-SHA512 over t "." sorted JSON. */
+function opensslCasso(key: string, t: number, body: unknown): string {
+  const sortDeep = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(sortDeep) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, x]) => [k, sortDeep(x)])) : v;
+  const out = execFileSync('openssl', ['dgst', '-sha512', '-hmac', key], { input: Buffer.from(`${t}.${JSON.stringify(sortDeep(body))}`, 'utf8'), encoding: 'utf8' });
+  return `t=${t},v1=${/([0-9a-f]{128})\s*$/.exec(out)![1]}`;
+}
+
+/** The transfer note as a bank rewrites it: lower case, spaces inside, text around it. */
+const rewritten = (tc: string) => `MBVCB.8123.${tc.slice(0, 4).toLowerCase()} ${tc.slice(4, 9).toLowerCase()}-${tc.slice(9).toLowerCase()} chuyen tien nap`;
+
+describe('bank feeds: SePay and Casso', () => {
+  let t: TestApp;
+  let c: PayCreds;
+  let base = '';
+  let r: Awaited<ReturnType<typeof startReceiver>>;
+  let seq = 1000;
+  const { ok } = cliKit(() => base);
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    base = await t.listen();
+    await makeMethod(t, 'FEED');
+    r = await startReceiver();
+    c = await makeHookClient(t, r.url);
+    await t.adminData('PUT', '/admin/v1/settings/sepay_api_key', { value: SEPAY_KEY });
+    await t.adminData('PUT', '/admin/v1/settings/casso_checksum_key', { value: CASSO_KEY });
+  });
+  afterAll(async () => {
+    await r?.close();
+    await t?.close();
+  });
+
+  const sepayBody = (over: Record<string, unknown> = {}) => ({
+    id: ++seq,
+    gateway: 'Vietcombank',
+    transactionDate: '2026-11-25 17:05:00',
+    accountNumber: '0123456789',
+    code: null,
+    content: 'nothing to see',
+    transferType: 'in',
+    transferAmount: 150000,
+    accumulated: 19077000,
+    subAccount: null,
+    referenceCode: `FT${seq}`,
+    description: '',
+    ...over,
+  });
+  const sepay = (body: unknown, auth = `Apikey ${SEPAY_KEY}`) =>
+    t.request({ method: 'POST', url: '/api/v1/bank-feeds/sepay', headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) }, payload: JSON.stringify(body) });
+  const cassoBody = (over: Record<string, unknown> = {}) => ({
+    error: 0,
+    data: { id: ++seq, reference: `BANK_REF_${seq}`, description: 'nothing', amount: 150000, runningBalance: 25000000, transactionDateTime: '2026-11-25 17:05:00', accountNumber: '0123456789', bankName: 'VCB', virtualAccountNumber: '', ...over },
+  });
+  const casso = (body: unknown, signature?: string) =>
+    t.request({ method: 'POST', url: '/api/v1/bank-feeds/casso', headers: { 'content-type': 'application/json', 'x-casso-signature': signature ?? opensslCasso(CASSO_KEY, t.clock.now().getTime(), body) }, payload: JSON.stringify(body) });
+
+  const state = async () => ({
+    transactions: rowsOf<{ n: number }>(await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM bank_transactions`))[0]!.n,
+    outbox: rowsOf<{ n: number }>(await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM webhook_outbox`))[0]!.n,
+    statuses: rowsOf<{ payment_id: string; status: string }>(await t.deps.db.execute(sql`SELECT payment_id, status FROM payment_requests ORDER BY id`)),
+  });
+  const accepted = (result: string) => ({ status: 200, body: { ok: true, success: true, result } });
+  const answer = (res: { statusCode: number; json(): unknown }) => ({ status: res.statusCode, body: res.json() });
+
+  it('a SePay notification with the bank-rewritten content approves the request and triggers exactly one webhook; a duplicate changes nothing', async () => {
+    const p = await pendingPayment(t, c);
+    const tc = p.payment!.transfer_content;
+    const body = sepayBody({ content: rewritten(tc) });
+    expect(answer(await sepay(body))).toEqual(accepted('approved'));
+    expect((await statusRead(t, c, p.payment_id)).json()).toMatchObject({ status: 'approved' });
+    await until(() => r.received.some((x) => (JSON.parse(x.body) as { payment_id: string }).payment_id === p.payment_id), 'webhook');
+    const before = await state();
+    expect(answer(await sepay(body))).toEqual(accepted('duplicate'));
+    expect(await state()).toEqual(before);
+    const hooks = r.received.filter((x) => (JSON.parse(x.body) as { payment_id: string }).payment_id === p.payment_id);
+    expect(hooks.map((x) => x.headers['x-webhook-event'])).toEqual(['payment.approved']);
+    expect((await outboxOf(t, c.id)).filter((o) => o.status === 'delivered')).toHaveLength(1);
+    const [tx] = await t.adminData<unknown[]>('GET', '/admin/v1/pay/transactions?status=approved');
+    expect(tx).toEqual({ id: expect.any(Number), feed: 'sepay', reference: body.referenceCode, amount: 150000, content: body.content, status: 'approved', payment_id: p.payment_id });
+    const shown = await t.adminData<{ transitions: { to_status: string; actor: string }[] }>('GET', `/admin/v1/pay/payments/${p.payment_id}`);
+    expect(shown.transitions.at(-1)).toMatchObject({ to_status: 'approved', actor: 'bank-feed:sepay' });
+  });
+
+  it('a Casso notification (signature by openssl) with the rewritten content approves the request and triggers exactly one webhook', async () => {
+    const p = await pendingPayment(t, c, 275_000);
+    const body = cassoBody({ description: rewritten(p.payment!.transfer_content), amount: 275000 });
+    expect(answer(await casso(body))).toEqual(accepted('approved'));
+    expect(answer(await casso(body))).toEqual(accepted('duplicate'));
+    await until(() => r.received.some((x) => (JSON.parse(x.body) as { payment_id: string }).payment_id === p.payment_id), 'webhook');
+    await until(async () => (await outboxOf(t, c.id)).every((o) => o.status === 'delivered'), 'delivered');
+    expect(r.received.filter((x) => (JSON.parse(x.body) as { payment_id: string }).payment_id === p.payment_id)).toHaveLength(1);
+    expect((await statusRead(t, c, p.payment_id)).json()).toMatchObject({ status: 'approved' });
+  });
+
+  it('wrong or missing credentials, a feed switched off and a stale Casso timestamp: 401 unauthorized, nothing stored', async () => {
+    const p = await pendingPayment(t, c);
+    const sBody = sepayBody({ content: p.payment!.transfer_content });
+    const cBody = cassoBody({ description: p.payment!.transfer_content });
+    const before = await state();
+    const refused = (res: { statusCode: number; json(): unknown }) => expect(answer(res)).toEqual({ status: 401, body: { ok: false, error: 'unauthorized', message: expect.any(String) } });
+    refused(await sepay(sBody, 'Apikey wrong-key'));
+    refused(await sepay(sBody, ''));
+    refused(await sepay(sBody, `Bearer ${SEPAY_KEY}`));
+    refused(await casso(cBody, opensslCasso('wrong-key', t.clock.now().getTime(), cBody)));
+    refused(await casso(cBody, 'garbage'));
+    refused(await casso({ ...cBody, data: { ...cBody.data, amount: 1 } }, opensslCasso(CASSO_KEY, t.clock.now().getTime(), cBody)));
+    const stale = await casso(cBody, opensslCasso(CASSO_KEY, t.clock.now().getTime() - 301_000, cBody));
+    refused(stale);
+    expect(stale.json().message).toContain('300 s');
+    await t.adminData('PUT', '/admin/v1/settings/sepay_api_key', { value: '' });
+    const off = await sepay(sBody, 'Apikey ');
+    refused(off);
+    expect(off.json().message).toContain('off');
+    refused(await sepay(sBody));
+    await t.adminData('PUT', '/admin/v1/settings/sepay_api_key', { value: SEPAY_KEY });
+    expect(answer(await sepay({ id: 'x' }))).toMatchObject({ status: 400, body: { ok: false, error: 'invalid_request' } });
+    expect(await state()).toEqual(before);
+    expect(t.logs.join('\n')).not.toContain(SEPAY_KEY);
+  });
+
+  it('an underpaid, an outgoing, a late, an unknown and an other-account transfer are stored with their status and approve nothing', async () => {
+    const p = await pendingPayment(t, c);
+    const tc = p.payment!.transfer_content;
+    const before = await state();
+    expect(answer(await sepay(sepayBody({ content: rewritten(tc), transferAmount: 149999 })))).toEqual(accepted('amount_mismatch'));
+    expect(answer(await sepay(sepayBody({ content: rewritten(tc), transferType: 'out' })))).toEqual(accepted('ignored'));
+    expect(answer(await casso(cassoBody({ description: rewritten(tc), amount: -150000 })))).toEqual(accepted('ignored'));
+    expect(answer(await sepay(sepayBody({ content: 'RG000NOTAREQUEST0 hello' })))).toEqual(accepted('unmatched'));
+    expect(answer(await sepay(sepayBody({ content: rewritten(tc), accountNumber: '999999999' })))).toEqual(accepted('unmatched'));
+    const after = await state();
+    expect(after).toEqual({ ...before, transactions: before.transactions + 5 });
+    const cancelled = await pendingPayment(t, c);
+    await t.adminData('POST', `/admin/v1/pay/payments/${cancelled.payment_id}/cancel`);
+    expect(answer(await casso(cassoBody({ description: cancelled.payment!.transfer_content })))).toEqual(accepted('late'));
+    const listed = await ok<{ status: string; payment_id: string | null; amount: number }[]>('pay', 'transaction', 'list');
+    expect(listed.slice(0, 6).map((x) => [x.status, x.payment_id])).toEqual([
+      ['late', cancelled.payment_id],
+      ['unmatched', null],
+      ['unmatched', null],
+      ['ignored', null],
+      ['ignored', null],
+      ['amount_mismatch', p.payment_id],
+    ]);
+    expect((await ok<unknown[]>('pay', 'transaction', 'list', '--status', 'amount_mismatch'))).toEqual([
+      { id: expect.any(Number), feed: 'sepay', reference: expect.any(String), amount: 149999, content: rewritten(tc), status: 'amount_mismatch', payment_id: p.payment_id },
+    ]);
+    // The request is still payable: the right amount approves it.
+    expect(answer(await sepay(sepayBody({ content: tc })))).toEqual(accepted('approved'));
+    await approve(t, (await pendingPayment(t, c)).payment_id);
+  });
+});

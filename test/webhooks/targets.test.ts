@@ -1,0 +1,122 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { forbiddenKind, type Resolver } from '../../src/webhooks/target.js';
+import { createTestApp, type TestApp } from '../harness.js';
+import { makeMethod } from '../payments/helpers.js';
+import { approve, attemptsOf, makeHookClient, outboxOf, pendingPayment, startReceiver, until } from './kit.js';
+
+describe('forbiddenKind', () => {
+  it('names loopback, private, link-local, CGNAT and cloud metadata addresses; public ones pass', () => {
+    const cases: [string, string | null][] = [
+      ['127.0.0.1', 'loopback'],
+      ['::1', 'loopback'],
+      ['::ffff:127.0.0.1', 'loopback'],
+      ['10.1.2.3', 'private'],
+      ['172.20.0.1', 'private'],
+      ['192.168.1.1', 'private'],
+      ['fd12::1', 'private'],
+      ['169.254.10.1', 'link-local'],
+      ['fe80::1', 'link-local'],
+      ['100.64.0.1', 'CGNAT'],
+      ['169.254.169.254', 'cloud metadata'],
+      ['100.100.100.200', 'cloud metadata'],
+      ['fd00:ec2::254', 'cloud metadata'],
+      ['0.0.0.0', 'unspecified'],
+      ['::ffff:7f00:1', 'IPv4-mapped'],
+      ['93.184.216.34', null],
+      ['2606:4700::1111', null],
+    ];
+    for (const [ip, kind] of cases) expect([ip, forbiddenKind(ip)]).toEqual([ip, kind]);
+  });
+});
+
+describe('webhook target safety', () => {
+  let t: TestApp;
+  let resolverCalls: string[] = [];
+  // Names under shop.test resolve here only: a rebinding name answers a public address the first time, then loopback.
+  const answers = new Map<string, string[]>();
+  const resolver: Resolver = async (hostname) => {
+    resolverCalls.push(hostname);
+    const list = answers.get(hostname);
+    if (!list || list.length === 0) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    const address = list.length > 1 ? list.shift()! : list[0]!;
+    return [{ address, family: address.includes(':') ? 6 : 4 }];
+  };
+  const receivers: { close(): Promise<void> }[] = [];
+  beforeAll(async () => {
+    t = await createTestApp({ webhookResolver: resolver });
+    await makeMethod(t, 'TGT');
+  });
+  afterEach(async () => {
+    while (receivers.length > 0) await receivers.pop()!.close();
+    resolverCalls = [];
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  const receiver = async () => {
+    const r = await startReceiver();
+    receivers.push(r);
+    return r;
+  };
+  const firstAttempt = async (clientId: number) => {
+    await until(async () => {
+      const [row] = await outboxOf(t, clientId);
+      return row !== undefined && (await attemptsOf(t, row.event_id)).length === 1;
+    }, 'first attempt');
+    const [row] = await outboxOf(t, clientId);
+    return { row: row!, attempt: (await attemptsOf(t, row!.event_id))[0]! };
+  };
+
+  it('a loopback address is refused without allow_private_targets, with a clear reason, and nothing is sent', async () => {
+    const r = await receiver();
+    const c = await makeHookClient(t, r.url, { allowPrivate: false });
+    await approve(t, (await pendingPayment(t, c)).payment_id);
+    const { row, attempt } = await firstAttempt(c.id);
+    const reason = 'refused target: 127.0.0.1 is 127.0.0.1 (loopback); this client does not allow private targets';
+    expect(row).toMatchObject({ status: 'pending', last_error: reason });
+    expect(attempt).toMatchObject({ attempt: 1, status_code: null, error: reason, response: null });
+    expect(r.received).toHaveLength(0);
+  });
+
+  it('a name that resolves to a private address is refused; with allow_private_targets the same name is delivered to', async () => {
+    const r = await receiver();
+    answers.set('hooks.private.shop.test', ['10.0.0.7']);
+    const url = `http://hooks.private.shop.test:${r.port}/hook`;
+    const c = await makeHookClient(t, url, { allowPrivate: false, domain: 'private.shop.test' });
+    await approve(t, (await pendingPayment(t, c)).payment_id);
+    const { attempt } = await firstAttempt(c.id);
+    expect(attempt.error).toBe('refused target: hooks.private.shop.test is 10.0.0.7 (private); this client does not allow private targets');
+    expect(r.received).toHaveLength(0);
+
+    answers.set('hooks.local.shop.test', ['127.0.0.1']);
+    const allowed = await makeHookClient(t, `http://hooks.local.shop.test:${r.port}/hook`, { allowPrivate: true, domain: 'local.shop.test' });
+    await approve(t, (await pendingPayment(t, allowed)).payment_id);
+    await until(async () => (await outboxOf(t, allowed.id))[0]?.status === 'delivered', 'delivery by name');
+    expect(r.received).toHaveLength(1);
+    expect(r.received[0]!.headers.host).toBe(`hooks.local.shop.test:${r.port}`);
+  });
+
+  it('a rebinding name (public when checked, loopback when connecting) is refused at connect time; no traffic leaves 127.0.0.1', async () => {
+    const r = await receiver();
+    answers.set('hooks.rebind.shop.test', ['93.184.216.34', '127.0.0.1']);
+    const c = await makeHookClient(t, `http://hooks.rebind.shop.test:${r.port}/hook`, { allowPrivate: false, domain: 'rebind.shop.test' });
+    await approve(t, (await pendingPayment(t, c)).payment_id);
+    const { attempt } = await firstAttempt(c.id);
+    expect(attempt.error).toBe('refused target: hooks.rebind.shop.test is 127.0.0.1 (loopback); this client does not allow private targets');
+    // Resolved twice: once by the early check (public), once by the connection itself (loopback), which refused.
+    expect(resolverCalls.filter((h) => h === 'hooks.rebind.shop.test')).toHaveLength(2);
+    expect(r.received).toHaveLength(0);
+  });
+
+  it('a webhook URL no longer on the project domain at delivery time is refused', async () => {
+    const r = await receiver();
+    const c = await makeHookClient(t, r.url);
+    const p = await pendingPayment(t, c);
+    await t.deps.db.execute(sql`UPDATE pay_clients SET domain = 'elsewhere.shop.test' WHERE id = ${c.id}`);
+    await approve(t, p.payment_id);
+    const { attempt } = await firstAttempt(c.id);
+    expect(attempt.error).toBe("webhook_url is not on the client's domain elsewhere.shop.test; refused");
+    expect(r.received).toHaveLength(0);
+  });
+});

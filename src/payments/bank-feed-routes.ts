@@ -47,8 +47,8 @@ const cassoBody = z.looseObject({
 const feedResponse = z.object({
   ok: z.literal(true),
   success: z.literal(true),
-  result: z.enum(['approved', 'duplicate', 'unmatched', 'amount_mismatch', 'late', 'ignored']).describe('what became of the notification (DESIGN 5)'),
-});
+  result: z.enum(['approved', 'duplicate', 'unmatched', 'amount_mismatch', 'late', 'ignored']).describe('what became of the notification'),
+}).describe('The notification was accepted and stored; result says what became of it.');
 
 /** JSON with object keys sorted at every depth: what Casso signs. */
 export function sortKeysDeep(v: unknown): unknown {

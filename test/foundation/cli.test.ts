@@ -213,7 +213,7 @@ describe('reseller-admin CLI', () => {
       expect(await ok('category', 'list')).toEqual(expect.arrayContaining([games, sub]));
 
       const p = await ok<{ id: string }>('product', 'create', '--category', games.id, '--name', 'Thẻ Garena', '--price', '95000', '--type', 'code', '--min', '1', '--max', '10', '--description', 'line 1\nline 2', '--description2', 'terms', '--hidden');
-      const expected = { id: expect.stringMatching(/^\d+$/), name: 'Thẻ Garena', category_id: games.id, price: 95000, stock: 0, status: 'out_of_stock', min_qty: 1, max_qty: 10, description: expect.stringContaining('line 1'), description2: 'terms', type: 'code', hidden: true };
+      const expected = { id: expect.stringMatching(/^\d+$/), name: 'Thẻ Garena', category_id: games.id, price: 95000, stock: 0, status: 'out_of_stock', min_qty: 1, max_qty: 10, description: expect.stringContaining('line 1'), description2: 'terms', type: 'code', hidden: true, source: 'local', updated_at: expect.any(String) };
       expect(p).toEqual(expected);
 
       const updated = await ok('product', 'update', p.id, '--price', '96000.5', '--name', 'Thẻ Garena 100k', '--max', '5', '--show');

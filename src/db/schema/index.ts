@@ -5,3 +5,4 @@ export * from './orders.js';
 export * from './files.js';
 export * from './payments.js';
 export * from './jobs.js';
+export * from './source.js';

@@ -30,6 +30,7 @@ CREATE TABLE "sync_runs" (
 	"updated" integer DEFAULT 0 NOT NULL,
 	"missing" integer DEFAULT 0 NOT NULL,
 	"skipped" integer DEFAULT 0 NOT NULL,
+	"watermark" timestamp with time zone,
 	"error" text
 );
 --> statement-breakpoint

@@ -24,6 +24,10 @@ import { createPayClientsService } from './payments/clients.js';
 import { createMethodsService } from './payments/methods.js';
 import { createPaymentsService } from './payments/service.js';
 import { createCronService } from './jobs/cron.js';
+import { createSourceClient } from './sync/client.js';
+import { createSyncService } from './sync/service.js';
+import { createUpstreamOrders } from './sync/upstream.js';
+import { createOverridesService } from './sync/overrides.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -93,13 +97,18 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const users = createUsersService({ db, cipher, bus, clock });
   const catalog = createCatalogService({ db, cipher, bus, clock, settings });
   const orders = createOrderService({ db, bus, clock, settings });
-  const delivery = createDeliveryService({ db, cipher, settings, clock });
   const verifySignature = createSignatureVerifier({ db, clock });
   const guard = createGuard({ clock, settings, logger, redis, prefix: config.REDIS_PREFIX });
   const payClients = createPayClientsService({ db, cipher, clock });
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
-  const cron = createCronService({ db, clock, settings, payments, logger });
+  const source = createSourceClient({ settings, logger });
+  cleanups.unshift(() => source.close());
+  const sync = createSyncService({ db, clock, settings, client: source, bus, logger });
+  const upstream = createUpstreamOrders({ db, client: source, orders, cipher, clock, settings, logger });
+  const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
+  const sourceOverrides = createOverridesService({ db, bus });
+  const cron = createCronService({ db, clock, settings, payments, logger, sync, upstream });
   const files = createFilesService({ db, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
@@ -125,6 +134,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     payMethods,
     payments,
     cron,
+    source,
+    sync,
+    upstream,
+    overrides: sourceOverrides,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

@@ -240,6 +240,39 @@ export const COMMANDS: readonly Command[] = [
     args: ['CODE'], call: ({ CODE }) => post(`/admin/v1/orders/${enc(CODE)}/refund`),
   }),
 
+  cmd({
+    noun: 'override', verb: 'set',
+    usage: 'P [--price-adjust N] [--fixed-price N] [--name T] [--description T] [--description2 T] [--hide|--show]',
+    summary: 'override a source product (P = the id the public API shows); a sync never touches overrides',
+    args: ['P'], options: { 'price-adjust': S, 'fixed-price': S, name: S, description: S, description2: S, hide: B, show: B },
+    call: ({ P }, o) => ({
+      method: 'PUT',
+      path: `/admin/v1/overrides/${enc(P)}`,
+      json: changes({
+        price_adjust: str(o, 'price-adjust')?.trim(),
+        fixed_price: str(o, 'fixed-price')?.trim(),
+        name: str(o, 'name'),
+        description: str(o, 'description'),
+        description2: str(o, 'description2'),
+        hidden: visibility(o),
+      }),
+    }),
+  }),
+  cmd({ noun: 'override', verb: 'clear', usage: 'P', summary: 'remove every override of a source product', args: ['P'], call: ({ P }) => post(`/admin/v1/overrides/${enc(P)}/clear`) }),
+  cmd({ noun: 'override', verb: 'list', usage: '', summary: 'overrides of source products and categories', call: () => get('/admin/v1/overrides') }),
+  cmd({
+    noun: 'override', verb: 'category', usage: 'C [--name T] [--hide|--show]', summary: 'rename or hide a source category (C = the id the public API shows)',
+    args: ['C'], options: { name: S, hide: B, show: B },
+    call: ({ C }, o) => ({ method: 'PUT', path: `/admin/v1/category-overrides/${enc(C)}`, json: changes({ name: str(o, 'name'), hidden: visibility(o) }) }),
+  }),
+
+  cmd({
+    noun: 'sync', verb: 'run', usage: '[--force]', summary: 'run the catalogue sync now; --force ignores sync_interval_seconds; a failed run exits 1',
+    options: { force: B },
+    call: (_, o) => ({ ...post('/admin/v1/sync/run', { force: o.force === true }), timeoutMs: 30 * 60_000 }),
+  }),
+  cmd({ noun: 'sync', verb: 'status', usage: '', summary: 'the last catalogue sync runs, newest first', call: () => get('/admin/v1/sync/status') }),
+
   cmd({ noun: 'guard', verb: 'list', usage: '', summary: 'keys (key:<user id>) and addresses (ip:<addr>) under api_guard now', call: () => get('/admin/v1/guard') }),
   cmd({ noun: 'guard', verb: 'clear', usage: '', summary: 'lift every current api_guard; prints {cleared}', call: () => post('/admin/v1/guard/clear') }),
 
@@ -368,8 +401,6 @@ export const COMMANDS: readonly Command[] = [
  * operator reading the design learns the command is planned, not misspelt. `*` stands for any verb.
  */
 export const NOT_YET: Readonly<Record<string, readonly string[]>> = {
-  override: ['set', 'clear'],
-  sync: ['run', 'status'],
   // The webhook delivery (and so its outbox commands) comes in a later version.
   'pay webhook': ['list', 'resend'],
 };

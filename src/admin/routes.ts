@@ -15,6 +15,7 @@ import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
 import { registerAdminPayRoutes, type AdminPayDeps } from './pay-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
+import { registerAdminSyncRoutes, type AdminSyncDeps } from './sync-routes.js';
 import {
   adminProduct,
   categoryCreateBody,
@@ -36,7 +37,7 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = AdminOrderDeps & AdminPayDeps & {
+export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminSyncDeps & {
   adminToken: string;
   allowedIps: string[];
   uploadMaxBytes: number;
@@ -169,7 +170,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
 
   r.get('/admin/v1/categories', {
     schema: { operationId: 'adminListCategories', tags, security, description: 'All categories.', response: { 200: ok(z.array(categorySchema)), ...errs() } },
-    handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories() }),
+    handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories(true) }),
   });
   r.post('/admin/v1/categories', {
     schema: { operationId: 'adminCreateCategory', tags, security, description: 'New local category.', body: categoryCreateBody, response: { 200: ok(categorySchema), ...errs('invalid_request') } },
@@ -189,6 +190,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   });
   registerAdminOrderRoutes(app, deps, security, ADMIN_ERRORS);
   registerAdminPayRoutes(app, deps, security, ADMIN_ERRORS);
+  registerAdminSyncRoutes(app, deps, security, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: { operationId: 'adminListSettings', tags, security, description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView)), ...errs() } },

@@ -113,6 +113,7 @@ export const deliveryResponse = z.object({
   download_url: z.string().optional(),
   product_desc2: z.string(),
   desc2: z.string(),
+  usage_checked_at: z.string().nullable().optional().describe('orders delivered by the source site: when code usage was last read from it; the usage shown is the last known one when the source did not answer'),
 });
 
 export const ordersQuery = z.object({

@@ -42,5 +42,7 @@ export const syncRuns = pgTable('sync_runs', {
   updated: integer('updated').notNull().default(0),
   missing: integer('missing').notNull().default(0),
   skipped: integer('skipped').notNull().default(0),
+  /** Latest updated_at the source showed us (its clock): the next delta run asks for changes after it. */
+  watermark: timestamp('watermark', { withTimezone: true, mode: 'date' }),
   error: text('error'),
 });

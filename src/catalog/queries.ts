@@ -137,7 +137,8 @@ export function productView(r: ShownRow, hiddenAsUnavailable = true): ProductVie
 export function listFilter(opts: { updatedAfter?: Date; includeMissing?: boolean; categoryId?: number; search?: SQL }): SQL | undefined {
   const where: SQL[] = [];
   if (opts.updatedAfter) {
-    where.push(gt(shownUpdatedAt, opts.updatedAfter));
+    // At the millisecond the API shows, so that a client passing back the newest updated_at it saw gets nothing twice.
+    where.push(gt(sql`date_trunc('milliseconds', ${shownUpdatedAt})`, opts.updatedAfter));
     if (!opts.includeMissing) where.push(visible);
   } else {
     where.push(visible);

@@ -53,13 +53,12 @@ export function createSourceClient(deps: SourceClientDeps) {
     return { base: s.source_url, key: s.source_api_key, timeoutMs: s.sync_timeout_seconds * 1000 };
   }
 
-  function headersFor(key: string, method: string, path: string, rawBody: string): Record<string, string> {
+  function headersFor(key: string, method: string, path: string, rawBody: string, sign = false): Record<string, string> {
     const h: Record<string, string> = { authorization: `Bearer ${key}`, accept: 'application/json' };
-    if (method === 'POST') {
-      // Signed always: verified by a source that requires it, and by one that does not when the headers are present.
+    if (method === 'POST') h['content-type'] = 'application/json';
+    if (sign) {
       const timestamp = String(Math.floor(Date.now() / 1000));
       const nonce = randomBytes(16).toString('hex');
-      h['content-type'] = 'application/json';
       h['x-api-timestamp'] = timestamp;
       h['x-api-nonce'] = nonce;
       h['x-api-signature'] = signRequest(key, { method, path, timestamp, nonce, rawBody });
@@ -76,6 +75,9 @@ export function createSourceClient(deps: SourceClientDeps) {
     const deadline = Date.now() + timeoutMs;
     const qs = opts.query ? `?${new URLSearchParams(opts.query).toString()}` : '';
     const rawBody = opts.json === undefined ? '' : JSON.stringify(opts.json);
+    // Unsigned first: a signature depends on both clocks agreeing. A source that requires signing refuses before it
+    // does anything (invalid_signature), so the one signed retry cannot act twice.
+    let sign = false;
     for (let attempt = 0; ; attempt++) {
       const left = deadline - Date.now();
       if (left <= 0) throw new SourceError('unknown', 'The source site did not answer in time', 'timeout');
@@ -85,7 +87,7 @@ export function createSourceClient(deps: SourceClientDeps) {
         res = (await request(`${base}${path}${qs}`, {
           method,
           dispatcher: agent,
-          headers: headersFor(key, method, path, rawBody),
+          headers: headersFor(key, method, path, rawBody, sign),
           body: method === 'POST' ? rawBody : undefined,
           signal: AbortSignal.timeout(left),
         })) as Dispatcher.ResponseData;
@@ -116,6 +118,10 @@ export function createSourceClient(deps: SourceClientDeps) {
           await sleep(wait);
           continue;
         }
+      }
+      if (code === 'invalid_signature' && !sign) {
+        sign = true;
+        continue;
       }
       throw mapEnvelope(res.statusCode, code, body);
     }

@@ -93,7 +93,7 @@ export async function midId(shops: Shops, name: string): Promise<string> {
 
 /**
  * A 127.0.0.1 TCP proxy in front of the source. `mode` decides what it does to each connection: pass everything,
- * forward the request but drop the connection as soon as the answer starts (the source committed, we never hear it),
+ * forward a POST but drop the connection as soon as its answer starts (the source committed, we never hear it),
  * or cut an answer after `cutAfter` bytes.
  */
 export async function tcpProxy(target: string, mode: { kind: 'pass' } | { kind: 'drop-answer' } | { kind: 'cut'; after: number }) {
@@ -108,11 +108,15 @@ export async function tcpProxy(target: string, mode: { kind: 'pass' } | { kind: 
     upstream.on('close', () => sockets.delete(upstream));
     client.on('error', () => upstream.destroy());
     upstream.on('error', () => client.destroy());
+    let posted = false;
+    client.on('data', (chunk: Buffer) => {
+      if (chunk.subarray(0, 5).toString() === 'POST ') posted = true;
+    });
     client.pipe(upstream);
     let sent = 0;
     upstream.on('data', (chunk: Buffer) => {
       const m = state.mode;
-      if (m.kind === 'drop-answer') {
+      if (m.kind === 'drop-answer' && posted) {
         client.destroy();
         upstream.destroy();
       } else if (m.kind === 'cut' && sent + chunk.length > m.after) {

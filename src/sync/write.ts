@@ -9,6 +9,12 @@ import type { SourceCatalogue } from './read.js';
 
 const BATCH = 500;
 
+/**
+ * Text without markup characters comes out of the sanitiser unchanged (line breaks aside): skipping it there keeps
+ * a 50,000-product sync from spending most of its time parsing plain descriptions.
+ */
+const clean = (s: string) => (/[<>&"]/.test(s) ? sanitizeDescription(s) : s.replace(/\r\n?/g, '\n'));
+
 export type WriteCounts = { categories: number; products: number; created: number; updated: number; missing: number; skipped: number };
 
 /**
@@ -57,7 +63,7 @@ export async function writeCatalogue(db: Db, cat: SourceCatalogue, full: boolean
     for (let i = 0; i < listed.length; i += BATCH) {
       const values = listed.slice(i, i + BATCH).map(
         (p) =>
-          sql`(${catIds.get(p.categoryId)!}::int, ${p.name}, ${foldForSearch(p.name)}, ${p.type}, ${p.price}::numeric, ${p.minQty}::int, ${p.maxQty}::int, ${sanitizeDescription(p.description)}, ${sanitizeDescription(p.description2)}, ${p.id}, ${p.stock}::int, ${p.status})`,
+          sql`(${catIds.get(p.categoryId)!}::int, ${p.name}, ${foldForSearch(p.name)}, ${p.type}, ${p.price}::numeric, ${p.minQty}::int, ${p.maxQty}::int, ${clean(p.description)}, ${clean(p.description2)}, ${p.id}, ${p.stock}::int, ${p.status})`,
       );
       const rows = rowsOf<{ inserted: boolean }>(
         await tx.execute(sql`INSERT INTO products AS p (category_id, name, search_text, type, price, min_qty, max_qty, description, description2, source_id, source_stock, source_status)

@@ -243,7 +243,7 @@ export const COMMANDS: readonly Command[] = [
   cmd({
     noun: 'override', verb: 'set',
     usage: 'P [--price-adjust N] [--fixed-price N] [--name T] [--description T] [--description2 T] [--hide|--show]',
-    summary: 'override a source product (P = the id the public API shows); a sync never touches overrides',
+    summary: 'override a source product (P = the id the public API shows; a negative adjustment: --price-adjust=-500); a sync never touches overrides',
     args: ['P'], options: { 'price-adjust': S, 'fixed-price': S, name: S, description: S, description2: S, hide: B, show: B },
     call: ({ P }, o) => ({
       method: 'PUT',

@@ -124,14 +124,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
       }
       zip.on('error', (err) => req.log.error({ err }, 'zip stream failed'));
       // A client that goes away mid-download: stop the archive so that it opens no further file.
-      reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) zip.abort();
-      });
-      return reply
-        .header('Content-Type', 'application/zip')
-        .header('Content-Disposition', `attachment; filename="${order.orderCode}.zip"`)
-        .header('Cache-Control', 'no-store')
-        .send(zip);
+      return sendZip(reply, order.orderCode, zip, () => zip.abort());
     },
   });
 
@@ -169,12 +162,17 @@ async function passThrough(req: FastifyRequest, reply: FastifyReply, upstream: U
     req.log.warn({ order_code: order.orderCode, source_error: (err as { code?: string }).code ?? 'stream' }, 'source download broke mid-stream');
     reply.raw.destroy();
   });
+  return sendZip(reply, order.orderCode, body, () => body.destroy());
+}
+
+/** Sends a ZIP stream as the order's attachment; `stop` runs when the client leaves before the end. */
+function sendZip(reply: FastifyReply, orderCode: string, zip: Readable, stop: () => void): FastifyReply {
   reply.raw.on('close', () => {
-    if (!reply.raw.writableFinished) body.destroy();
+    if (!reply.raw.writableFinished) stop();
   });
   return reply
     .header('Content-Type', 'application/zip')
-    .header('Content-Disposition', `attachment; filename="${order.orderCode}.zip"`)
+    .header('Content-Disposition', `attachment; filename="${orderCode}.zip"`)
     .header('Cache-Control', 'no-store')
-    .send(body);
+    .send(zip);
 }

@@ -124,6 +124,38 @@ describe('catalogue sync from a source site (two app instances)', () => {
     }
   });
 
+  it('backs off when the source answers rate_limited, then syncs', async () => {
+    s = await twoShops();
+    await seedSource(s.source);
+    const target = new URL(s.sourceUrl);
+    let refused = 0;
+    // In front of the real source: the first call is refused as the source's rate limiter would (Retry-After: 1).
+    const proxy = http.createServer((req, res) => {
+      if (refused === 0) {
+        refused++;
+        req.resume();
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+        res.end(JSON.stringify({ ok: false, error: 'rate_limited', message: 'Too many requests' }));
+        return;
+      }
+      const up = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode ?? 500, r.headers);
+        r.pipe(res);
+      });
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      await s.set('source_url', `http://127.0.0.1:${(proxy.address() as { port: number }).port}`);
+      expect(await s.syncNow()).toMatchObject({ created: 2 });
+      expect(refused).toBe(1);
+      expect(s.mid.logs.some((l) => l.includes('rate-limited us; backing off'))).toBe(true);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
+  });
+
   it('two simultaneous cron calls run one sync', async () => {
     s = await twoShops();
     await seedSource(s.source);

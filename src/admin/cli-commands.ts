@@ -207,7 +207,7 @@ export const COMMANDS: readonly Command[] = [
       return { method: 'PATCH', path: `/admin/v1/products/${enc(P)}`, json: body };
     },
   }),
-  cmd({ noun: 'product', verb: 'list', usage: '', summary: 'all local products, hidden ones included', call: () => get('/admin/v1/products') }),
+  cmd({ noun: 'product', verb: 'list', usage: '', summary: 'all products, local and source ("source":"api"), hidden ones included', call: () => get('/admin/v1/products') }),
   cmd({
     noun: 'product', verb: 'attach-file', usage: 'P FILE', summary: 'attach FILE (e.g. a ZIP) to a file product, streamed; prints the file record with its sha256',
     args: ['P', 'FILE'],

@@ -61,7 +61,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps,
       let { order } = created;
       // A source product: paid and committed as pending; now ask the source (same request_id on every retry).
       if (!replay && order.status === 'pending') {
-        order = await deps.upstream.forward(order);
+        order = await deps.upstream.forward(order, true);
         if (order.status === 'failed') throw new AppError('order_failed', `${order.message}. Order ${order.orderCode}`, { reason: 'upstream_failed', status: 502 });
       }
       if (replay) reply.header('Idempotent-Replayed', 'true');

@@ -61,8 +61,12 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     }
   }
 
-  /** One attempt to settle a pending order with the source; answers the order as it now stands. */
-  async function forward(order: OrderRow): Promise<OrderRow> {
+  /**
+   * One attempt to settle a pending order with the source; answers the order as it now stands. `first`: the attempt
+   * right after the order was paid, so nothing can exist upstream yet and a missing configuration is a definite no
+   * (later attempts leave such an order pending: an earlier attempt may have reached the source).
+   */
+  async function forward(order: OrderRow, first = false): Promise<OrderRow> {
     const [p] = await db.select({ sourceId: products.sourceId }).from(products).where(eq(products.id, order.productId)).limit(1);
     if (!p?.sourceId) return order;
     try {
@@ -75,7 +79,7 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
       // pending upstream: the reconciler asks again later.
     } catch (err) {
       if (!(err instanceof SourceError)) throw err;
-      if (err.kind === 'refused') await fail(order, err.code ?? 'refused');
+      if (err.kind === 'refused' || (first && err.kind === 'config')) await fail(order, err.code ?? 'refused');
       else logger.warn({ order_code: order.orderCode, source_error: err.code }, `order left pending: ${err.message}`);
     }
     const [now] = await db.select().from(orders).where(eq(orders.id, order.id));

@@ -93,6 +93,13 @@ describe('orders of source products', () => {
       { kind: 'refund', amount: '2000.00' },
     ]);
     expect(await upstreamOrders(s)).toEqual([]);
+
+    // Intermediary mode switched off while source products are still listed: refused and refunded at once.
+    await s.set('source_api_key', '');
+    const off = await s.order({ product_id: id, quantity: 1 });
+    expect(off.statusCode).toBe(502);
+    expect(off.json()).toMatchObject({ error: 'order_failed', reason: 'upstream_failed' });
+    expect(await balance(s)).toBe(1_000_000);
     s.assertNoLeak();
   });
 

@@ -23,6 +23,8 @@ export type SourceCatalogue = {
   categories: SourceCategory[];
   products: SourceProduct[];
   skipped: number;
+  /** Ids of skipped product records (price 0, no price...): a delta run hides them, as a full run does by absence. */
+  rejectedIds: string[];
   /** Latest updated_at among the records; null when the source does not send updated_at (no delta support). */
   watermark: Date | null;
   deltaCapable: boolean;
@@ -102,6 +104,7 @@ export async function readSource(client: SourceClient, since: Date | null): Prom
     else skipped++;
   }
   const products: SourceProduct[] = [];
+  const rejectedIds: string[] = [];
   let watermark: Date | null = null;
   let withTimes = 0;
   let seen = 0;
@@ -117,6 +120,8 @@ export async function readSource(client: SourceClient, since: Date | null): Prom
       const p = parseProduct(r);
       if (!p) {
         skipped++;
+        const id = typeof r === 'object' && r !== null ? idOf((r as { id?: unknown }).id) : null;
+        if (id) rejectedIds.push(id);
         continue;
       }
       if (p.updatedAt) {
@@ -127,5 +132,5 @@ export async function readSource(client: SourceClient, since: Date | null): Prom
     }
     if (!body.has_more || rows.length === 0) break;
   }
-  return { categories, products, skipped, watermark, deltaCapable: seen > 0 && withTimes === seen - skipped };
+  return { categories, products, skipped, rejectedIds, watermark, deltaCapable: seen > 0 && withTimes === seen - skipped };
 }

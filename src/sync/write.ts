@@ -45,7 +45,7 @@ export async function writeCatalogue(db: Db, cat: SourceCatalogue, full: boolean
     let skipped = cat.skipped;
     let created = 0;
     let updated = 0;
-    const gone: string[] = [];
+    const gone: string[] = [...cat.rejectedIds];
     // A product that moved between pages while we read them appears twice: the later copy wins.
     const unique = [...new Map(cat.products.map((p) => [p.id, p])).values()];
     const listed = unique.filter((p) => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { makeProduct } from '../harness.js';
 import { midId, seedSource, twoShops, type Shops } from './kit.js';
 
 type P = { id: string; name: string; price: number; description: string; description2: string; updated_at: string; status: string };
@@ -77,6 +78,7 @@ describe('overrides of source products and categories', () => {
   it('delta listing: updated_after lists only changes; include_missing adds what went away as unavailable', async () => {
     s = await twoShops();
     const src = await seedSource(s.source);
+    const extra = await makeProduct(s.source, { category_id: src.cat.id, name: 'Extra', price: 500 });
     await s.syncNow();
     const all = ((await s.get('/api/v1/products')).json() as { data: P[] }).data;
     const latest = all.map((p) => p.updated_at).sort().at(-1)!;
@@ -86,11 +88,13 @@ describe('overrides of source products and categories', () => {
     const id = await midId(s, 'Zing 50k');
     await s.mid.adminData('PUT', `/admin/v1/overrides/${id}`, { name: 'Zing (ours)' });
     await s.source.adminData('PATCH', `/admin/v1/products/${src.a.id}`, { hidden: true });
+    // A price of 0 in a delta hides the product at once (a full run would by its absence).
+    await s.source.adminData('PATCH', `/admin/v1/products/${extra.id}`, { price: 0 });
     // The intermediary itself reads only the source's changes (it is the source's delta client here).
-    expect(await s.syncNow()).toMatchObject({ created: 0, updated: 0, missing: 1, jobs: { sync: { mode: 'delta' } } });
+    expect(await s.syncNow()).toMatchObject({ created: 0, updated: 0, missing: 2, jobs: { sync: { mode: 'delta' } } });
     const delta = ((await s.get(`/api/v1/products?updated_after=${encodeURIComponent(latest)}`)).json() as { data: P[] }).data;
     expect(delta.map((p) => p.name)).toEqual(['Zing (ours)']);
     const withGone = ((await s.get(`/api/v1/products?updated_after=${encodeURIComponent(latest)}&include_missing=true`)).json() as { data: P[] }).data;
-    expect(withGone.map((p) => [p.name, p.status]).sort()).toEqual([['Garena 100k', 'unavailable'], ['Zing (ours)', 'out_of_stock']]);
+    expect(withGone.map((p) => [p.name, p.status]).sort()).toEqual([['Extra', 'unavailable'], ['Garena 100k', 'unavailable'], ['Zing (ours)', 'out_of_stock']]);
   });
 });

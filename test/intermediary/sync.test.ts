@@ -2,7 +2,7 @@ import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
-import { makeProduct } from '../harness.js';
+import { createTestApp, makeProduct, type TestApp } from '../harness.js';
 import { CRON_TOKEN, midId, seedSource, twoShops, type Shops } from './kit.js';
 
 type P = { id: string; name: string; price: number; category_id: string; status: string; description: string; description2: string };
@@ -166,6 +166,22 @@ describe('catalogue sync from a source site (two app instances)', () => {
     expect(ran[0]).toMatchObject({ created: 32 });
     const runs = rowsOf<{ n: number }>(await s.mid.deps.db.execute(sql`SELECT count(*)::int AS n FROM sync_runs`));
     expect(runs[0]!.n).toBe(1);
-    expect(CRON_TOKEN).toBeTruthy();
+  });
+
+  it('two processes on one database, called at once, run one sync', async () => {
+    s = await twoShops();
+    await seedSource(s.source);
+    // A second intermediary process: same database, its own settings cache, connections and clock.
+    const other = await createTestApp({ database: s.mid.deps.database, clock: s.mid.clock });
+    try {
+      const call = (t: TestApp) => t.request({ method: 'GET', url: `/api-sync-cron.php?token=${CRON_TOKEN}` });
+      const answers = await Promise.all([call(s.mid), call(other), call(s.mid), call(other)]);
+      expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200, 200]);
+      expect(answers.filter((a) => (a.json() as { ran: boolean }).ran)).toHaveLength(1);
+      const runs = rowsOf<{ n: number }>(await s.mid.deps.db.execute(sql`SELECT count(*)::int AS n FROM sync_runs`));
+      expect(runs[0]!.n).toBe(1);
+    } finally {
+      await other.close();
+    }
   });
 });

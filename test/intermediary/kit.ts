@@ -1,3 +1,4 @@
+import http from 'node:http';
 import net from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
@@ -138,6 +139,33 @@ export async function tcpProxy(target: string, mode: { kind: 'pass' } | { kind: 
     state,
     async close() {
       for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/**
+ * An HTTP proxy on 127.0.0.1 in front of the source: `intercept` answers a request itself (and returns true) to play a
+ * misbehaving source; every other request goes through unchanged.
+ */
+export async function httpProxy(target: string, intercept: (req: http.IncomingMessage, res: http.ServerResponse) => boolean) {
+  const { hostname, port } = new URL(target);
+  const server = http.createServer((req, res) => {
+    if (intercept(req, res)) {
+      req.resume();
+      return;
+    }
+    const up = http.request({ host: hostname, port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 500, r.headers);
+      r.pipe(res);
+    });
+    req.pipe(up);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    async close() {
+      server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },
   };

@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, makeProduct, type TestApp } from '../harness.js';
-import { CRON_TOKEN, midId, seedSource, twoShops, type Shops } from './kit.js';
+import { CRON_TOKEN, httpProxy, midId, seedSource, twoShops, type Shops } from './kit.js';
 
 type P = { id: string; name: string; price: number; category_id: string; status: string; description: string; description2: string };
 
@@ -96,63 +96,43 @@ describe('catalogue sync from a source site (two app instances)', () => {
     const before = (await s.get('/api/v1/products')).json() as { data: P[] };
     // One product a page on the source, and a proxy that garbles page 2.
     await s.source.adminData('PUT', '/admin/v1/settings/products_max_limit', { value: '1' });
-    const target = new URL(s.sourceUrl);
-    const proxy = http.createServer((req, res) => {
-      const up = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
-        if (req.url?.includes('page=2')) {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end('{"ok":true,"data":[{"id":');
-          r.resume();
-          return;
-        }
-        res.writeHead(r.statusCode ?? 500, r.headers);
-        r.pipe(res);
-      });
-      req.pipe(up);
+    const proxy = await httpProxy(s.sourceUrl, (req, res) => {
+      if (!req.url?.includes('page=2')) return false;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true,"data":[{"id":');
+      return true;
     });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     try {
-      await s.set('source_url', `http://127.0.0.1:${(proxy.address() as { port: number }).port}`);
+      await s.set('source_url', proxy.url);
       await s.source.adminData('PATCH', `/admin/v1/products/${src.a.id}`, { name: 'renamed upstream' });
       const res = await s.cron();
       expect(res.statusCode).toBe(502);
       expect(res.json()).toMatchObject({ ok: false, error: 'sync_failed' });
       expect((await s.get('/api/v1/products')).json()).toEqual(before);
     } finally {
-      proxy.closeAllConnections();
-      await new Promise<void>((r) => proxy.close(() => r()));
+      await proxy.close();
     }
   });
 
   it('backs off when the source answers rate_limited, then syncs', async () => {
     s = await twoShops();
     await seedSource(s.source);
-    const target = new URL(s.sourceUrl);
     let refused = 0;
     // In front of the real source: the first call is refused as the source's rate limiter would (Retry-After: 1).
-    const proxy = http.createServer((req, res) => {
-      if (refused === 0) {
-        refused++;
-        req.resume();
-        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
-        res.end(JSON.stringify({ ok: false, error: 'rate_limited', message: 'Too many requests' }));
-        return;
-      }
-      const up = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
-        res.writeHead(r.statusCode ?? 500, r.headers);
-        r.pipe(res);
-      });
-      req.pipe(up);
+    const proxy = await httpProxy(s.sourceUrl, (_req, res) => {
+      if (refused > 0) return false;
+      refused++;
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+      res.end(JSON.stringify({ ok: false, error: 'rate_limited', message: 'Too many requests' }));
+      return true;
     });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     try {
-      await s.set('source_url', `http://127.0.0.1:${(proxy.address() as { port: number }).port}`);
+      await s.set('source_url', proxy.url);
       expect(await s.syncNow()).toMatchObject({ created: 2 });
       expect(refused).toBe(1);
       expect(s.mid.logs.some((l) => l.includes('rate-limited us; backing off'))).toBe(true);
     } finally {
-      proxy.closeAllConnections();
-      await new Promise<void>((r) => proxy.close(() => r()));
+      await proxy.close();
     }
   });
 

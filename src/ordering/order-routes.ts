@@ -156,6 +156,7 @@ async function passThrough(req: FastifyRequest, reply: FastifyReply, upstream: U
   } catch (err) {
     if (!(err instanceof SourceError)) throw err;
     req.log.warn({ order_code: order.orderCode, source_error: err.code }, `source download failed: ${err.message}`);
+    if (err.code === 'not_found') throw new AppError('not_found', 'The source site has no file for this order yet; contact the shop');
     throw new AppError('not_ready', `${err.message}; retry the download later`, { headers: { 'Retry-After': '30' } });
   }
   body.on('error', (err) => {

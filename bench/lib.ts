@@ -11,7 +11,7 @@ import { createDeps } from '../src/deps.js';
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 
 /** A real server on 127.0.0.1 (random port), on in-memory PGlite or on BENCH_DATABASE_URL, migrated and empty. */
-export async function startServer(env: Record<string, string> = {}) {
+export async function startServer(env: Record<string, string> = {}, databaseUrl = process.env.BENCH_DATABASE_URL) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-bench-'));
   // Limits off: a benchmark measures the served path, not 429 refusals.
   const config = loadConfig({
@@ -24,7 +24,7 @@ export async function startServer(env: Record<string, string> = {}) {
     GUARD_ENABLED: 'false',
     ...env,
   });
-  const url = process.env.BENCH_DATABASE_URL;
+  const url = databaseUrl;
   const database = url ? await openPg(url, 10) : await openPglite({});
   const deps = await createDeps(config, { database, logger: pino({ level: 'silent' }), ownsDatabase: true });
   const app = await buildApp(deps);

@@ -7,6 +7,7 @@ const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void
   catalog: () => import('./catalog.bench.js'),
   download: () => import('./download.bench.js'),
   webhooks: () => import('./webhooks.bench.js'),
+  sync: () => import('./sync.bench.js'),
 };
 
 const wanted = process.argv.slice(2);

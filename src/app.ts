@@ -87,7 +87,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(opsRoutes, { db: deps.db, isClosing: () => closing });
-  await app.register(orderingRoutes, { guard: deps.guard, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files });
+  await app.register(orderingRoutes, { guard: deps.guard, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files, upstream: deps.upstream });
   await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings, guard: deps.guard });
   await app.register(paymentRoutes, {
     prefix: paymentPrefix,
@@ -117,6 +117,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     payments: deps.payments,
     webhooks: deps.webhooks,
     bankFeeds: deps.bankFeeds,
+    cron: deps.cron,
+    sync: deps.sync,
+    overrides: deps.overrides,
   });
   return app;
 }

@@ -28,6 +28,10 @@ import { createCronService } from './jobs/cron.js';
 import { createWebhooksService } from './webhooks/deliver.js';
 import { createBankFeedsService } from './payments/bank-feeds.js';
 import type { Resolver } from './webhooks/target.js';
+import { createSourceClient } from './sync/client.js';
+import { createSyncService } from './sync/service.js';
+import { createUpstreamOrders } from './sync/upstream.js';
+import { createOverridesService } from './sync/overrides.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -117,8 +121,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const settings = createSettingsService({ db, clock, bus, logger, defaults: config.settingDefaults });
   const users = createUsersService({ db, cipher, bus, clock });
   const catalog = createCatalogService({ db, cipher, bus, clock, settings });
-  const orders = createOrderService({ db, bus, clock });
-  const delivery = createDeliveryService({ db, cipher, settings, clock });
+  const orders = createOrderService({ db, bus, clock, settings });
   const verifySignature = createSignatureVerifier({ db, clock });
   const guard = createGuard({ clock, settings, logger, redis, prefix: config.REDIS_PREFIX });
   const payClients = createPayClientsService({ db, cipher, clock });
@@ -127,7 +130,13 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver });
   cleanups.unshift(() => webhooks.stop());
   const bankFeeds = createBankFeedsService({ db, clock });
-  const cron = createCronService({ db, clock, settings, payments, webhooks, logger });
+  const source = createSourceClient({ settings, logger });
+  cleanups.unshift(() => source.close());
+  const sync = createSyncService({ db, clock, settings, client: source, bus, logger });
+  const upstream = createUpstreamOrders({ db, client: source, orders, cipher, clock, settings, logger });
+  const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
+  const sourceOverrides = createOverridesService({ db, bus });
+  const cron = createCronService({ db, clock, settings, payments, webhooks, logger, sync, upstream });
   const files = createFilesService({ db, bus, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
@@ -155,6 +164,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     cron,
     webhooks,
     bankFeeds,
+    source,
+    sync,
+    upstream,
+    overrides: sourceOverrides,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

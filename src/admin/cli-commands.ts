@@ -149,7 +149,7 @@ const productFields = (opts: Opts) => ({
   description2: str(opts, 'description2'),
 });
 
-/** Every command of this version, in help order; later work adds entries here (and removes them from NOT_YET). */
+/** Every command, in help order. */
 export const COMMANDS: readonly Command[] = [
   cmd({
     noun: 'user', verb: 'create', usage: '--name N [--balance X] [--ips a,b]', summary: 'new user with API enabled; prints its api_key',
@@ -207,7 +207,7 @@ export const COMMANDS: readonly Command[] = [
       return { method: 'PATCH', path: `/admin/v1/products/${enc(P)}`, json: body };
     },
   }),
-  cmd({ noun: 'product', verb: 'list', usage: '', summary: 'all local products, hidden ones included', call: () => get('/admin/v1/products') }),
+  cmd({ noun: 'product', verb: 'list', usage: '', summary: 'all products, local and source ("source":"api"), hidden ones included', call: () => get('/admin/v1/products') }),
   cmd({
     noun: 'product', verb: 'attach-file', usage: 'P FILE', summary: 'attach FILE (e.g. a ZIP) to a file product, streamed; prints the file record with its sha256',
     args: ['P', 'FILE'],
@@ -239,6 +239,39 @@ export const COMMANDS: readonly Command[] = [
     noun: 'order', verb: 'refund', usage: 'CODE', summary: 'give the total back; codes return to stock only if never shown',
     args: ['CODE'], call: ({ CODE }) => post(`/admin/v1/orders/${enc(CODE)}/refund`),
   }),
+
+  cmd({
+    noun: 'override', verb: 'set',
+    usage: 'P [--price-adjust N] [--fixed-price N] [--name T] [--description T] [--description2 T] [--hide|--show]',
+    summary: 'override a source product (P = the id the public API shows; a negative adjustment: --price-adjust=-500); a sync never touches overrides',
+    args: ['P'], options: { 'price-adjust': S, 'fixed-price': S, name: S, description: S, description2: S, hide: B, show: B },
+    call: ({ P }, o) => ({
+      method: 'PUT',
+      path: `/admin/v1/overrides/${enc(P)}`,
+      json: changes({
+        price_adjust: str(o, 'price-adjust')?.trim(),
+        fixed_price: str(o, 'fixed-price')?.trim(),
+        name: str(o, 'name'),
+        description: str(o, 'description'),
+        description2: str(o, 'description2'),
+        hidden: visibility(o),
+      }),
+    }),
+  }),
+  cmd({ noun: 'override', verb: 'clear', usage: 'P', summary: 'remove every override of a source product', args: ['P'], call: ({ P }) => post(`/admin/v1/overrides/${enc(P)}/clear`) }),
+  cmd({ noun: 'override', verb: 'list', usage: '', summary: 'overrides of source products and categories', call: () => get('/admin/v1/overrides') }),
+  cmd({
+    noun: 'override', verb: 'category', usage: 'C [--name T] [--hide|--show]', summary: 'rename or hide a source category (C = the id the public API shows)',
+    args: ['C'], options: { name: S, hide: B, show: B },
+    call: ({ C }, o) => ({ method: 'PUT', path: `/admin/v1/category-overrides/${enc(C)}`, json: changes({ name: str(o, 'name'), hidden: visibility(o) }) }),
+  }),
+
+  cmd({
+    noun: 'sync', verb: 'run', usage: '[--force]', summary: 'run the catalogue sync now; --force ignores sync_interval_seconds; a failed run exits 1',
+    options: { force: B },
+    call: (_, o) => ({ ...post('/admin/v1/sync/run', { force: o.force === true }), timeoutMs: 30 * 60_000 }),
+  }),
+  cmd({ noun: 'sync', verb: 'status', usage: '', summary: 'the last catalogue sync runs, newest first', call: () => get('/admin/v1/sync/status') }),
 
   cmd({ noun: 'guard', verb: 'list', usage: '', summary: 'keys (key:<user id>) and addresses (ip:<addr>) under api_guard now', call: () => get('/admin/v1/guard') }),
   cmd({ noun: 'guard', verb: 'clear', usage: '', summary: 'lift every current api_guard; prints {cleared}', call: () => post('/admin/v1/guard/clear') }),
@@ -376,18 +409,3 @@ export const COMMANDS: readonly Command[] = [
     options: { status: S }, call: (_, o) => get(`/admin/v1/pay/transactions${o.status === undefined ? '' : `?status=${enc(String(o.status))}`}`),
   }),
 ];
-
-/**
- * Names DESIGN 6 reserves for later versions. They answer a usage error instead of "unknown command" so that an
- * operator reading the design learns the command is planned, not misspelt. `*` stands for any verb.
- */
-export const NOT_YET: Readonly<Record<string, readonly string[]>> = {
-  override: ['set', 'clear'],
-  sync: ['run', 'status'],
-};
-
-export function isNotYet(noun: string, verb?: string): boolean {
-  const verbs = NOT_YET[noun];
-  if (!verbs) return false;
-  return verbs.includes('*') || (verb !== undefined && verbs.includes(verb));
-}

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CliError, COMMANDS, isNotYet, NOT_YET, usageError, type Command, type HttpCall, type Opts } from './cli-commands.js';
+import { CliError, COMMANDS, usageError, type Command, type HttpCall, type Opts } from './cli-commands.js';
 
 /**
  * reseller-admin (DESIGN 6): a thin client of the admin HTTP API. JSON `data` on stdout and exit 0; on failure one
@@ -21,8 +21,8 @@ const HELP_FLAGS = new Set(['--help', '-h', 'help']);
 const NOUNS = [...new Set(COMMANDS.map((c) => c.noun))];
 /** What the first word of a command line can be: "user", ..., "pay" (the group of "pay method", "pay client", ...). */
 const FIRST_WORDS = [...new Set(NOUNS.map((n) => n.split(' ')[0]!))];
-/** Every noun a command line can start with, those reserved for later versions included. */
-const KNOWN_NOUNS = new Set([...NOUNS, ...Object.keys(NOT_YET)]);
+/** Every noun a command line can start with. */
+const KNOWN_NOUNS = new Set(NOUNS);
 const MAX_NOUN_WORDS = Math.max(...[...KNOWN_NOUNS].map((n) => n.split(' ').length));
 
 /** The second words of the nouns of a group: "pay" -> method, client, payment. */
@@ -39,13 +39,10 @@ function helpText(commands: readonly Command[], full: boolean): string {
   });
   const head = ['Usage: reseller-admin <noun> <verb> [arguments] [options]', '', 'Commands:', ...rows];
   if (!full) return [...head, '', 'Run reseller-admin --help for connection settings.', ''].join('\n');
-  const later = Object.entries(NOT_YET).map(([noun, verbs]) => verbs.map((v) => (v === '*' ? `${noun} (every verb)` : `${noun} ${v}`)).join(', '));
   return [
     'reseller-admin: command line client of the reseller-gateway admin HTTP API',
     '',
     ...head,
-    '',
-    `Not available in this version: ${later.join(', ')}.`,
     '',
     'Connection: ADMIN_URL (default http://127.0.0.1:$PORT, PORT default 3000); the token is ADMIN_TOKEN, else the',
     'file $DATA_DIR/admin-token (DATA_DIR default ./data). A .env file in the current directory is read first.',
@@ -80,14 +77,10 @@ function resolve(argv: string[]): Resolved {
   const noun = argv.slice(0, words).join(' ');
   const [verb, ...rest] = argv.slice(words);
   const ofNoun = COMMANDS.filter((c) => c.noun === noun);
-  if (ofNoun.length === 0) throw notYet(noun, verb);
   if (verb === undefined) throw usageError(`${noun} needs a verb: ${ofNoun.map((c) => c.verb).join(', ')} (run reseller-admin ${noun} --help)`);
   if (HELP_FLAGS.has(verb)) return { kind: 'help', text: helpText(ofNoun, false) };
   const command = ofNoun.find((c) => c.verb === verb);
-  if (!command) {
-    if (isNotYet(noun, verb)) throw notYet(noun, verb);
-    throw usageError(`Unknown command "${noun} ${verb}"; ${noun} verbs: ${ofNoun.map((c) => c.verb).join(', ')}`);
-  }
+  if (!command) throw usageError(`Unknown command "${noun} ${verb}"; ${noun} verbs: ${ofNoun.map((c) => c.verb).join(', ')}`);
 
   const usage = `usage: reseller-admin ${line(command)}`;
   let parsed;
@@ -109,11 +102,6 @@ function resolve(argv: string[]): Resolved {
   // The values of a variadic last argument (CODE...): it and everything after it.
   const values = command.variadic ? positionals.slice(command.args.length - 1) : [];
   return { kind: 'run', command, args, rest: values, opts: parsed.values as Opts };
-}
-
-function notYet(noun: string, verb: string | undefined): CliError {
-  const name = verb && !verb.startsWith('-') ? `${noun} ${verb}` : noun;
-  return usageError(`"${name}" is not available in this version of reseller-admin (run reseller-admin --help for the commands it has)`);
 }
 
 type Connection = { base: string; shown: string; token: string; tokenSource: string };

@@ -14,7 +14,7 @@ import { uploadedFile } from './upload.js';
 
 export type AdminOrderDeps = { guard: Guard; orders: OrderService; delivery: DeliveryService; files: FilesService; catalog: CatalogService; users: UsersService };
 
-const adminOrder = orderView.extend({ user_id: z.number().int(), user_name: z.string(), message: z.string(), delivered_at: z.string().nullable(), codes: z.array(codeDetail) });
+const adminOrder = orderView.extend({ user_id: z.number().int(), user_name: z.string(), message: z.string(), delivered_at: z.string().nullable(), codes: z.array(codeDetail), upstream: z.boolean().optional(), usage_checked_at: z.string().nullable().optional() });
 const orderCodeParams = z.object({ code: z.string().min(1).max(64) });
 const fileView = z.object({ id: z.number().int(), product_id: z.string(), filename: z.string(), size_bytes: z.number().int(), sha256: z.string(), created_at: z.string() });
 

@@ -19,6 +19,7 @@ import { registerAdminPayRoutes, type AdminPayDeps } from './pay-routes.js';
 import { registerAdminWebhookRoutes, type AdminWebhookDeps } from './webhook-routes.js';
 import { registerAdminTransactionRoutes, type AdminTransactionDeps } from './transaction-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
+import { registerAdminSyncRoutes, type AdminSyncDeps } from './sync-routes.js';
 import {
   adminProduct,
   categoryCreateBody,
@@ -40,7 +41,7 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & {
+export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & AdminSyncDeps & {
   adminToken: string;
   allowedIps: string[];
   uploadMaxBytes: number;
@@ -171,7 +172,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
 
   r.get('/admin/v1/categories', {
     schema: { operationId: 'adminListCategories', summary: 'List categories', description: 'All categories.', response: { 200: ok(z.array(categorySchema), 'Every category, under data.'), ...errs() } },
-    handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories() }),
+    handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories(true) }),
   });
   r.post('/admin/v1/categories', {
     schema: { operationId: 'adminCreateCategory', summary: 'Create a category', description: 'New local category.', body: categoryCreateBody, response: { 200: ok(categorySchema, 'The new category, under data.'), ...errs('invalid_request') } },
@@ -193,6 +194,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminPayRoutes(app, deps, ADMIN_ERRORS);
   registerAdminWebhookRoutes(app, deps, ADMIN_ERRORS);
   registerAdminTransactionRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminSyncRoutes(app, deps, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: { operationId: 'adminListSettings', summary: 'List settings', description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView), 'Every runtime setting, secret values masked, under data.'), ...errs() } },

@@ -61,7 +61,7 @@ export const productCreateBody = z.object({
 });
 export const productUpdateBody = productCreateBody.omit({ type: true }).partial();
 export const productIdParams = z.object({ id: z.string().min(1).max(32) });
-export const adminProduct = productSchema.extend({ hidden: z.boolean() });
+export const adminProduct = productSchema.extend({ hidden: z.boolean().describe('hidden from the public by any rule'), source: z.enum(['local', 'api']) });
 export const importResult = z.object({ product_id: z.string(), imported: z.number().int(), skipped: z.number().int(), invalid: z.number().int() });
 
 export const settingView = z.object({

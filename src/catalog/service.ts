@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, codes, products } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
@@ -7,27 +7,11 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
-import { MONEY_RE, moneyOut } from '../shared/money.js';
+import { MONEY_RE } from '../shared/money.js';
 import { escapeLike, foldForSearch, sanitizeDescription } from '../shared/text.js';
+import { visible, listFilter, PRODUCT_TYPES, productView, selectCategories, selectShown, countShown, shownSearch, type ProductType, type ProductView } from './queries.js';
 
-/** Stock reported for file and service products, which never run out (the API's `stock` is an integer). */
-export const UNLIMITED_STOCK = 999_999;
-export const PRODUCT_TYPES = ['code', 'file', 'service'] as const;
-export type ProductType = (typeof PRODUCT_TYPES)[number];
-
-export type ProductView = {
-  id: string;
-  name: string;
-  category_id: string;
-  price: number;
-  stock: number;
-  status: 'in_stock' | 'out_of_stock' | 'unavailable';
-  min_qty: number;
-  max_qty: number;
-  description: string;
-  description2: string;
-  type: ProductType;
-};
+export { UNLIMITED_STOCK, PRODUCT_TYPES, type ProductType, type ProductView } from './queries.js';
 
 export type CategoryView = { id: string; name: string; parent_id: string | null; sort: number; source: 'local' | 'api' };
 
@@ -48,50 +32,6 @@ export type ProductInput = {
 
 const MAX_CODE_LENGTH = 512;
 const IMPORT_BATCH = 500;
-
-// Available codes only: answered from the partial index codes_available_idx.
-// Written out with table names: drizzle renders columns unqualified in single-table selects, which would bind to codes.
-const stockExpr = sql<number>`(SELECT count(*)::int FROM codes c WHERE c.product_id = "products"."id" AND c.status = 'available')`;
-const hasFilesExpr = sql<boolean>`EXISTS (SELECT 1 FROM product_files f WHERE f.product_id = "products"."id")`;
-
-const productColumns = {
-  id: products.id,
-  name: products.name,
-  categoryId: products.categoryId,
-  type: products.type,
-  price: products.price,
-  minQty: products.minQty,
-  maxQty: products.maxQty,
-  description: products.description,
-  description2: products.description2,
-  hidden: products.hidden,
-  sort: products.sort,
-  stock: stockExpr,
-  hasFiles: hasFilesExpr,
-};
-
-type ProductRow = { id: number; name: string; categoryId: number; type: string; price: string; minQty: number; maxQty: number; description: string; description2: string; hidden: boolean; stock: number; hasFiles: boolean };
-
-function productView(r: ProductRow): ProductView {
-  const type = r.type as ProductType;
-  // Service products are fulfilled by hand and cannot be ordered through the API: shown, but unavailable.
-  // A file product with no file attached yet would sell an empty ZIP: unavailable until the admin attaches one.
-  const fileReady = type === 'file' && r.hasFiles;
-  const stock = type === 'code' ? Number(r.stock) : fileReady ? UNLIMITED_STOCK : 0;
-  return {
-    id: String(r.id),
-    name: r.name,
-    category_id: String(r.categoryId),
-    price: moneyOut(r.price),
-    stock,
-    status: type === 'service' || (type === 'file' && !fileReady) ? 'unavailable' : stock > 0 ? 'in_stock' : 'out_of_stock',
-    min_qty: r.minQty,
-    max_qty: r.maxQty,
-    description: r.description,
-    description2: r.description2,
-    type,
-  };
-}
 
 function parseId(raw: string, what: string): number {
   if (!/^\d{1,9}$/.test(raw.trim())) throw new AppError('not_found', `No ${what} ${JSON.stringify(raw)}`);
@@ -132,48 +72,52 @@ export function createCatalogService(deps: CatalogDeps) {
     }
   }
 
-  async function productRow(id: number, tx: Db = db): Promise<ProductRow & { sort: number }> {
-    const rows = await tx.select(productColumns).from(products).where(eq(products.id, id)).limit(1);
+  async function productRow(id: number, tx: Db = db) {
+    const rows = await selectShown(tx, await settings.get('price_markup_percent')).where(eq(products.id, id)).limit(1);
     if (!rows[0]) throw new AppError('not_found', `No product ${id}`);
     return rows[0];
   }
 
+  const adminView = (r: Awaited<ReturnType<typeof productRow>>) => ({ ...productView(r, false), hidden: !r.visible, source: r.sourceId === null ? ('local' as const) : ('api' as const) });
+
   return {
-    async listCategories(): Promise<CategoryView[]> {
-      const rows = await db.select().from(categories).orderBy(asc(categories.sort), asc(categories.id));
+    /** Public categories; `all` (admin) includes source categories that are hidden or gone. */
+    async listCategories(all = false): Promise<CategoryView[]> {
+      const rows = await selectCategories(db, all).orderBy(asc(categories.sort), asc(categories.id));
       return rows.map((r) => ({ id: String(r.id), name: r.name, parent_id: r.parentId === null ? null : String(r.parentId), sort: r.sort, source: r.source === 'api' ? 'api' : 'local' }));
     },
 
-    /** Public list: visible products only, `limit` capped by products_max_limit; served from cache until anything changes. */
-    async listProducts(q: { page: number; limit: number; category_id?: string; q?: string }): Promise<ProductPage> {
+    /**
+     * Public list: visible products only, `limit` capped by products_max_limit; served from cache until anything
+     * changes. With updated_after only what changed since (and with include_missing what went away, as unavailable).
+     */
+    async listProducts(q: { page: number; limit: number; category_id?: string; q?: string; updated_after?: Date; include_missing?: boolean }): Promise<ProductPage> {
       const s = await settings.all();
       const limit = Math.min(q.limit, s.products_max_limit);
       const page = q.page;
       const folded = q.q ? foldForSearch(q.q) : '';
-      const key = JSON.stringify([page, limit, q.category_id ?? '', folded]);
+      const key = JSON.stringify([page, limit, q.category_id ?? '', folded, q.updated_after?.toISOString() ?? '', q.include_missing === true]);
       const now = clock.now().getTime();
       const ttl = s.products_cache_seconds * 1000;
       const hit = listCache.get(key);
       if (hit && now - hit.at < ttl) return hit.value;
       const gen = generation;
 
-      const where: SQL[] = [eq(products.hidden, false)];
-      if (q.category_id !== undefined) {
-        if (!/^\d{1,9}$/.test(q.category_id)) return { data: [], page, limit, total: 0, has_more: false };
-        where.push(eq(products.categoryId, Number(q.category_id)));
-      }
-      if (folded) where.push(sql`${products.searchText} LIKE ${'%' + escapeLike(folded) + '%'}`);
-      const cond = and(...where);
-      const [countRow] = await db.select({ n: sql<number>`count(*)::int` }).from(products).where(cond);
+      if (q.category_id !== undefined && !/^\d{1,9}$/.test(q.category_id)) return { data: [], page, limit, total: 0, has_more: false };
+      const cond = listFilter({
+        updatedAfter: q.updated_after,
+        includeMissing: q.include_missing,
+        categoryId: q.category_id === undefined ? undefined : Number(q.category_id),
+        search: folded ? sql`${shownSearch} LIKE ${'%' + escapeLike(folded) + '%'}` : undefined,
+      });
+      const [countRow] = await countShown(db).where(cond);
       const total = Number(countRow?.n ?? 0);
-      const rows = await db
-        .select(productColumns)
-        .from(products)
+      const rows = await selectShown(db, s.price_markup_percent)
         .where(cond)
         .orderBy(asc(products.sort), asc(products.id))
         .limit(limit)
         .offset((page - 1) * limit);
-      const value: ProductPage = { data: rows.map(productView), page, limit, total, has_more: page * limit < total };
+      const value: ProductPage = { data: rows.map((r) => productView(r)), page, limit, total, has_more: page * limit < total };
       if (ttl > 0 && gen === generation) {
         if (listCache.size >= cacheMax) listCache.clear();
         listCache.set(key, { value, at: now });
@@ -181,10 +125,10 @@ export function createCatalogService(deps: CatalogDeps) {
       return value;
     },
 
-    /** One visible product; hidden and unknown ones are the same not_found. */
+    /** One visible product; hidden, missing and unknown ones are the same not_found. */
     async getProduct(idRaw: string): Promise<ProductView> {
       const id = parseId(idRaw, 'product');
-      const rows = await db.select(productColumns).from(products).where(and(eq(products.id, id), eq(products.hidden, false))).limit(1);
+      const rows = await selectShown(db, await settings.get('price_markup_percent')).where(and(eq(products.id, id), visible)).limit(1);
       if (!rows[0]) throw new AppError('not_found', `No product ${JSON.stringify(idRaw)}`);
       return productView(rows[0]);
     },
@@ -203,7 +147,7 @@ export function createCatalogService(deps: CatalogDeps) {
     },
 
     /** Descriptions are sanitised here, when stored, so that every reader gets safe HTML. */
-    async createProduct(input: ProductInput): Promise<ProductView & { hidden: boolean }> {
+    async createProduct(input: ProductInput): Promise<ReturnType<typeof adminView>> {
       checkProductFields(input);
       const categoryId = Number(input.category_id);
       if (!/^\d{1,9}$/.test(input.category_id)) throw new AppError('invalid_request', 'category_id must be a category id');
@@ -229,15 +173,15 @@ export function createCatalogService(deps: CatalogDeps) {
         })
         .returning({ id: products.id });
       await changed();
-      const r = await productRow(row!.id);
-      return { ...productView(r), hidden: r.hidden };
+      return adminView(await productRow(row!.id));
     },
 
-    async updateProduct(idRaw: string, patch: Partial<Omit<ProductInput, 'type'>>): Promise<ProductView & { hidden: boolean }> {
+    async updateProduct(idRaw: string, patch: Partial<Omit<ProductInput, 'type'>>): Promise<ReturnType<typeof adminView>> {
       const id = parseId(idRaw, 'product');
       checkProductFields(patch);
       return withTx(db, async (tx) => {
         const current = await productRow(id, tx);
+        if (current.sourceId !== null) throw new AppError('invalid_request', `Product ${id} comes from the source site; change it with override set`);
         const minQty = patch.min_qty ?? current.minQty;
         const maxQty = patch.max_qty ?? current.maxQty;
         if (maxQty < minQty) throw new AppError('invalid_request', 'max_qty must be >= min_qty');
@@ -261,14 +205,14 @@ export function createCatalogService(deps: CatalogDeps) {
             updatedAt: sql`now()` as unknown as Date,
           })
           .where(eq(products.id, id));
-        const r = await productRow(id, tx);
-        return { ...productView(r), hidden: r.hidden };
+        return adminView(await productRow(id, tx));
       }).finally(() => changed());
     },
 
-    async listProductsAdmin(): Promise<(ProductView & { hidden: boolean })[]> {
-      const rows = await db.select(productColumns).from(products).orderBy(asc(products.id));
-      return rows.map((r) => ({ ...productView(r), hidden: r.hidden }));
+    /** Every product, local and source, as the public would see it, with whether it is hidden (by any rule). */
+    async listProductsAdmin() {
+      const rows = await selectShown(db, await settings.get('price_markup_percent')).orderBy(asc(products.id));
+      return rows.map(adminView);
     },
 
     /**
@@ -296,6 +240,7 @@ export function createCatalogService(deps: CatalogDeps) {
       const id = parseId(idRaw, 'product');
       const result = await withTx(db, async (tx) => {
         const product = await productRow(id, tx);
+        if (product.sourceId !== null) throw new AppError('invalid_request', `Product ${id} comes from the source site, which holds its stock`);
         if (product.type !== 'code') throw new AppError('invalid_request', `Product ${id} is a ${product.type} product; only code products hold codes`);
         let imported = 0;
         let skipped = 0;

@@ -19,6 +19,8 @@ export const errorStatus = {
   not_found: 404,
   request_id_conflict: 409,
   internal_error: 500,
+  // catalogue sync (DESIGN 4): a failed run, which changed nothing
+  sync_failed: 502,
   // operations and admin
   payload_too_large: 413,
   not_ready: 503,

@@ -6,6 +6,8 @@ import type { PaymentsService } from '../payments/service.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { WebhooksService } from '../webhooks/deliver.js';
+import type { SyncOutcome, SyncService } from '../sync/service.js';
+import type { UpstreamOrders } from '../sync/upstream.js';
 
 /** A job that is still running after this long is taken to have died with its process. */
 const LEASE_SECONDS = 300;
@@ -22,8 +24,16 @@ export type CronReport = {
   jobs: Record<string, unknown>;
 };
 
-/** What GET /api-sync-cron.php runs: the catalogue sync (when configured) and the other due jobs, each under its own lock. */
-export function createCronService(deps: { db: Db; clock: Clock; settings: SettingsService; payments: PaymentsService; webhooks: Pick<WebhooksService, 'deliverDue' | 'purgeDelivered'>; logger: Logger }) {
+/** Time the reconciler may spend in one cron call, so that a slow source cannot hold up the rest. */
+const RECONCILE_BUDGET_MS = 20_000;
+
+const NO_SYNC = { categories: 0, products: 0, created: 0, updated: 0, missing: 0 };
+
+/**
+ * What GET /api-sync-cron.php runs: every due job, each under its own lease. The quick jobs go first and the
+ * reconciler has a time budget; the sync (bounded by sync_timeout_seconds per call) comes last, so it starves nothing.
+ */
+export function createCronService(deps: { db: Db; clock: Clock; settings: SettingsService; payments: PaymentsService; webhooks: Pick<WebhooksService, 'deliverDue' | 'purgeDelivered'>; logger: Logger; sync: SyncService; upstream: UpstreamOrders }) {
   const { db, clock } = deps;
 
   /** Runs fn only if it can take the job's lease (one statement, so two callers cannot both win); frees it after. */
@@ -42,10 +52,16 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
     }
   }
 
+  /** The sync under its lease: the cron endpoint and `sync run [--force]` share it, so one run at a time across processes. */
+  async function syncNow(force: boolean): Promise<SyncOutcome> {
+    const r = await locked('sync', () => deps.sync.run(force));
+    return r === 'busy' ? { ran: false, reason: 'another sync is running' } : r;
+  }
+
   return {
+    syncNow,
     async run(): Promise<CronReport> {
       const started = Date.now();
-      const s = await deps.settings.all();
       const jobs: Record<string, unknown> = {};
       jobs.payments = await locked('payments', () => deps.payments.sweep());
       jobs.cleanup = await locked('cleanup', async () => {
@@ -57,9 +73,11 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
       // Webhooks: due retries and events whose process died before sending them; then retention of delivered ones.
       jobs.webhooks = await locked('webhooks', () => deps.webhooks.deliverDue());
       jobs.webhook_cleanup = await locked('webhook_cleanup', () => deps.webhooks.purgeDelivered());
-      // The catalogue sync of intermediary mode is not part of this version: say so instead of pretending it ran.
-      const reason = s.source_url ? 'catalogue sync is not available in this version' : 'source_url is not set';
-      return { ran: false, reason, categories: 0, products: 0, created: 0, updated: 0, missing: 0, duration_ms: Date.now() - started, jobs };
+      jobs.reconcile = await locked('reconcile', () => deps.upstream.reconcile(RECONCILE_BUDGET_MS));
+      const sync = await syncNow(false);
+      const counts = sync.ran ? { categories: sync.categories, products: sync.products, created: sync.created, updated: sync.updated, missing: sync.missing } : NO_SYNC;
+      if (sync.ran) jobs.sync = { mode: sync.mode, skipped: sync.skipped };
+      return { ran: sync.ran, ...(sync.ran ? {} : { reason: sync.reason }), ...counts, duration_ms: Date.now() - started, jobs };
     },
   };
 }

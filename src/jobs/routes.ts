@@ -28,9 +28,10 @@ export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService
     schema: {
       operationId: 'cron',
       summary: 'Run the periodic jobs (scheduler)',
-      description: 'Called every minute by a scheduler with ?token=<cron_token>. Runs the due jobs; an empty cron_token refuses every call.',
+      description:
+        'Called every minute by a scheduler with ?token=<cron_token>. Runs the due jobs (payment sweep, clean-up, webhook retries and retention, reconciler of orders pending at the source site, catalogue sync when sync_interval_seconds have passed); an empty cron_token refuses every call. A failed sync answers 502 sync_failed and changed nothing.',
       querystring: z.object({ token: z.string().max(256).optional() }),
-      response: { 200: cronResponse, ...errorResponses('unauthorized', 'api_guard') },
+      response: { 200: cronResponse, ...errorResponses('unauthorized', 'api_guard', 'sync_failed') },
     },
     handler: async (req) => {
       const expected = await deps.settings.get('cron_token');

@@ -34,6 +34,8 @@ export type Delivery = {
   download_url?: string;
   product_desc2: string;
   desc2: string;
+  /** Orders delivered by the source site: when code usage was last read from it (null: never). */
+  usage_checked_at?: string | null;
 };
 
 export function orderView(o: OrderRow): OrderView {
@@ -51,11 +53,19 @@ export function orderView(o: OrderRow): OrderView {
   };
 }
 
-export type DeliveryDeps = { db: Db; cipher: Cipher; settings: SettingsService; clock: Clock };
+export type DeliveryDeps = {
+  db: Db;
+  cipher: Cipher;
+  settings: SettingsService;
+  clock: Clock;
+  /** Refreshes the code usage of a source-delivered order from the source; answers the order as it now stands. */
+  refreshUsage?: (order: OrderRow) => Promise<OrderRow>;
+};
 
 /** Order reads. A key sees only its own orders: another key's order is the same not_found as a missing one. */
 export function createDeliveryService(deps: DeliveryDeps) {
   const { db, cipher, settings, clock } = deps;
+  const refresh = deps.refreshUsage ?? (async (o: OrderRow) => o);
 
   async function own(userId: number, ref: { order_code?: string; request_id?: string }): Promise<OrderRow> {
     const where = ref.order_code !== undefined ? eq(orders.orderCode, ref.order_code) : eq(orders.requestId, ref.request_id ?? '');
@@ -85,10 +95,12 @@ export function createDeliveryService(deps: DeliveryDeps) {
     codesOf,
     markDelivered,
     async status(userId: number, ref: { order_code?: string; request_id?: string }): Promise<OrderView> {
-      return orderView(await own(userId, ref));
+      const order = await own(userId, ref);
+      await refresh(order);
+      return orderView(order);
     },
     async delivery(userId: number, orderCode: string, baseUrl: string): Promise<Delivery> {
-      const order = await own(userId, { order_code: orderCode });
+      const order = await refresh(await own(userId, { order_code: orderCode }));
       // Recorded before the codes are read: a refund committing in between then keeps them out of stock.
       await markDelivered(order);
       const detail = order.status === 'success' || order.status === 'refunded' ? await codesOf(order) : [];
@@ -102,6 +114,7 @@ export function createDeliveryService(deps: DeliveryDeps) {
         ...(order.productType === 'file' && order.status === 'success' ? { download_url: `${baseUrl}/api/v1/order-download?order_code=${encodeURIComponent(order.orderCode)}` } : {}),
         product_desc2: desc2,
         desc2,
+        ...(order.upstreamOrderCode ? { usage_checked_at: order.usageCheckedAt?.toISOString() ?? null } : {}),
       };
     },
     /** Newest first; `has_more` from one extra row, so no count query. */
@@ -112,10 +125,10 @@ export function createDeliveryService(deps: DeliveryDeps) {
     /** Admin: any order by code, with its owner and codes. */
     async adminShow(orderCode: string) {
       const rows = await db.select().from(orders).where(eq(orders.orderCode, orderCode)).limit(1);
-      const order = rows[0];
-      if (!order) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
+      if (!rows[0]) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
+      const order = await refresh(rows[0]);
       const [owner] = await db.select({ name: users.name }).from(users).where(eq(users.id, order.userId));
-      return { ...orderView(order), user_id: order.userId, user_name: owner?.name ?? '', message: order.message, delivered_at: order.deliveredAt?.toISOString() ?? null, codes: await codesOf(order) };
+      return { ...orderView(order), user_id: order.userId, user_name: owner?.name ?? '', message: order.message, delivered_at: order.deliveredAt?.toISOString() ?? null, codes: await codesOf(order), ...(order.upstreamOrderCode ? { upstream: true, usage_checked_at: order.usageCheckedAt?.toISOString() ?? null } : {}) };
     },
     async adminList(userId: number | undefined, limit = 100): Promise<(OrderView & { user_id: number })[]> {
       const rows = await db

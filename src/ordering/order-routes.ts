@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
@@ -16,10 +17,12 @@ import {
   orderStatusQuery,
   orderStatusResponse,
 } from './schemas.js';
-import { orderSummary, type OrderService } from './service.js';
+import { orderSummary, type OrderRow, type OrderService } from './service.js';
 import { orderRateLimit } from './rate-limit.js';
+import { SourceError } from '../sync/client.js';
+import type { UpstreamOrders } from '../sync/upstream.js';
 
-export type OrderRoutesDeps = { orders: OrderService; delivery: DeliveryService; settings: SettingsService; files: FilesService };
+export type OrderRoutesDeps = { orders: OrderService; delivery: DeliveryService; settings: SettingsService; files: FilesService; upstream: UpstreamOrders };
 
 export const ORDER_AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
 
@@ -51,7 +54,14 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       if (req.body.request_id === undefined && (await deps.settings.get('require_request_id'))) {
         throw new AppError('missing_request_id', 'This shop requires a request_id on every order');
       }
-      const { order, replay } = await deps.orders.create(user.id, req.body);
+      const created = await deps.orders.create(user.id, req.body);
+      const { replay } = created;
+      let { order } = created;
+      // A source product: paid and committed as pending; now ask the source (same request_id on every retry).
+      if (!replay && order.status === 'pending') {
+        order = await deps.upstream.forward(order, true);
+        if (order.status === 'failed') throw new AppError('order_failed', `${order.message}. Order ${order.orderCode}`, { reason: 'upstream_failed', status: 502 });
+      }
       if (replay) reply.header('Idempotent-Replayed', 'true');
       return { ok: true as const, ...orderSummary(order), ...(replay ? { idempotent_replay: true } : {}) };
     },
@@ -92,6 +102,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       const user = userOf(req);
       const order = await deps.delivery.own(user.id, { order_code: req.query.order_code });
       if (order.status !== 'success') throw new AppError('not_found', `Order ${order.orderCode} is ${order.status}: nothing to download`);
+      if (order.upstreamOrderCode && order.productType === 'file') return passThrough(req, reply, deps.upstream, order);
       let zip;
       if (order.productType === 'file') {
         const files = await deps.files.listFor(order.productId);
@@ -107,18 +118,11 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       }
       zip.on('error', (err) => req.log.error({ err }, 'zip stream failed'));
       // A client that goes away mid-download: stop the archive so that it opens no further file.
-      reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) {
-          zip.abort();
-          // Destroying the archive closes the file it was reading (see zipOf).
-          zip.destroy();
-        }
+      return sendZip(reply, order.orderCode, zip, () => {
+        zip.abort();
+        // Destroying the archive closes the file it was reading (see zipOf).
+        zip.destroy();
       });
-      return reply
-        .header('Content-Type', 'application/zip')
-        .header('Content-Disposition', `attachment; filename="${order.orderCode}.zip"`)
-        .header('Cache-Control', 'no-store')
-        .send(zip);
     },
   });
 
@@ -135,4 +139,38 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       return { ok: true as const, ...page };
     },
   });
+}
+
+/**
+ * The source's ZIP of a file order, streamed through (never buffered whole, never a link to the source). A source
+ * failure before the first byte is an error envelope; one mid-stream destroys our response too, so the client sees a
+ * cut transfer rather than a ZIP that looks complete.
+ */
+async function passThrough(req: FastifyRequest, reply: FastifyReply, upstream: UpstreamOrders, order: OrderRow): Promise<FastifyReply> {
+  let body: Readable;
+  try {
+    body = await upstream.download(order);
+  } catch (err) {
+    if (!(err instanceof SourceError)) throw err;
+    req.log.warn({ order_code: order.orderCode, source_error: err.code }, `source download failed: ${err.message}`);
+    if (err.code === 'not_found') throw new AppError('not_found', 'The source site has no file for this order yet; contact the shop');
+    throw new AppError('not_ready', `${err.message}; retry the download later`, { headers: { 'Retry-After': '30' } });
+  }
+  body.on('error', (err) => {
+    req.log.warn({ order_code: order.orderCode, source_error: (err as { code?: string }).code ?? 'stream' }, 'source download broke mid-stream');
+    reply.raw.destroy();
+  });
+  return sendZip(reply, order.orderCode, body, () => body.destroy());
+}
+
+/** Sends a ZIP stream as the order's attachment; `stop` runs when the client leaves before the end. */
+function sendZip(reply: FastifyReply, orderCode: string, zip: Readable, stop: () => void): FastifyReply {
+  reply.raw.on('close', () => {
+    if (!reply.raw.writableFinished) stop();
+  });
+  return reply
+    .header('Content-Type', 'application/zip')
+    .header('Content-Disposition', `attachment; filename="${orderCode}.zip"`)
+    .header('Cache-Control', 'no-store')
+    .send(zip);
 }

@@ -8,6 +8,7 @@ import type { UsersService } from '../users/service.js';
 import { installOrderingAuth, installSignatureCheck, userOf } from './auth.js';
 import type { DeliveryService } from './delivery.js';
 import { registerOrderRoutes } from './order-routes.js';
+import type { UpstreamOrders } from '../sync/upstream.js';
 import type { OrderService } from './service.js';
 import type { SignatureVerifier } from './signing.js';
 import type { FilesService } from '../files/service.js';
@@ -16,7 +17,7 @@ import type { Guard } from './guard.js';
 import { installRateLimit } from './rate-limit.js';
 import { balanceResponse, categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
 
-export type OrderingDeps = { guard: Guard; redis?: Redis; redisPrefix: string; users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService };
+export type OrderingDeps = { guard: Guard; redis?: Redis; redisPrefix: string; users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService; upstream: UpstreamOrders };
 
 const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
 

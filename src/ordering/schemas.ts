@@ -12,6 +12,7 @@ export const productSchema = z.object({
   description: z.string().describe('safe HTML; line breaks preserved'),
   description2: z.string(),
   type: z.enum(['code', 'file', 'service']),
+  updated_at: z.string().describe('when the shown data last changed (ISO 8601, UTC); see updated_after'),
 });
 
 export const categorySchema = z.object({
@@ -27,6 +28,18 @@ export const productsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1_000_000).default(20).describe('products per page; capped by the products_max_limit setting'),
   category_id: z.string().max(32).optional().describe('only products of this category'),
   q: z.string().max(100).optional().describe('keyword; case- and accent-insensitive ("the garena" finds "Thẻ Garena")'),
+  updated_after: z
+    .string()
+    .max(40)
+    .refine((v) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})$/.test(v) && !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 time with a zone, e.g. 2026-11-25T10:00:00.000Z')
+    .transform((v) => new Date(v))
+    .optional()
+    .describe('only products whose shown data changed after this time (delta listing)'),
+  include_missing: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .describe('with updated_after: also list products hidden or gone since then, with status "unavailable"'),
 });
 
 export const productQuery = z.object({ id: z.string().min(1).max(64).describe('product id') });
@@ -100,6 +113,7 @@ export const deliveryResponse = z.object({
   download_url: z.string().optional(),
   product_desc2: z.string(),
   desc2: z.string(),
+  usage_checked_at: z.string().nullable().optional().describe('orders delivered by the source site: when code usage was last read from it; the usage shown is the last known one when the source did not answer'),
 }).describe('The delivered codes with their usage, or the download_url of a file order.');
 
 export const ordersQuery = z.object({

@@ -1,6 +1,8 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { balanceLedger, codes, orders, productFiles, products, users } from '../db/schema/index.js';
+import { balanceLedger, codes, orders, products, users } from '../db/schema/index.js';
+import { fulfilmentOf, selectShown, visible } from '../catalog/queries.js';
+import type { SettingsService } from '../settings/service.js';
 import { rowsOf, withTx } from '../db/tx.js';
 import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
@@ -54,7 +56,7 @@ export function orderSummary(o: OrderRow): OrderSummary {
 
 export type OrderInput = { product_id: string; quantity: number; request_id?: string };
 
-export type OrderServiceDeps = { db: Db; bus: EventBus; clock: Clock };
+export type OrderServiceDeps = { db: Db; bus: EventBus; clock: Clock; settings: SettingsService };
 
 /** Order creation and refund: where balance and stock move, each in exactly one transaction. */
 export function createOrderService(deps: OrderServiceDeps) {
@@ -78,7 +80,7 @@ export function createOrderService(deps: OrderServiceDeps) {
    * duplicate waits on it and then replays; debit, code claim and ledger follow in the same transaction, and any
    * failure rolls all of it back.
    */
-  async function create(userId: number, input: OrderInput): Promise<{ order: OrderRow; replay: boolean }> {
+  async function create(userId: number, input: OrderInput, outer: Db = db): Promise<{ order: OrderRow; replay: boolean }> {
     const requestId = input.request_id ?? null;
     if (requestId) {
       const existing = await byRequestId(userId, requestId);
@@ -87,28 +89,26 @@ export function createOrderService(deps: OrderServiceDeps) {
     const productId = parseProductId(input.product_id);
     if (productId === null) throw orderFailed('product_unavailable');
     try {
-      const order = await withTx(db, async (tx) => {
-        const [product] = await tx
-          .select({
-            id: products.id, name: products.name, type: products.type, price: products.price, minQty: products.minQty, maxQty: products.maxQty,
-            // Unbounded numeric: a total numeric(18,2) cannot hold is more than any balance, not a database error.
-            total: sql<string>`(${products.price} * ${input.quantity})::text`,
-            fits: sql<boolean>`(${products.price} * ${input.quantity}) < ${MONEY_LIMIT}::numeric`,
-          })
-          .from(products)
-          .where(and(eq(products.id, productId), eq(products.hidden, false)))
+      const order = await withTx(outer, async (tx) => {
+        // The product as the public sees it (overrides, markup, hidden, missing): the one catalogue read path.
+        const [product] = await selectShown(tx, await deps.settings.get('price_markup_percent'))
+          .where(and(eq(products.id, productId), visible))
           .limit(1);
-        if (!product || (product.type !== 'code' && product.type !== 'file')) throw orderFailed('product_unavailable');
-        // A file product sells its attached files: none attached yet, nothing to deliver (the catalogue shows unavailable).
-        if (product.type === 'file' && !(await tx.select({ id: productFiles.id }).from(productFiles).where(eq(productFiles.productId, productId)).limit(1))[0]) {
-          throw orderFailed('product_unavailable');
-        }
+        const fulfilment = product ? fulfilmentOf(product) : 'none';
+        if (!product || fulfilment === 'none') throw orderFailed('product_unavailable');
         if (input.quantity < product.minQty || input.quantity > product.maxQty) {
           throw orderFailed('quantity_out_of_range', `allowed ${product.minQty}-${product.maxQty}`);
         }
-        if (!product.fits) throw orderFailed('insufficient_balance');
-        const total = product.total;
-        const message = product.type === 'code' ? `Order completed: ${input.quantity} code(s) delivered` : 'Order completed: files ready to download';
+        // Unbounded numeric: a total numeric(18,2) cannot hold is more than any balance, not a database error.
+        const [priced] = rowsOf<{ total: string; fits: boolean }>(
+          await tx.execute(sql`SELECT (${product.price}::numeric * ${input.quantity})::text AS total, (${product.price}::numeric * ${input.quantity}) < ${MONEY_LIMIT}::numeric AS fits`),
+        );
+        if (!priced?.fits) throw orderFailed('insufficient_balance');
+        const total = priced.total;
+        // A source order is paid and committed here as pending; the source site is asked only after the commit.
+        const status = fulfilment === 'source' ? 'pending' : 'success';
+        const message =
+          fulfilment === 'codes' ? `Order completed: ${input.quantity} code(s) delivered` : fulfilment === 'files' ? 'Order completed: files ready to download' : 'Order placed with the source site';
         const [created] = await tx
           .insert(orders)
           .values({
@@ -121,7 +121,7 @@ export function createOrderService(deps: OrderServiceDeps) {
             quantity: input.quantity,
             unitPrice: product.price,
             total,
-            status: 'success',
+            status,
             message,
           })
           .onConflictDoNothing({ target: [orders.userId, orders.requestId] })
@@ -135,7 +135,7 @@ export function createOrderService(deps: OrderServiceDeps) {
           .returning({ balance: users.balance });
         if (!debited) throw orderFailed('insufficient_balance');
 
-        if (product.type === 'code') {
+        if (fulfilment === 'codes') {
           // SKIP LOCKED: concurrent orders take different codes instead of waiting on each other; the partial index
           // keeps this one probe of the available codes however many are sold.
           await tx.execute(CLAIM_PLANNER);
@@ -165,11 +165,16 @@ export function createOrderService(deps: OrderServiceDeps) {
     }
   }
 
-  /** Gives the total back with a ledger row; codes return to stock only if the client never saw them. */
-  async function refund(orderCode: string, actor: string): Promise<OrderRow> {
-    const result = await withTx(db, async (tx) => {
+  /**
+   * Gives the total back with a ledger row; codes return to stock only if the client never saw them. `failed` (a source
+   * refusal) ends the order as failed instead of refunded; `outer` joins the caller's transaction.
+   */
+  async function refund(orderCode: string, actor: string, opts: { outer?: Db; final?: 'refunded' | 'failed'; message?: string } = {}): Promise<OrderRow> {
+    const final = opts.final ?? 'refunded';
+    const result = await withTx(opts.outer ?? db, async (tx) => {
       const [o] = await tx.select().from(orders).where(eq(orders.orderCode, orderCode)).for('update').limit(1);
       if (!o) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
+      if (final === 'failed' && o.status !== 'pending') throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only a pending order can fail`);
       if (o.status !== 'success' && o.status !== 'pending') throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only success or pending orders can be refunded`);
       const [credited] = await tx
         .update(users)
@@ -183,7 +188,12 @@ export function createOrderService(deps: OrderServiceDeps) {
       }
       const [updated] = await tx
         .update(orders)
-        .set({ status: 'refunded', refundedAt: deps.clock.now(), updatedAt: deps.clock.now(), message: o.deliveredAt ? 'Refunded; delivered codes stay with the order' : 'Refunded; codes returned to stock' })
+        .set({
+          status: final,
+          refundedAt: deps.clock.now(),
+          updatedAt: deps.clock.now(),
+          message: opts.message ?? (o.deliveredAt ? 'Refunded; delivered codes stay with the order' : 'Refunded; codes returned to stock'),
+        })
         .where(eq(orders.id, o.id))
         .returning();
       return updated!;

@@ -58,6 +58,7 @@ export const settingDefs = {
   source_api_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'our API key on the source site' }),
   sync_timeout_seconds: def({ schema: int(1, 600), default: '15', help: 'bound of each call to the source site' }),
   sync_interval_seconds: def({ schema: int(0, 86_400), default: '60', help: 'minimum time between two syncs' }),
+  sync_full_every: def({ schema: int(1, 1000), default: '10', help: 'every Nth sync reads the whole source catalogue (the others only its changes, when the source supports updated_after)' }),
   price_markup_percent: def({ schema: z.string().trim().regex(/^\d{1,4}(\.\d{1,2})?$/, 'must be a percentage >= 0 with at most 2 decimals'), default: '0', help: 'markup on source prices' }),
   payment_lifetime_minutes: def({ schema: int(1, 10_080), default: '30', help: 'lifetime of a payment request' }),
   payment_transfer_prefix: def({ schema: z.string().trim().regex(/^[A-Z0-9]{0,10}$/, 'must be 0-10 upper-case letters or digits'), default: 'RG', help: 'start of every transfer_content' }),

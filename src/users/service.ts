@@ -132,11 +132,11 @@ export function createUsersService(deps: UsersDeps) {
       return update(ref, { allowedIps: checkedIpList(ips) });
     },
     /** Moves the balance by a signed amount in SQL numeric, never below zero, with its ledger row in the same transaction. */
-    async credit(ref: string, amount: string, note: string | undefined, actor: string): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {
+    async credit(ref: string, amount: string, note: string | undefined, actor: string, outer: Db = db): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {
       if (!MONEY_RE.test(amount) || Number(amount) === 0) {
         throw new AppError('invalid_request', 'amount must be a non-zero amount with at most 2 decimals (negative debits)', { details: [{ path: 'body.amount', message: 'must be a non-zero amount with at most 2 decimals' }] });
       }
-      return withTx(db, async (tx) => {
+      return withTx(outer, async (tx) => {
         const user = await find(ref, tx);
         const [row] = await tx
           .update(users)

@@ -28,7 +28,7 @@ type Product = {
 };
 type ProductPage = { ok: true; data: Product[]; page: number; limit: number; total: number; has_more: boolean };
 
-const PRODUCT_KEYS = ['category_id', 'description', 'description2', 'id', 'max_qty', 'min_qty', 'name', 'price', 'status', 'stock', 'type'];
+const PRODUCT_KEYS = ['category_id', 'description', 'description2', 'id', 'max_qty', 'min_qty', 'name', 'price', 'status', 'stock', 'type', 'updated_at'];
 
 /** A user (its key) and a category of its own. */
 async function fixture(categoryName = 'Cards') {
@@ -226,6 +226,7 @@ describe('GET /api/v1/product', () => {
         description: 'First line\nSecond <b>line</b>',
         description2: 'How to use',
         type: 'code',
+        updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       },
     });
   });

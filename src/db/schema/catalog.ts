@@ -1,17 +1,27 @@
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, check, index, integer, numeric, pgTable, text, timestamp, uniqueIndex, type AnyPgColumn } from 'drizzle-orm/pg-core';
 
-export const categories = pgTable('categories', {
+export const categories = pgTable(
+  'categories',
+  {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
   name: text('name').notNull(),
   parentId: integer('parent_id').references((): AnyPgColumn => categories.id),
   sort: integer('sort').notNull().default(0),
   source: text('source').notNull().default('local'),
+  /** Intermediary mode: the category's id on the source site (null for local categories). */
+  sourceId: text('source_id'),
+  /** Gone from the source at the last full sync: hidden, never deleted (products and overrides point at it). */
+  missing: boolean('missing').notNull().default(false),
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
-});
+  },
+  (t) => [uniqueIndex('categories_source_id_uq').on(t.sourceId)],
+);
 
-/** Local products. Descriptions are sanitised when stored; search_text is the name folded for accent-free search. */
+/**
+ * Products: local ones, and (source_id not null) the cache of the source site's products, whose `price` is the
+ * source price before markup and overrides (src/catalog/queries.ts computes what the public sees). Descriptions are sanitised when stored; search_text is the name folded for accent-free search. */
 export const products = pgTable(
   'products',
   {
@@ -27,10 +37,16 @@ export const products = pgTable(
     description2: text('description2').notNull().default(''),
     hidden: boolean('hidden').notNull().default(false),
     sort: integer('sort').notNull().default(0),
+    sourceId: text('source_id'),
+    sourceStock: integer('source_stock'),
+    sourceStatus: text('source_status'),
+    missing: boolean('missing').notNull().default(false),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
   (t) => [
+    uniqueIndex('products_source_id_uq').on(t.sourceId),
+    index('products_updated_idx').on(t.updatedAt),
     check('products_price_non_negative', sql`${t.price} >= 0`),
     check('products_qty_bounds', sql`${t.minQty} >= 1 AND ${t.maxQty} >= ${t.minQty}`),
     check('products_type', sql`${t.type} IN ('code', 'file', 'service')`),

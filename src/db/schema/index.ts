@@ -6,3 +6,4 @@ export * from './files.js';
 export * from './payments.js';
 export * from './jobs.js';
 export * from './webhooks.js';
+export * from './source.js';

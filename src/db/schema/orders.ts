@@ -25,6 +25,9 @@ export const orders = pgTable(
     /** First time the codes were shown to the client (delivery or download): a refund then keeps them out of stock. */
     deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
     refundedAt: timestamp('refunded_at', { withTimezone: true, mode: 'date' }),
+    /** Orders of source products: the source's order code once it answered, and when code usage was last refreshed. */
+    upstreamOrderCode: text('upstream_order_code'),
+    usageCheckedAt: timestamp('usage_checked_at', { withTimezone: true, mode: 'date' }),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
@@ -32,6 +35,8 @@ export const orders = pgTable(
     uniqueIndex('orders_code_uq').on(t.orderCode),
     uniqueIndex('orders_user_request_uq').on(t.userId, t.requestId),
     index('orders_user_created_idx').on(t.userId, t.id),
+    // The reconciler reads only the pending ones (orders waiting for the source site).
+    index('orders_pending_idx').on(t.id).where(sql`${t.status} = 'pending'`),
     check('orders_status', sql`${t.status} IN ('pending', 'success', 'failed', 'refunded')`),
     check('orders_quantity_positive', sql`${t.quantity} >= 1`),
   ],

@@ -1,0 +1,116 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { errorResponses, type ErrorCode } from '../http/errors.js';
+import type { CronService } from '../jobs/cron.js';
+import { moneyInput } from '../shared/money.js';
+import type { OverridesService } from '../sync/overrides.js';
+import type { SyncService } from '../sync/service.js';
+import { ok, productIdParams } from './schemas.js';
+
+export type AdminSyncDeps = { cron: CronService; sync: SyncService; overrides: OverridesService };
+
+const syncOutcome = z.object({
+  ran: z.boolean(),
+  reason: z.string().optional(),
+  mode: z.enum(['full', 'delta']).optional(),
+  categories: z.number().int().optional(),
+  products: z.number().int().optional(),
+  created: z.number().int().optional(),
+  updated: z.number().int().optional(),
+  missing: z.number().int().optional(),
+  skipped: z.number().int().optional(),
+});
+const syncRun = z.object({
+  id: z.number().int(),
+  mode: z.string(),
+  started_at: z.string(),
+  finished_at: z.string().nullable(),
+  ok: z.boolean().nullable(),
+  categories: z.number().int(),
+  products: z.number().int(),
+  created: z.number().int(),
+  updated: z.number().int(),
+  missing: z.number().int(),
+  skipped: z.number().int(),
+  error: z.string().nullable(),
+});
+const overrideBody = z.object({
+  // null sits on the number branch: OpenAPI 3.0 allows `nullable` only beside a `type` (redocly nullable-type-sibling).
+  price_adjust: z.union([z.number().nullable(), z.string()]).pipe(moneyInput.nullable()).optional().describe('added to the marked-up source price; negative lowers it; null removes'),
+  fixed_price: z.union([z.number().nullable(), z.string()]).pipe(moneyInput.nullable()).optional().describe('replaces the computed price; null removes'),
+  name: z.string().max(200).nullable().optional(),
+  description: z.string().max(20_000).nullable().optional(),
+  description2: z.string().max(20_000).nullable().optional(),
+  hidden: z.boolean().nullable().optional().describe('true hides, false shows, null follows the source'),
+});
+const overrideView = z.object({
+  product_id: z.string().nullable(),
+  source_id: z.string(),
+  price_adjust: z.number().nullable(),
+  fixed_price: z.number().nullable(),
+  name: z.string().nullable(),
+  description: z.string().nullable(),
+  description2: z.string().nullable(),
+  hidden: z.boolean().nullable(),
+  updated_at: z.string(),
+});
+const categoryOverrideView = z.object({ category_id: z.string().nullable(), source_id: z.string(), name: z.string().nullable(), hidden: z.boolean().nullable(), updated_at: z.string() });
+
+/** Admin verbs of intermediary mode: sync now, sync history, overrides of source products and categories. */
+export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDeps, baseErrors: ErrorCode[]): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  const errs = (...codes: ErrorCode[]) => errorResponses(...baseErrors, ...codes);
+
+  r.post('/admin/v1/sync/run', {
+    schema: {
+      operationId: 'adminSyncRun',
+      summary: 'Run the catalogue sync now',
+      description: 'force=true ignores sync_interval_seconds. A failed run answers 502 sync_failed and changed nothing; a run already in progress answers ran=false.',
+      body: z.object({ force: z.boolean().default(false) }).default({ force: false }),
+      response: { 200: ok(syncOutcome, 'What the run did (ran, reason, counts), under data.'), ...errs('sync_failed') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.cron.syncNow(req.body.force) }),
+  });
+  r.get('/admin/v1/sync/status', {
+    schema: { operationId: 'adminSyncStatus', summary: 'Last catalogue sync runs', description: 'The 10 most recent runs, newest first, with counts and errors.', response: { 200: ok(z.array(syncRun), 'The most recent sync runs, under data.'), ...errs() } },
+    handler: async () => ({ ok: true as const, data: await deps.sync.status() }),
+  });
+
+  r.get('/admin/v1/overrides', {
+    schema: { operationId: 'adminListOverrides', summary: 'Overrides of source products and categories', description: 'Every override, by public id and source id.', response: { 200: ok(z.object({ products: z.array(overrideView), categories: z.array(categoryOverrideView) }), 'Every override, under data.'), ...errs() } },
+    handler: async () => ({ ok: true as const, data: await deps.overrides.list() }),
+  });
+  r.put('/admin/v1/overrides/:id', {
+    schema: {
+      operationId: 'adminSetOverride',
+      summary: 'Override a source product',
+      description: 'id = the product id our public API shows. Only the fields given change; a sync never touches overrides.',
+      params: productIdParams,
+      body: overrideBody,
+      response: { 200: ok(overrideView, 'The override as stored, under data.'), ...errs('invalid_request', 'not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.overrides.set(req.params.id, req.body) }),
+  });
+  r.post('/admin/v1/overrides/:id/clear', {
+    schema: {
+      operationId: 'adminClearOverride',
+      summary: 'Remove the overrides of a source product',
+      description: 'The product shows the source values (after markup) again.',
+      params: productIdParams,
+      response: { 200: ok(z.object({ product_id: z.string(), source_id: z.string(), cleared: z.boolean() }), 'Whether an override was removed, under data.'), ...errs('invalid_request', 'not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.overrides.clear(req.params.id) }),
+  });
+  r.put('/admin/v1/category-overrides/:id', {
+    schema: {
+      operationId: 'adminSetCategoryOverride',
+      summary: 'Rename or hide a source category',
+      description: 'id = the category id our public API shows; hiding a category hides its products.',
+      params: productIdParams,
+      body: z.object({ name: z.string().max(200).nullable().optional(), hidden: z.boolean().nullable().optional() }),
+      response: { 200: ok(categoryOverrideView, 'The category override as stored, under data.'), ...errs('invalid_request', 'not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.overrides.setCategory(req.params.id, req.body) }),
+  });
+}

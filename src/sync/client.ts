@@ -1,0 +1,188 @@
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import { Agent, request, type Dispatcher } from 'undici';
+import type { SettingsService } from '../settings/service.js';
+import { signRequest } from '../ordering/signing.js';
+
+const CONNECT_TIMEOUT_MS = 5_000;
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
+const RATE_LIMIT_RETRIES = 3;
+
+/**
+ * How sure we are of what a failed call did upstream: `refused` = the source answered a definite no (nothing was
+ * created there); `unknown` = no answer, a 5xx or a garbled one (it may have acted); `config` = intermediary mode is
+ * not set up. Messages never carry the source address or our key: they reach clients and logs.
+ */
+export class SourceError extends Error {
+  constructor(
+    readonly kind: 'refused' | 'unknown' | 'config',
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'SourceError';
+  }
+}
+
+export type SourceAnswer = { status: number; body: Record<string, unknown> };
+
+/** Turns a transport error into a message without its address (undici's messages name host and port). */
+function transportError(err: unknown): SourceError {
+  const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name ?? '';
+  if (code === 'TimeoutError' || code === 'AbortError' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new SourceError('unknown', 'The source site did not answer in time', 'timeout');
+  }
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {
+    return new SourceError('unknown', 'The source site cannot be reached', 'unreachable');
+  }
+  return new SourceError('unknown', 'The connection to the source site failed', 'connection_failed');
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export type SourceClientDeps = { settings: SettingsService; logger: Logger };
+
+/** Client of the source site's ordering API (the same API as ours): settings-driven, bounded, address-free errors. */
+export function createSourceClient(deps: SourceClientDeps) {
+  const agent = new Agent({ connect: { timeout: CONNECT_TIMEOUT_MS }, keepAliveTimeout: 10_000 });
+
+  async function target(): Promise<{ base: string; key: string; timeoutMs: number }> {
+    const s = await deps.settings.all();
+    if (!s.source_url || !s.source_api_key) throw new SourceError('config', 'Intermediary mode is off: set source_url and source_api_key', 'not_configured');
+    return { base: s.source_url, key: s.source_api_key, timeoutMs: s.sync_timeout_seconds * 1000 };
+  }
+
+  function headersFor(key: string, method: string, path: string, rawBody: string, sign = false): Record<string, string> {
+    const h: Record<string, string> = { authorization: `Bearer ${key}`, accept: 'application/json' };
+    if (method === 'POST') h['content-type'] = 'application/json';
+    if (sign) {
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      const nonce = randomBytes(16).toString('hex');
+      h['x-api-timestamp'] = timestamp;
+      h['x-api-nonce'] = nonce;
+      h['x-api-signature'] = signRequest(key, { method, path, timestamp, nonce, rawBody });
+    }
+    return h;
+  }
+
+  /**
+   * One JSON call, bounded by sync_timeout_seconds in total (rate-limit waits included). A `rate_limited` answer is
+   * retried after its Retry-After while the budget lasts. Any non-2xx envelope becomes a SourceError.
+   */
+  async function call(method: 'GET' | 'POST', path: string, opts: { query?: Record<string, string>; json?: unknown } = {}): Promise<SourceAnswer> {
+    const { base, key, timeoutMs } = await target();
+    const deadline = Date.now() + timeoutMs;
+    const qs = opts.query ? `?${new URLSearchParams(opts.query).toString()}` : '';
+    const rawBody = opts.json === undefined ? '' : JSON.stringify(opts.json);
+    // Unsigned first: a signature depends on both clocks agreeing. A source that requires signing refuses before it
+    // does anything (invalid_signature), so the one signed retry cannot act twice.
+    let sign = false;
+    for (let attempt = 0; ; attempt++) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new SourceError('unknown', 'The source site did not answer in time', 'timeout');
+      let res: Dispatcher.ResponseData;
+      let text: string;
+      try {
+        res = (await request(`${base}${path}${qs}`, {
+          method,
+          dispatcher: agent,
+          headers: headersFor(key, method, path, rawBody, sign),
+          body: method === 'POST' ? rawBody : undefined,
+          signal: AbortSignal.timeout(left),
+        })) as Dispatcher.ResponseData;
+        const len = Number(res.headers['content-length'] ?? 0);
+        if (len > MAX_BODY_BYTES) {
+          res.body.destroy();
+          throw new SourceError('unknown', 'The source site answered more than we accept', 'bad_answer');
+        }
+        text = await res.body.text();
+      } catch (err) {
+        if (err instanceof SourceError) throw err;
+        throw transportError(err);
+      }
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(text) as Record<string, unknown>;
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('not an object');
+      } catch {
+        throw new SourceError('unknown', `The source site answered HTTP ${res.statusCode} without a readable JSON body`, 'bad_answer');
+      }
+      if (res.statusCode >= 200 && res.statusCode < 300 && body.ok === true) return { status: res.statusCode, body };
+      const code = typeof body.error === 'string' ? body.error.slice(0, 64) : 'unknown';
+      if (res.statusCode === 429 && attempt < RATE_LIMIT_RETRIES) {
+        const after = Number(res.headers['retry-after'] ?? 1);
+        const wait = Math.min(Number.isFinite(after) && after > 0 ? after * 1000 : 1000, deadline - Date.now() - 100);
+        if (wait > 0) {
+          deps.logger.warn({ source_error: code, wait_ms: wait }, 'source site rate-limited us; backing off');
+          await sleep(wait);
+          continue;
+        }
+      }
+      if (code === 'invalid_signature' && !sign) {
+        sign = true;
+        continue;
+      }
+      throw mapEnvelope(res.statusCode, code, body);
+    }
+  }
+
+  /** The source's ZIP of an order, streamed; headers within the timeout, then no more than the timeout between chunks. */
+  async function download(orderCode: string): Promise<Readable> {
+    const { base, key, timeoutMs } = await target();
+    const path = '/api/v1/order-download';
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(`${base}${path}?order_code=${encodeURIComponent(orderCode)}`, {
+        method: 'GET',
+        dispatcher: agent,
+        headers: headersFor(key, 'GET', path, ''),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+    } catch (err) {
+      throw transportError(err);
+    }
+    if (res.statusCode !== 200) {
+      const text = await res.body.text().catch(() => '');
+      let code = 'unknown';
+      try {
+        code = String((JSON.parse(text) as { error?: unknown }).error ?? 'unknown').slice(0, 64);
+      } catch {
+        // not an envelope: the status alone says enough
+      }
+      throw mapEnvelope(res.statusCode, code, {});
+    }
+    return res.body;
+  }
+
+  return { call, download, configured: async () => (await target().then(() => true).catch(() => false)), close: () => agent.close() };
+}
+
+/** The source's error codes, as our own clear local errors: which ones are a definite no, and what they mean for us. */
+function mapEnvelope(status: number, code: string, body: Record<string, unknown>): SourceError {
+  const reason = typeof body.reason === 'string' ? ` (${body.reason.slice(0, 64)})` : '';
+  if (status >= 500) return new SourceError('unknown', `The source site failed (HTTP ${status}, ${code})`, code);
+  switch (code) {
+    case 'unauthorized':
+    case 'missing_api_key':
+    case 'api_disabled':
+    case 'ip_not_allowed':
+      return new SourceError('refused', `The source site refused our API key (${code}); check source_api_key and the source's IP allowlist`, code);
+    case 'rate_limited':
+    case 'api_guard':
+      return new SourceError('unknown', `The source site is limiting our requests (${code}); retry later`, code);
+    case 'invalid_signature':
+      return new SourceError('refused', 'The source site refused our request signature (check the clocks of both servers)', code);
+    case 'order_failed':
+      return new SourceError('refused', `The source site refused the order${reason}`, `${code}${reason}`);
+    case 'not_found':
+      return new SourceError('refused', 'The source site does not know this product or order', code);
+    case 'invalid_request':
+      return new SourceError('refused', 'The source site found our request invalid', code);
+    default:
+      return new SourceError(status >= 400 && status < 500 ? 'refused' : 'unknown', `The source site answered HTTP ${status} (${code})`, code);
+  }
+}
+
+export type SourceClient = ReturnType<typeof createSourceClient>;

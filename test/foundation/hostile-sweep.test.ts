@@ -10,9 +10,10 @@ import { makeMethod, makePayClient, paySign, type PayCreds } from '../payments/h
 // or doubled credentials. Never a 5xx, every error is the envelope, and no row count or balance changes.
 // Path parameters are always hostile (never a real id) and bodies start from {} plus one hostile field, so that no
 // request can legitimately create or change anything (injection strings go only where they cannot complete a valid
-// body: a category named "' OR 1=1 --" is a valid category); POST /admin/v1/demo/seed takes no input and is left out.
+// body: a category named "' OR 1=1 --" is a valid category). POST /admin/v1/demo/seed and POST /admin/v1/sync/run
+// take no required input (any object body is a valid call that runs them), so they are left out.
 
-const SKIP = new Set(['POST /admin/v1/demo/seed']);
+const SKIP = new Set(['POST /admin/v1/demo/seed', 'POST /admin/v1/sync/run']);
 const PAY_EVENTS: Record<string, string> = {
   'GET /api/v1/ping': 'system.ping',
   'GET /api/v1/payment-methods': 'payment.methods.list',

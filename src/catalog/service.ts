@@ -72,8 +72,12 @@ export function createCatalogService(deps: CatalogDeps) {
     }
   }
 
-  async function productRow(id: number, tx: Db = db) {
-    const rows = await selectShown(tx, await settings.get('price_markup_percent')).where(eq(products.id, id)).limit(1);
+  /**
+   * Inside a transaction pass `markup`, read before it began: a settings cache miss inside would wait for a second pool
+   * connection while this one is held, and a full pool of such transactions waits on itself until the pool times out.
+   */
+  async function productRow(id: number, tx: Db = db, markup?: string) {
+    const rows = await selectShown(tx, markup ?? (await settings.get('price_markup_percent'))).where(eq(products.id, id)).limit(1);
     if (!rows[0]) throw new AppError('not_found', `No product ${id}`);
     return rows[0];
   }
@@ -179,8 +183,9 @@ export function createCatalogService(deps: CatalogDeps) {
     async updateProduct(idRaw: string, patch: Partial<Omit<ProductInput, 'type'>>): Promise<ReturnType<typeof adminView>> {
       const id = parseId(idRaw, 'product');
       checkProductFields(patch);
+      const markup = await settings.get('price_markup_percent');
       return withTx(db, async (tx) => {
-        const current = await productRow(id, tx);
+        const current = await productRow(id, tx, markup);
         if (current.sourceId !== null) throw new AppError('invalid_request', `Product ${id} comes from the source site; change it with override set`);
         const minQty = patch.min_qty ?? current.minQty;
         const maxQty = patch.max_qty ?? current.maxQty;
@@ -205,7 +210,7 @@ export function createCatalogService(deps: CatalogDeps) {
             updatedAt: sql`now()` as unknown as Date,
           })
           .where(eq(products.id, id));
-        return adminView(await productRow(id, tx));
+        return adminView(await productRow(id, tx, markup));
       }).finally(() => changed());
     },
 
@@ -238,8 +243,9 @@ export function createCatalogService(deps: CatalogDeps) {
      */
     async importCodes(idRaw: string, lines: AsyncIterable<string> | Iterable<string>): Promise<{ product_id: string; imported: number; skipped: number; invalid: number }> {
       const id = parseId(idRaw, 'product');
+      const markup = await settings.get('price_markup_percent');
       const result = await withTx(db, async (tx) => {
-        const product = await productRow(id, tx);
+        const product = await productRow(id, tx, markup);
         if (product.sourceId !== null) throw new AppError('invalid_request', `Product ${id} comes from the source site, which holds its stock`);
         if (product.type !== 'code') throw new AppError('invalid_request', `Product ${id} is a ${product.type} product; only code products hold codes`);
         let imported = 0;

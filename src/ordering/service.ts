@@ -88,10 +88,13 @@ export function createOrderService(deps: OrderServiceDeps) {
     }
     const productId = parseProductId(input.product_id);
     if (productId === null) throw orderFailed('product_unavailable');
+    // Read before the transaction: a settings cache miss inside it would take a second pool connection while holding
+    // one, and under load every connection of the pool ends up waiting on the pool (two-process test, pool of 4).
+    const markup = await deps.settings.get('price_markup_percent');
     try {
       const order = await withTx(outer, async (tx) => {
         // The product as the public sees it (overrides, markup, hidden, missing): the one catalogue read path.
-        const [product] = await selectShown(tx, await deps.settings.get('price_markup_percent'))
+        const [product] = await selectShown(tx, markup)
           .where(and(eq(products.id, productId), visible))
           .limit(1);
         const fulfilment = product ? fulfilmentOf(product) : 'none';

@@ -4,11 +4,12 @@
  * answers in under 1 s. Database: DRILL_PG_URL (a database of its own is created under it and dropped), else the
  * embedded one. Bounded: about a minute. Run: npx tsx scripts/drills/resource-sweep.ts
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import pg from 'pg';
-import { ADMIN_TOKEN, adminData, call, runDrill, sleep, startServer, type Server } from './kit.js';
+import { ADMIN_TOKEN, adminData, call, onAbort, runDrill, sleep, startServer, type Server } from './kit.js';
 
 const fdCount = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
@@ -58,11 +59,14 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
   const baseUrl = process.env.DRILL_PG_URL;
   const dbName = `rg_drill_${process.pid}_${Date.now()}`;
   const adminDb = baseUrl ? new pg.Client({ connectionString: baseUrl }) : null;
+  let unregister: () => void = () => undefined;
   try {
     let env: Record<string, string> = {};
     if (adminDb) {
       await adminDb.connect();
       await adminDb.query(`CREATE DATABASE ${dbName}`);
+      // Cut short, the drill still drops its database (synchronously: the process exits right after).
+      unregister = onAbort(() => execFileSync('psql', [baseUrl!, '-qc', `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`], { stdio: 'ignore', timeout: 15_000 }));
       const u = new URL(baseUrl!);
       u.pathname = `/${dbName}`;
       env = { DATABASE_URL: u.toString() };
@@ -114,7 +118,10 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
   } finally {
     await server?.stop();
     if (adminDb) {
-      await adminDb.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+      await adminDb
+        .query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
+        .then(() => unregister())
+        .catch((err: Error) => failures.push(`database ${dbName} could not be dropped: ${err.message}`));
       await adminDb.end().catch(() => {});
     }
   }

@@ -90,5 +90,7 @@ describe('webhook timeouts (injected, shorter than DESIGN 5)', () => {
     await approve(t, (await pendingPayment(t, named)).payment_id);
     await until(async () => (await outboxOf(t, named.id))[0]?.last_error !== null && (await outboxOf(t, c.id))[0]?.last_error !== undefined, 'the name resolution to time out');
     expect((await outboxOf(t, named.id))[0]).toMatchObject({ status: 'pending', last_error: 'could not send: resolving hooks.never.test timed out after 200 ms' });
+    const logs = t.logs.join('\n');
+    for (const secret of [c.webhook_secret, named.webhook_secret]) expect(logs).not.toContain(secret);
   });
 });

@@ -25,7 +25,7 @@ import { createPayClientsService } from './payments/clients.js';
 import { createMethodsService } from './payments/methods.js';
 import { createPaymentsService } from './payments/service.js';
 import { createCronService } from './jobs/cron.js';
-import { createWebhooksService } from './webhooks/deliver.js';
+import { createWebhooksService, type WebhookTimeouts } from './webhooks/deliver.js';
 import { createBankFeedsService } from './payments/bank-feeds.js';
 import type { Resolver } from './webhooks/target.js';
 import { createSourceClient } from './sync/client.js';
@@ -43,6 +43,8 @@ export type DepsOverrides = {
   ownsDatabase?: boolean;
   /** Name resolution of webhook targets (tests answer what a rebinding name would, without leaving 127.0.0.1). */
   webhookResolver?: Resolver;
+  /** Connect and total timeouts of a webhook attempt (tests shorten them; default DESIGN 5's 5 s and 15 s). */
+  webhookTimeouts?: WebhookTimeouts;
 };
 
 /** Composition root: builds every service from the config; the CLI, jobs and tests reuse it with overrides. */
@@ -127,7 +129,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const payClients = createPayClientsService({ db, cipher, clock });
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
-  const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver });
+  const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver, timeouts: overrides.webhookTimeouts });
   cleanups.unshift(() => webhooks.stop());
   const bankFeeds = createBankFeedsService({ db, clock });
   const source = createSourceClient({ settings, logger });

@@ -13,6 +13,7 @@ import { openPg, openPglite, type Database } from '../src/db/client.js';
 import { createDeps, type Deps } from '../src/deps.js';
 import { createLogger } from '../src/http/logger.js';
 import { manualClock, type Clock } from '../src/shared/clock.js';
+import type { WebhookTimeouts } from '../src/webhooks/deliver.js';
 import type { Resolver } from '../src/webhooks/target.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -81,6 +82,8 @@ export type TestAppOptions = {
   clock?: Clock & { advance(ms: number): void; set(d: Date): void };
   /** Name resolution of webhook targets; by default no name resolves, so no test delivery leaves 127.0.0.1. */
   webhookResolver?: Resolver;
+  /** Shorter webhook connect/total timeouts for a test of what happens when they run out. */
+  webhookTimeouts?: WebhookTimeouts;
 };
 
 /** Tests never resolve a real name: a webhook to one fails as an unknown host (an IP literal needs no resolver). */
@@ -109,7 +112,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const logs: string[] = [];
   const logger = createLogger('info', { write: (line: string) => void logs.push(line) } as pino.DestinationStream);
   const clock = opts.clock ?? manualClock();
-  const deps = await createDeps(config, { database, clock, logger, skipMigrations: true, ownsDatabase: false, webhookResolver: opts.webhookResolver ?? offlineResolver });
+  const deps = await createDeps(config, { database, clock, logger, skipMigrations: true, ownsDatabase: false, webhookResolver: opts.webhookResolver ?? offlineResolver, webhookTimeouts: opts.webhookTimeouts });
   const app = await buildApp(deps);
   await app.ready();
   const request = (o: InjectOptions) => app.inject({ remoteAddress: '127.0.0.1', ...o });

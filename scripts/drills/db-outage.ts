@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { ADMIN_TOKEN, adminData, call, freePort, runDrill, sleep, startServer, until, type Answer, type Server } from './kit.js';
+import { ADMIN_TOKEN, adminData, call, freePort, onAbort, runDrill, sleep, startServer, until, type Answer, type Server } from './kit.js';
 
 const INITIAL = 1_000_000;
 const PRICE = 1000;
@@ -34,11 +34,16 @@ function pgTool(bin: string, tool: string, args: string[]): void {
 async function main(failures: string[], facts: Record<string, unknown>): Promise<void> {
   const bin = pgBin();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-drill-pg-'));
-  if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
-  const port = await freePort();
   const pgCtl = (...args: string[]) => pgTool(bin, 'pg_ctl', ['-D', dir, ...args]);
+  const removeCluster = () => {
+    if (fs.existsSync(path.join(dir, 'postmaster.pid'))) pgCtl('-m', 'immediate', 'stop');
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  const unregister = onAbort(removeCluster);
   let server: Server | null = null;
   try {
+    if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
+    const port = await freePort();
     pgTool(bin, 'initdb', ['-D', dir, '-U', 'postgres', '-A', 'trust', '--no-sync']);
     const start = () => pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', path.join(dir, 'log'), '-w', '-t', '30', 'start');
     start();
@@ -121,11 +126,11 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
   } finally {
     await server?.stop();
     try {
-      pgCtl('-m', 'immediate', 'stop');
-    } catch {
-      // already stopped
+      removeCluster();
+      unregister();
+    } catch (err) {
+      failures.push(`the throwaway cluster in ${dir} could not be removed: ${(err as Error).message}`);
     }
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 

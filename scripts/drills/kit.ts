@@ -22,6 +22,30 @@ export function freePort(): Promise<number> {
   });
 }
 
+// Clean-ups for an abnormal end (bound exceeded, SIGINT/SIGTERM): synchronous, because the process exits right after.
+const onAbortList = new Set<() => void>();
+
+/**
+ * Registers what must not outlive the drill if it is cut short (a server process, a throwaway cluster, a temp
+ * folder, a database): `fn` runs synchronously before the exit. Returns the function that unregisters it, for the
+ * drill's own `finally` once it has cleaned up itself.
+ */
+export function onAbort(fn: () => void): () => void {
+  onAbortList.add(fn);
+  return () => onAbortList.delete(fn);
+}
+
+function runAbortCleanups(): void {
+  for (const fn of [...onAbortList].reverse()) {
+    try {
+      fn();
+    } catch (err) {
+      console.error(`drill clean-up failed: ${(err as Error).message}`);
+    }
+  }
+  onAbortList.clear();
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function until(cond: () => Promise<boolean> | boolean, ms: number, what: string): Promise<void> {
@@ -33,7 +57,7 @@ export async function until(cond: () => Promise<boolean> | boolean, ms: number, 
   throw new Error(`timed out after ${ms} ms waiting for ${what}`);
 }
 
-export type Server = { base: string; pid: number; child: ChildProcess; exited: () => boolean; log: () => string; stop(): Promise<void> };
+export type Server = { base: string; pid: number; dataDir: string; child: ChildProcess; exited: () => boolean; log: () => string; stop(): Promise<void> };
 
 /** Starts `src/main.ts` as its own process (as in production), waits for /healthz. */
 export async function startServer(env: Record<string, string>): Promise<Server> {
@@ -49,14 +73,26 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
   child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   child.on('exit', () => (exited = true));
+  const kill = () => {
+    if (!exited) child.kill('SIGKILL');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  const unregister = onAbort(kill);
   const base = `http://127.0.0.1:${port}`;
-  await until(async () => {
-    if (exited) throw new Error(`server exited at start:\n${out}`);
-    return fetch(`${base}/healthz`).then((r) => r.ok, () => false);
-  }, 60_000, 'the server to start');
+  try {
+    await until(async () => {
+      if (exited) throw new Error(`server exited at start:\n${out}`);
+      return fetch(`${base}/healthz`).then((r) => r.ok, () => false);
+    }, 60_000, 'the server to start');
+  } catch (err) {
+    kill();
+    unregister();
+    throw err;
+  }
   return {
     base,
     pid: child.pid!,
+    dataDir,
     child,
     exited: () => exited,
     log: () => out,
@@ -66,6 +102,7 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
         await until(() => exited, 15_000, 'the server to stop').catch(() => child.kill('SIGKILL'));
       }
       fs.rmSync(dataDir, { recursive: true, force: true });
+      unregister();
     },
   };
 }
@@ -112,13 +149,23 @@ export function runDrill(name: string, boundMs: number, drill: (failures: string
   const facts: Record<string, unknown> = {};
   const bound = setTimeout(() => {
     console.error(`${name} drill: over its ${boundMs / 1000} s bound`);
+    runAbortCleanups();
     process.exit(1);
   }, boundMs);
   bound.unref();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`${name} drill: stopped by ${signal}`);
+      runAbortCleanups();
+      process.exit(1);
+    });
+  }
   void drill(failures, facts)
     .catch((err: Error) => failures.push(`drill error: ${err.message}`))
     .then(() => {
       console.log(JSON.stringify({ drill: name, ok: failures.length === 0, ...facts, failures: failures.slice(0, 50) }, null, 2));
+      // Whatever the drill's own finally did not get to (it threw before, say).
+      runAbortCleanups();
       process.exit(failures.length === 0 ? 0 : 1);
     });
 }

@@ -4,12 +4,15 @@
  * answers in under 1 s. Database: DRILL_PG_URL (a database of its own is created under it and dropped), else the
  * embedded one. Bounded: about a minute. Run: npx tsx scripts/drills/resource-sweep.ts
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import pg from 'pg';
-import { ADMIN_TOKEN, adminData, call, runDrill, sleep, startServer, type Server } from './kit.js';
+import { ADMIN_TOKEN, adminData, call, onAbort, runDrill, sleep, startServer, type Server } from './kit.js';
 
+/** pg-pool's default idleTimeoutMillis (10 s) with a margin. */
+const POOL_IDLE_MS = 11_000;
 const fdCount = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
@@ -58,11 +61,14 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
   const baseUrl = process.env.DRILL_PG_URL;
   const dbName = `rg_drill_${process.pid}_${Date.now()}`;
   const adminDb = baseUrl ? new pg.Client({ connectionString: baseUrl }) : null;
+  let unregister: () => void = () => undefined;
   try {
     let env: Record<string, string> = {};
     if (adminDb) {
       await adminDb.connect();
       await adminDb.query(`CREATE DATABASE ${dbName}`);
+      // Cut short, the drill still drops its database (synchronously: the process exits right after).
+      unregister = onAbort(() => execFileSync('psql', [baseUrl!, '-qc', `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`], { stdio: 'ignore', timeout: 15_000 }));
       const u = new URL(baseUrl!);
       u.pathname = `/${dbName}`;
       env = { DATABASE_URL: u.toString() };
@@ -84,7 +90,10 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     // Warm-up at the sweep's own concurrency (lazy modules, a full database pool), then the baseline.
     await pool(Array.from({ length: 20 }, (_, i) => i), 10, () => abortedDownload(url, user.api_key, 256 * 1024));
     await malformedUpload(s.base, `/admin/v1/products/${codeProduct.id}/codes`);
-    await sleep(1000);
+    // Database connections the warm-up opened close after the pool's 10 s idle timeout: the baseline is taken once
+    // they have, and the count after the sweep is given the same time, so that pooled connections (bounded by the pool
+    // size, not a leak) do not count as a change in either direction.
+    await sleep(POOL_IDLE_MS);
     const fd0 = fdCount(s.pid);
     const rss0 = rssMb(s.pid);
 
@@ -93,9 +102,9 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     await pool(Array.from({ length: 20 }, (_, i) => i), 5, (i) => malformedUpload(s.base, i % 2 ? `/admin/v1/products/${codeProduct.id}/codes` : `/admin/v1/products/${fileProduct.id}/files`));
     facts.sweep_ms = Date.now() - started;
 
-    // Closing handlers run on socket events: give them a bounded moment.
+    // Closing handlers run on socket events, idle pooled connections close after POOL_IDLE_MS: a bounded wait.
     let fd1 = fdCount(s.pid);
-    for (let i = 0; i < 50 && Math.abs(fd1 - fd0) > 5; i++) {
+    for (let i = 0; i < POOL_IDLE_MS / 100 + 50 && Math.abs(fd1 - fd0) > 5; i++) {
       await sleep(100);
       fd1 = fdCount(s.pid);
     }
@@ -114,7 +123,10 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
   } finally {
     await server?.stop();
     if (adminDb) {
-      await adminDb.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+      await adminDb
+        .query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
+        .then(() => unregister())
+        .catch((err: Error) => failures.push(`database ${dbName} could not be dropped: ${err.message}`));
       await adminDb.end().catch(() => {});
     }
   }

@@ -12,6 +12,15 @@ import type { BankFeedsService, FeedResult } from './bank-feeds.js';
 /** Casso's signature timestamp must be this close to our clock (DESIGN 5). */
 const CASSO_TOLERANCE_MS = 300_000;
 
+/**
+ * Above this a JSON number may not be the amount the bank sent: a literal of 16 or more significant digits does not
+ * survive JSON parsing into a double (9007199254740993 reads as ...992). Such amounts are accepted as strings only.
+ */
+const EXACT_JSON_NUMBER_LIMIT = 1e13;
+const feedAmount = z
+  .union([z.number().refine((n) => Math.abs(n) < EXACT_JSON_NUMBER_LIMIT, 'an amount this large is not exact as a JSON number; send it as a string'), z.string()])
+  .pipe(moneyInput);
+
 const txId = z.union([z.number().int().nonnegative(), z.string().trim().min(1).max(64)]).transform(String);
 const text = (max: number) => z.string().max(max).nullish();
 
@@ -23,7 +32,7 @@ const sepayBody = z.looseObject({
   code: text(255),
   content: text(2000),
   transferType: z.enum(['in', 'out']),
-  transferAmount: moneyInput.refine((s) => !s.startsWith('-'), 'must not be negative'),
+  transferAmount: feedAmount.refine((s) => !s.startsWith('-'), 'must not be negative'),
   accumulated: z.number().nullish(),
   subAccount: text(64),
   referenceCode: text(255),
@@ -36,7 +45,7 @@ const cassoBody = z.looseObject({
     id: txId,
     reference: text(255),
     description: text(2000),
-    amount: moneyInput.describe('negative for an outgoing transfer'),
+    amount: feedAmount.describe('negative for an outgoing transfer'),
     runningBalance: z.number().nullish(),
     transactionDateTime: text(64),
     accountNumber: text(64),

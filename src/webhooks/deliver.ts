@@ -10,7 +10,7 @@ import type { Cipher } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
 import { claimDue, listEvents, purgeDelivered, recordAttempts, reopenEvent, showEvent, type AttemptRecord, type Claimed, type OutboxStatus } from './outbox.js';
 import { sendWebhook, type AttemptResult } from './send.js';
-import { createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
+import { CONNECT_TIMEOUT_MS, createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
 
 /** A claim outlives the longest attempt (15 s) with margin; a process that dies mid-attempt frees its row after it. */
 export const LEASE_MS = 60_000;
@@ -23,7 +23,10 @@ const DRAIN_BUDGET_MS = 50_000;
 
 export type DrainReport = { attempted: number; delivered: number; failed: number; dead: number; error?: string };
 
-export type WebhooksDeps = { db: Db; clock: Clock; settings: SettingsService; cipher: Cipher; logger: Logger; bus?: EventBus; resolver?: Resolver };
+/** Connect (name resolution included) and total time of one attempt; injected by tests, else DESIGN 5's 5 s and 15 s. */
+export type WebhookTimeouts = { connectMs?: number; totalMs?: number };
+
+export type WebhooksDeps = { db: Db; clock: Clock; settings: SettingsService; cipher: Cipher; logger: Logger; bus?: EventBus; resolver?: Resolver; timeouts?: WebhookTimeouts };
 
 /** ±10 %, so that the retries of many events failing together do not arrive together. */
 const jitter = (seconds: number) => Math.round(seconds * 1000 * (0.9 + Math.random() * 0.2));
@@ -38,11 +41,33 @@ const failed = (error: string): AttemptResult => ({ outcome: 'retry', statusCode
 export function createWebhooksService(deps: WebhooksDeps) {
   const { db, clock, settings, cipher, logger } = deps;
   const resolver = deps.resolver ?? systemResolver;
-  const agents = { strict: createTargetAgent({ resolver, allowPrivate: false }), open: createTargetAgent({ resolver, allowPrivate: true }) };
+  const connectMs = deps.timeouts?.connectMs ?? CONNECT_TIMEOUT_MS;
+  const totalTimeoutMs = deps.timeouts?.totalMs;
+  const agents = { strict: createTargetAgent({ resolver, allowPrivate: false, connectTimeoutMs: connectMs }), open: createTargetAgent({ resolver, allowPrivate: true, connectTimeoutMs: connectMs }) };
   const inFlight = new Map<number, number>();
   let draining: Promise<void> | null = null;
   let again = false;
   let stopped = false;
+  // Drains waiting for one of their attempts to finish; a new event wakes them so that it is claimed at once, not
+  // after the slowest receiver in flight (which may hang for the whole total timeout).
+  const waiters = new Set<() => void>();
+  const wakeAll = () => {
+    for (const w of waiters) w();
+    waiters.clear();
+  };
+  /** Until one attempt of `active` finishes ('done') or new work is announced ('kick'). */
+  async function settleOrKick(active: Set<Promise<void>>): Promise<'done' | 'kick'> {
+    let wake!: () => void;
+    const kick = new Promise<'kick'>((resolve) => {
+      wake = () => resolve('kick');
+      waiters.add(wake);
+    });
+    try {
+      return await Promise.race([Promise.race(active).then(() => 'done' as const), kick]);
+    } finally {
+      waiters.delete(wake);
+    }
+  }
 
   async function attempt(row: Claimed, client: typeof payClients.$inferSelect | undefined): Promise<OutboxStatus> {
     const now = clock.now();
@@ -52,8 +77,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
     else {
       try {
         // A clear reason before any connection; the connection itself checks again (rebinding).
-        await resolveTarget(new URL(client.webhookUrl).hostname, resolver, client.allowPrivateTargets);
-        const d = { url: client.webhookUrl, eventId: row.event_id, event: row.event, body: row.body, secret: cipher.decrypt(client.webhookSecretEnc), timestamp: Math.floor(now.getTime() / 1000) };
+        await resolveTarget(new URL(client.webhookUrl).hostname, resolver, client.allowPrivateTargets, connectMs);
+        const d = { url: client.webhookUrl, eventId: row.event_id, event: row.event, body: row.body, secret: cipher.decrypt(client.webhookSecretEnc), timestamp: Math.floor(now.getTime() / 1000), totalTimeoutMs };
         result = await sendWebhook(client.allowPrivateTargets ? agents.open : agents.strict, d, now);
       } catch (err) {
         result = failed(err instanceof TargetRefusedError ? err.message : `could not send: ${(err as Error).message}`);
@@ -149,11 +174,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
       }
       if (claimed.length === 0) {
         if (active.size === 0 || report.error) break;
-        await Promise.race(active);
+        await settleOrKick(active);
       }
-      // Claim again only once a good share of the slots is free: each claim ranks every due row, so claiming one row
-      // per finished attempt would cost more than the attempts themselves.
-      while (active.size > MAX_IN_FLIGHT / 2 && !stopped) await Promise.race(active);
+      // Claim again only once a good share of the slots is free (each claim ranks every due row, so claiming one row
+      // per finished attempt would cost more than the attempts themselves), or when new work is announced.
+      while (active.size > MAX_IN_FLIGHT / 2 && !stopped) if ((await settleOrKick(active)) === 'kick') break;
     }
     await Promise.allSettled([...active]);
     return report;
@@ -171,6 +196,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     if (stopped) return;
     if (draining) {
       again = true;
+      wakeAll();
       return;
     }
     draining = (async () => {
@@ -213,6 +239,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     },
     async stop(): Promise<void> {
       stopped = true;
+      wakeAll();
       await draining?.catch(() => undefined);
       await Promise.all([agents.strict.close(), agents.open.close()]).catch(() => undefined);
     },

@@ -25,7 +25,7 @@ export type AttemptResult = {
   retryAfterSeconds?: number;
 };
 
-export type Delivery = { url: string; eventId: string; event: string; body: string; secret: string; timestamp: number };
+export type Delivery = { url: string; eventId: string; event: string; body: string; secret: string; timestamp: number; totalTimeoutMs?: number };
 
 /** Retry-After as seconds or an HTTP date; bounded to [1 s, 1 day]. */
 export function parseRetryAfter(value: string | string[] | undefined, now: Date): number | undefined {
@@ -58,10 +58,10 @@ async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<strin
   return Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8').replaceAll('\u0000', '');
 }
 
-function describe(err: unknown): string {
+function describe(err: unknown, totalMs: number): string {
   if (err instanceof TargetRefusedError) return err.message;
   const e = err as { name?: string; code?: string; message?: string; cause?: unknown };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') return `no complete answer within ${TOTAL_TIMEOUT_MS / 1000} s`;
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return `no complete answer within ${totalMs / 1000} s`;
   if (e.cause instanceof TargetRefusedError) return e.cause.message;
   const parts = [e.code, e.message].filter(Boolean);
   return parts.length > 0 ? parts.join(': ') : 'request failed';
@@ -73,6 +73,7 @@ function describe(err: unknown): string {
  */
 export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date): Promise<AttemptResult> {
   const ts = String(d.timestamp);
+  const totalMs = d.totalTimeoutMs ?? TOTAL_TIMEOUT_MS;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   try {
@@ -88,9 +89,9 @@ export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date
         'x-webhook-signature': webhookSignature(d.secret, ts, d.body),
       },
       body: d.body,
-      headersTimeout: TOTAL_TIMEOUT_MS,
-      bodyTimeout: TOTAL_TIMEOUT_MS,
-      signal: AbortSignal.timeout(TOTAL_TIMEOUT_MS),
+      headersTimeout: totalMs,
+      bodyTimeout: totalMs,
+      signal: AbortSignal.timeout(totalMs),
     });
     const response = await readExcerpt(res.body).catch(() => '');
     const status = res.statusCode;
@@ -104,6 +105,6 @@ export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date
     const retryAfterSeconds = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after'], now) : undefined;
     return { ...base, outcome: 'retry', error: `HTTP ${status}`, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) };
   } catch (err) {
-    return { outcome: 'retry', statusCode: null, latencyMs: elapsed(), response: null, error: describe(err) };
+    return { outcome: 'retry', statusCode: null, latencyMs: elapsed(), response: null, error: describe(err, totalMs) };
   }
 }

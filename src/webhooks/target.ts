@@ -49,6 +49,44 @@ const LISTS = RANGES.map(([address, prefix, family, label]) => {
   return { list, family, label };
 });
 
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted IPv4 part counts as two). */
+function ipv6Groups(addr: string): number[] {
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(addr);
+  let text = addr;
+  if (dotted) {
+    const [a, b, c, d] = dotted[1]!.split('.').map(Number) as [number, number, number, number];
+    text = `${addr.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const part = (s: string | undefined) => (s ? s.split(':').map((g) => parseInt(g, 16)) : []);
+  const h = part(head);
+  const t = part(tail);
+  return tail === undefined ? h : [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t];
+}
+
+const v4Of = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+
+/**
+ * IPv6 forms that reach an IPv4 address: IPv4-compatible (::a.b.c.d, deprecated), NAT64 (64:ff9b::/96) and 6to4
+ * (2002::/16). The embedded IPv4 address is judged as if it had been given; IPv4-compatible is refused whatever it
+ * embeds (nothing legitimate uses it), and so is local-use NAT64 (64:ff9b:1::/48, a private translator).
+ */
+function embeddedKind(addr: string): string | null {
+  const g = ipv6Groups(addr);
+  if (g.length !== 8) return 'not an address';
+  if (g.slice(0, 6).every((x) => x === 0)) return 'IPv4-compatible';
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'private (local-use NAT64)';
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
+    const k = forbiddenKind(v4Of(g[6]!, g[7]!));
+    return k ? `${k} (NAT64)` : null;
+  }
+  if (g[0] === 0x2002) {
+    const k = forbiddenKind(v4Of(g[1]!, g[2]!));
+    return k ? `${k} (6to4)` : null;
+  }
+  return null;
+}
+
 /** Why this address is not a public one (loopback, private, link-local, CGNAT, cloud metadata...), or null. */
 export function forbiddenKind(ip: string): string | null {
   const addr = normalizeIp(ip.replace(/^\[|\]$/g, ''));
@@ -56,8 +94,11 @@ export function forbiddenKind(ip: string): string | null {
   if (v === 0) return 'not an address';
   const family = v === 4 ? 'ipv4' : 'ipv6';
   for (const l of LISTS) if (l.family === family && l.list.check(addr, family)) return l.label;
-  return null;
+  return v === 6 ? embeddedKind(addr) : null;
 }
+
+/** RFC 6761: `localhost` and every name under it are loopback, whatever a resolver says. */
+const isLocalhostName = (host: string) => /(^|\.)localhost\.?$/i.test(host);
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
@@ -73,9 +114,10 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
  * The address to connect to for `hostname`. Without allowPrivate, a name any of whose addresses is not public is
  * refused whole: picking its one public address would still let its owner steer us with the rest.
  */
-export async function resolveTarget(hostname: string, resolver: Resolver, allowPrivate: boolean): Promise<string> {
+export async function resolveTarget(hostname: string, resolver: Resolver, allowPrivate: boolean, timeoutMs = CONNECT_TIMEOUT_MS): Promise<string> {
   const host = hostname.replace(/^\[|\]$/g, '');
-  const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await withTimeout(resolver(host), CONNECT_TIMEOUT_MS, `resolving ${host}`);
+  if (!allowPrivate && isLocalhostName(host)) throw new TargetRefusedError(`refused target: ${host} is a loopback name; this client does not allow private targets`);
+  const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await withTimeout(resolver(host), timeoutMs, `resolving ${host}`);
   if (addresses.length === 0) throw new TargetRefusedError(`${host} has no address`);
   if (!allowPrivate) {
     for (const a of addresses) {
@@ -91,13 +133,14 @@ export async function resolveTarget(hostname: string, resolver: Resolver, allowP
  * and connects to that address (the name stays the TLS server name): a name that answers a public address to an
  * earlier check and a private one now (DNS rebinding) is caught here.
  */
-export function createTargetAgent(opts: { resolver: Resolver; allowPrivate: boolean; connections?: number }): Agent {
-  const connect = buildConnector({ timeout: CONNECT_TIMEOUT_MS });
+export function createTargetAgent(opts: { resolver: Resolver; allowPrivate: boolean; connections?: number; connectTimeoutMs?: number }): Agent {
+  const timeout = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  const connect = buildConnector({ timeout });
   return new Agent({
     connections: opts.connections ?? 16,
     keepAliveTimeout: 4_000,
     connect: (options, callback) => {
-      resolveTarget(options.hostname, opts.resolver, opts.allowPrivate).then(
+      resolveTarget(options.hostname, opts.resolver, opts.allowPrivate, timeout).then(
         (address) => connect({ ...options, hostname: address }, callback),
         (err: Error) => callback(err, null),
       );

@@ -88,6 +88,8 @@ describe('bank feeds: SePay and Casso', () => {
     expect(await state()).toEqual(before);
     const hooks = r.received.filter((x) => (JSON.parse(x.body) as { payment_id: string }).payment_id === p.payment_id);
     expect(hooks.map((x) => x.headers['x-webhook-event'])).toEqual(['payment.approved']);
+    // The receiver has the request before the attempt is recorded: wait for the record, not for the request.
+    await until(async () => (await outboxOf(t, c.id)).some((o) => o.status === 'delivered'), 'the delivery recorded');
     expect((await outboxOf(t, c.id)).filter((o) => o.status === 'delivered')).toHaveLength(1);
     const [tx] = await t.adminData<unknown[]>('GET', '/admin/v1/pay/transactions?status=approved');
     expect(tx).toEqual({ id: expect.any(Number), feed: 'sepay', reference: body.referenceCode, amount: 150000, content: body.content, status: 'approved', payment_id: p.payment_id });
@@ -132,6 +134,59 @@ describe('bank feeds: SePay and Casso', () => {
     expect(t.logs.join('\n')).not.toContain(SEPAY_KEY);
   });
 
+  it('identical notifications arriving at the same moment approve once and send one webhook; a second transfer for the same request at once is late', async () => {
+    const p = await pendingPayment(t, c, 180_000);
+    const body = sepayBody({ content: rewritten(p.payment!.transfer_content), transferAmount: 180000 });
+    const before = await state();
+    // Over real sockets, so that on PostgreSQL each request has a connection of its own and they truly overlap.
+    const post = (b: unknown) =>
+      fetch(`${base}/api/v1/bank-feeds/sepay`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Apikey ${SEPAY_KEY}` }, body: JSON.stringify(b) }).then(
+        async (res) => ({ status: res.status, body: (await res.json()) as { result: string } }),
+      );
+    const answers = await Promise.all(Array.from({ length: 6 }, () => post(body)));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(answers.map((a) => a.body.result).sort()).toEqual(['approved', 'duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate']);
+    const after = await state();
+    expect([after.transactions - before.transactions, after.outbox - before.outbox]).toEqual([1, 1]);
+
+    const q = await pendingPayment(t, c, 190_000);
+    const twice = await Promise.all([1, 2].map(() => post(sepayBody({ content: q.payment!.transfer_content, transferAmount: 190000 }))));
+    expect(twice.map((a) => a.body.result).sort()).toEqual(['approved', 'late']);
+    await until(async () => (await outboxOf(t, c.id)).every((o) => o.status === 'delivered'), 'delivered');
+    const hooks = (id: string) => r.received.filter((x) => (JSON.parse(x.body) as { payment_id: string }).payment_id === id);
+    expect([hooks(p.payment_id).length, hooks(q.payment_id).length]).toEqual([1, 1]);
+    expect((await state()).outbox).toBe(before.outbox + 2);
+  });
+
+  it('amounts: a decimal number or a string is taken exactly; a JSON number too long to be exact, or not an amount, is refused and stores nothing', async () => {
+    const p = await pendingPayment(t, c, 160_000);
+    const tc = p.payment!.transfer_content;
+    expect(answer(await sepay(sepayBody({ content: tc, transferAmount: 160000.5 })))).toEqual(accepted('amount_mismatch'));
+    expect((await t.adminData<{ amount: number }[]>('GET', '/admin/v1/pay/transactions?status=amount_mismatch'))[0]!.amount).toBe(160000.5);
+    const before = await state();
+    const raw = (amount: string) =>
+      t.request({ method: 'POST', url: '/api/v1/bank-feeds/sepay', headers: { 'content-type': 'application/json', authorization: `Apikey ${SEPAY_KEY}` }, payload: JSON.stringify(sepayBody({ content: tc })).replace('"transferAmount":150000', `"transferAmount":${amount}`) });
+    // 18 significant digits: JSON.parse makes 1234567890123456.8 of it, which is not what the bank sent.
+    for (const amount of ['1234567890123456.78', '9007199254740993', '1e21', '160000.001', '"160,000"', '"abc"', '-160000', 'null', 'true']) {
+      const res = await raw(amount);
+      expect([amount, res.statusCode, res.json().error]).toEqual([amount, 400, 'invalid_request']);
+    }
+    expect(await state()).toEqual(before);
+    // The same long amount as a string is exact (and here simply not the request's amount).
+    expect(answer(await raw('"1234567890123456.78"'))).toEqual(accepted('amount_mismatch'));
+    expect(answer(await raw('"160000.00"'))).toEqual(accepted('approved'));
+  });
+
+  it("Casso's signature covers the body with object keys sorted at every depth, arrays in their order", async () => {
+    const p = await pendingPayment(t, c, 170_000);
+    const body = { error: 0, data: { id: ++seq, reference: `R${seq}`, description: p.payment!.transfer_content, amount: 170000, accountNumber: '0123456789', extra: { z: [{ b: 1, a: [3, 1, 2] }, 'x'], a: null } } };
+    // Written out by hand, not by the code under test.
+    const canonical = `{"data":{"accountNumber":"0123456789","amount":170000,"description":"${p.payment!.transfer_content}","extra":{"a":null,"z":[{"a":[3,1,2],"b":1},"x"]},"id":${seq},"reference":"R${seq}"},"error":0}`;
+    const ts = t.clock.now().getTime();
+    const sig = execFileSync('openssl', ['dgst', '-sha512', '-hmac', CASSO_KEY], { input: `${ts}.${canonical}`, encoding: 'utf8' });
+    expect(answer(await casso(body, `t=${ts},v1=${/([0-9a-f]{128})\s*$/.exec(sig)![1]}`))).toEqual(accepted('approved'));
+  });
+
   it('an underpaid, an outgoing, a late, an unknown and an other-account transfer are stored with their status and approve nothing', async () => {
     const p = await pendingPayment(t, c);
     const tc = p.payment!.transfer_content;
@@ -155,7 +210,7 @@ describe('bank feeds: SePay and Casso', () => {
       ['ignored', null],
       ['amount_mismatch', p.payment_id],
     ]);
-    expect((await ok<unknown[]>('pay', 'transaction', 'list', '--status', 'amount_mismatch'))).toEqual([
+    expect((await ok<{ payment_id: string | null }[]>('pay', 'transaction', 'list', '--status', 'amount_mismatch')).filter((x) => x.payment_id === p.payment_id)).toEqual([
       { id: expect.any(Number), feed: 'sepay', reference: expect.any(String), amount: 149999, content: rewritten(tc), status: 'amount_mismatch', payment_id: p.payment_id },
     ]);
     // The request is still payable: the right amount approves it.

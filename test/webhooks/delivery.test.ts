@@ -118,6 +118,25 @@ describe('webhook delivery from the outbox', () => {
     expect(r.received).toHaveLength(4);
   });
 
+  it('an attempt keeps the first 1 KiB of a long answer, its status, latency and error; a 503 Retry-After as an HTTP date is honoured', async () => {
+    const retryAt = new Date(t.clock.now().getTime() + 3600_000).toUTCString();
+    const r = await receiver((n) => (n === 0 ? { status: 503, body: 'é'.repeat(3000), headers: { 'retry-after': retryAt } } : { status: 200 }));
+    const c = await makeHookClient(t, r.url);
+    await approve(t, (await pendingPayment(t, c)).payment_id);
+    await until(async () => typeof (await outboxOf(t, c.id))[0]?.last_error === 'string', 'the first attempt');
+    const [row] = await outboxOf(t, c.id);
+    const [a] = await attemptsOf(t, row!.event_id);
+    // 'é' is 2 bytes: 1024 bytes are 512 of them.
+    expect(a).toEqual({ attempt: 1, status_code: 503, error: 'HTTP 503', response: 'é'.repeat(512), latency_ms: expect.any(Number) });
+    t.clock.advance(3000_000); // past the schedule's 60 s, not past the receiver's hour
+    await cron(t);
+    expect(r.received).toHaveLength(1);
+    t.clock.advance(700_000);
+    await cron(t);
+    expect(r.received).toHaveLength(2);
+    expect((await outboxOf(t, c.id))[0]!.status).toBe('delivered');
+  });
+
   it('410 Gone stops the retries at once (dead); Retry-After on 429 sets the next attempt; a redirect is not followed', async () => {
     const gone = await receiver(() => ({ status: 410, body: 'no such shop' }));
     const c1 = await makeHookClient(t, gone.url);

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { forbiddenKind, type Resolver } from '../../src/webhooks/target.js';
+import { forbiddenKind, resolveTarget, TargetRefusedError, type Resolver } from '../../src/webhooks/target.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { makeMethod } from '../payments/helpers.js';
 import { approve, attemptsOf, makeHookClient, outboxOf, pendingPayment, startReceiver, until } from './kit.js';
@@ -27,6 +27,37 @@ describe('forbiddenKind', () => {
       ['2606:4700::1111', null],
     ];
     for (const [ip, kind] of cases) expect([ip, forbiddenKind(ip)]).toEqual([ip, kind]);
+  });
+
+  it('IPv6 forms that reach an IPv4 address are judged by the address they embed', () => {
+    const cases: [string, string | null][] = [
+      ['::7f00:1', 'IPv4-compatible'],
+      ['::127.0.0.1', 'IPv4-compatible'],
+      ['::5db8:d822', 'IPv4-compatible'],
+      ['64:ff9b::7f00:1', 'loopback (NAT64)'],
+      ['64:ff9b::10.0.0.1', 'private (NAT64)'],
+      ['64:ff9b::a9fe:a9fe', 'cloud metadata (NAT64)'],
+      ['64:ff9b::5db8:d822', null],
+      ['64:ff9b:1::5db8:d822', 'private (local-use NAT64)'],
+      ['2002:7f00:1::1', 'loopback (6to4)'],
+      ['2002:c0a8:101::1', 'private (6to4)'],
+      ['2002:5db8:d822::1', null],
+    ];
+    for (const [ip, kind] of cases) expect([ip, forbiddenKind(ip)]).toEqual([ip, kind]);
+  });
+
+  it('every spelling of a loopback or unspecified host in a webhook URL is refused, localhost by name', async () => {
+    // What a system resolver answers for localhost; the name is refused before it is asked.
+    const calls: string[] = [];
+    const resolver: Resolver = async (h) => (calls.push(h), [{ address: '127.0.0.1', family: 4 }]);
+    const urls = ['http://2130706433/', 'http://0177.0.0.1/', 'http://0x7f.1/', 'http://127.1/', 'http://0/', 'http://0.0.0.0/', 'http://[::1]/', 'http://[0:0:0:0:0:0:0:1]/', 'http://[::]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:7f00:1]/', 'http://[::127.0.0.1]/', 'http://[64:ff9b::127.0.0.1]/', 'http://localhost/', 'http://LOCALHOST./', 'http://api.localhost/'];
+    for (const u of urls) {
+      const refused = await resolveTarget(new URL(u).hostname, resolver, false).then(() => null, (e: Error) => e);
+      expect([u, refused instanceof TargetRefusedError]).toEqual([u, true]);
+    }
+    expect(calls).toEqual([]);
+    // With allow_private_targets the same names pass (local set-ups).
+    expect(await resolveTarget('localhost', resolver, true)).toBe('127.0.0.1');
   });
 });
 
@@ -106,6 +137,15 @@ describe('webhook target safety', () => {
     expect(attempt.error).toBe('refused target: hooks.rebind.shop.test is 127.0.0.1 (loopback); this client does not allow private targets');
     // Resolved twice: once by the early check (public), once by the connection itself (loopback), which refused.
     expect(resolverCalls.filter((h) => h === 'hooks.rebind.shop.test')).toHaveLength(2);
+    expect(r.received).toHaveLength(0);
+  });
+
+  it('a decimal IPv4 literal for loopback in the webhook URL is refused like 127.0.0.1', async () => {
+    const r = await receiver();
+    const c = await makeHookClient(t, `http://2130706433:${r.port}/hook`, { allowPrivate: false, domain: '127.0.0.1' });
+    await approve(t, (await pendingPayment(t, c)).payment_id);
+    const { attempt } = await firstAttempt(c.id);
+    expect(attempt.error).toBe('refused target: 127.0.0.1 is 127.0.0.1 (loopback); this client does not allow private targets');
     expect(r.received).toHaveLength(0);
   });
 

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, errorResponses } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
-import type { Guard } from '../ordering/guard.js';
+import type { Guard } from '../http/guard.js';
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
 import type { CronService } from './cron.js';

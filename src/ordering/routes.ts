@@ -13,8 +13,8 @@ import type { OrderService } from './service.js';
 import type { SignatureVerifier } from './signing.js';
 import type { FilesService } from '../files/service.js';
 import type { Redis } from 'ioredis';
-import type { Guard } from './guard.js';
-import { installRateLimit } from './rate-limit.js';
+import type { Guard } from '../http/guard.js';
+import { installOrderingRateLimit } from './rate-limit.js';
 import { balanceResponse, categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
 
 export type OrderingDeps = { guard: Guard; redis?: Redis; redisPrefix: string; users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService; upstream: UpstreamOrders };
@@ -25,7 +25,7 @@ const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabl
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
   documentRoutes(app, API_DOCS.ordering);
   installOrderingAuth(app, deps);
-  await installRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });
+  await installOrderingRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });
   installSignatureCheck(app, { settings: deps.settings, verify: deps.verifySignature });
   registerOrderRoutes(app, deps);
   const r = app.withTypeProvider<ZodTypeProvider>();

@@ -12,7 +12,7 @@ import type { MethodsService } from './methods.js';
 import { createPaymentBody, methodsResponse, paymentHeaders, paymentIdParams, paymentResponse, pingResponse } from './schemas.js';
 import type { PaymentsService } from './service.js';
 import type { Redis } from 'ioredis';
-import { installPaymentRateLimit } from '../ordering/rate-limit.js';
+import { installRateLimit } from '../http/rate-limit.js';
 
 export type PaymentRoutesDeps = { redis?: Redis; redisPrefix: string; clients: PayClientsService; methods: MethodsService; payments: PaymentsService; settings: SettingsService; cipher: Cipher; clock: Clock };
 
@@ -33,7 +33,13 @@ const AUTH_ERRORS: ErrorCode[] = [
 export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
   documentRoutes(app, API_DOCS.payments);
   installPaymentAuth(app, deps);
-  await installPaymentRateLimit(app, { settings: deps.settings, redis: deps.redis, prefix: deps.redisPrefix });
+  await installRateLimit(app, {
+    code: 'RATE_LIMITED',
+    max: async () => deps.settings.get('payment_rate_limit_per_minute'),
+    keyGenerator: (req) => (req.payClient ? `pay:${req.payClient.id}` : `pay-ip:${req.ip}`),
+    redis: deps.redis,
+    nameSpace: `${deps.redisPrefix}prl:`,
+  });
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.get('/api/v1/ping', {

@@ -99,3 +99,14 @@ export function installNotFound(app: FastifyInstance, paymentPrefix: string): vo
     return sendError(reply, 404, code, `No route for ${req.method} ${pathOnly}`);
   });
 }
+
+/**
+ * Gives one API family's plugin scope its translation of domain errors (Fastify scopes error handlers per plugin):
+ * `translate` returns the AppError of the family's vocabulary, or the error unchanged, and the error thrown here goes
+ * on to the root handler above, which writes the envelope.
+ */
+export function installErrorTranslation(app: FastifyInstance, translate: (err: Error) => Error): void {
+  app.setErrorHandler((err: Error) => {
+    throw translate(err);
+  });
+}

@@ -2,12 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import { installErrorTranslation } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { installPaymentAuth, payClientOf } from './auth.js';
 import type { PayClientsService } from './clients.js';
+import { PaymentStateError } from './errors.js';
 import type { MethodsService } from './methods.js';
 import { createPaymentBody, methodsResponse, paymentHeaders, paymentIdParams, paymentResponse, pingResponse } from './schemas.js';
 import type { PaymentsService } from './service.js';
@@ -32,6 +34,10 @@ const AUTH_ERRORS: ErrorCode[] = [
 /** The payment top-up API (its own plugin and auth; mounted under PAYMENT_BASE_PATH). */
 export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
   documentRoutes(app, API_DOCS.payments);
+  // DESIGN 5: an unknown request is PAYMENT_NOT_FOUND, a refused transition VALIDATION_ERROR.
+  installErrorTranslation(app, (err) =>
+    err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message) : err,
+  );
   installPaymentAuth(app, deps);
   await installRateLimit(app, {
     code: 'RATE_LIMITED',

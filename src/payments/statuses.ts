@@ -5,6 +5,9 @@ export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 /** A request in one of these is still open: one per (client, merchant_invoice_id). */
 export const OPEN_STATUSES = ['preparing_payment', 'pending_payment', 'payment_reported'] as const satisfies readonly PaymentStatus[];
 
+/** A request in one of these never changes again (TRANSITIONS lists nothing after them). */
+export const FINAL_STATUSES = ['approved', 'rejected', 'expired', 'cancelled'] as const satisfies readonly PaymentStatus[];
+
 /** These expire at expires_at (the bank data was handed out). */
 export const EXPIRING_STATUSES = ['pending_payment', 'payment_reported'] as const satisfies readonly PaymentStatus[];
 

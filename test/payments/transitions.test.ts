@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
-import { PAYMENT_STATUSES, TRANSITIONS, type PaymentStatus } from '../../src/payments/statuses.js';
+import { FINAL_STATUSES, OPEN_STATUSES, PAYMENT_STATUSES, TRANSITIONS, type PaymentStatus } from '../../src/payments/statuses.js';
 import { createTestApp, dbKind, type TestApp } from '../harness.js';
 import { makePayClient } from './helpers.js';
 
@@ -65,6 +65,11 @@ describe(`payment transitions: the database trigger and the TypeScript table agr
     expect(Object.values(fromDatabase).flat().length).toBeGreaterThan(5);
     const left = rowsOf<{ n: number }>(await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM payment_requests WHERE payment_id LIKE 'pay_trigger_%'`));
     expect(left[0]!.n).toBe(0);
+  });
+
+  it('the final statuses are those TRANSITIONS leads nowhere from, and the open ones are all the others', () => {
+    expect([...FINAL_STATUSES].sort()).toEqual(PAYMENT_STATUSES.filter((s) => TRANSITIONS[s].length === 0).sort());
+    expect([...OPEN_STATUSES].sort()).toEqual(PAYMENT_STATUSES.filter((s) => TRANSITIONS[s].length > 0).sort());
   });
 
   it('the schema CHECK accepts exactly PAYMENT_STATUSES', async () => {

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { CatalogService } from '../catalog/service.js';
 import { bearerToken } from '../http/auth-util.js';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
-import { installErrorTranslation } from '../http/error-handler.js';
+import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import { PaymentStateError } from '../payments/errors.js';
 import type { SettingsService } from '../settings/service.js';
@@ -55,9 +55,10 @@ const ACTOR = 'admin-api';
 /** The admin HTTP API (DESIGN 6): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   documentRoutes(app, API_DOCS.admin);
-  installErrorTranslation(app, (err) =>
-    err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'not_found' : 'conflict', err.message) : err,
-  );
+  installErrorVocabulary(app, {
+    ...DEFAULT_VOCABULARY,
+    translate: (err) => (err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'not_found' : 'conflict', err.message) : err),
+  });
   const allowed = createIpMatcher(deps.allowedIps);
   app.addHook('onRequest', async (req) => {
     if (!allowed.allows(req.ip)) throw new AppError('forbidden', `Admin API is not served to ${req.ip}; see ADMIN_ALLOWED_IPS`);

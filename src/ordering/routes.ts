@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { CatalogService } from '../catalog/service.js';
+import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
@@ -23,6 +24,7 @@ const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabl
 
 /** The ordering API (spec endpoints 1-9) behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
+  installErrorVocabulary(app, DEFAULT_VOCABULARY);
   documentRoutes(app, API_DOCS.ordering);
   installOrderingAuth(app, deps);
   await installOrderingRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });

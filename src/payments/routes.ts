@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
-import { installErrorTranslation } from '../http/error-handler.js';
+import { installErrorVocabulary, PAYMENT_VOCABULARY } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
@@ -35,9 +35,10 @@ const AUTH_ERRORS: ErrorCode[] = [
 export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
   documentRoutes(app, API_DOCS.payments);
   // DESIGN 5: an unknown request is PAYMENT_NOT_FOUND, a refused transition VALIDATION_ERROR.
-  installErrorTranslation(app, (err) =>
-    err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message) : err,
-  );
+  installErrorVocabulary(app, {
+    ...PAYMENT_VOCABULARY,
+    translate: (err) => (err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message) : err),
+  });
   installPaymentAuth(app, deps);
   await installRateLimit(app, {
     code: 'RATE_LIMITED',

@@ -18,4 +18,18 @@ export default tseslint.config(
     files: ['bench/**', 'bin/**', 'src/admin/cli.ts', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
+  // The two public APIs share only the platform (http/, shared/, db/): neither imports the other (issue 11).
+  {
+    files: ['src/payments/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/ordering/*'], message: 'payments/ imports nothing from ordering/: move the shared piece to http/.' }] }] },
+  },
+  {
+    files: ['src/ordering/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/payments/*'], message: 'ordering/ imports nothing from payments/: move the shared piece to http/.' }] }] },
+  },
+  // shared/ is a leaf: it imports packages and its own files, nothing else of the project.
+  {
+    files: ['src/shared/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../*', '../**'], message: 'shared/ imports nothing from the project: return a value and let the caller choose.' }] }] },
+  },
 );

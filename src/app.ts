@@ -5,8 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import { adminRoutes } from './admin/routes.js';
 import type { Deps } from './deps.js';
-import { installErrorHandler, installNotFound, isPaymentPath, validationCodeFor } from './http/error-handler.js';
-import { createValidatorCompiler } from './http/validation.js';
+import { DEFAULT_VOCABULARY, installErrorVocabulary, installNotFound, preRoutingVocabulary } from './http/error-handler.js';
 import { clientErrorHandler, frameworkErrorHandler, timeoutOptions } from './http/server-options.js';
 import { installJsonParser } from './http/raw-body.js';
 import { opsRoutes } from './ops/routes.js';
@@ -45,9 +44,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     forceCloseConnections: 'idle',
     ...timeoutOptions(config),
     clientErrorHandler,
-    frameworkErrors: frameworkErrorHandler((url) => validationCodeFor(url, config.PAYMENT_BASE_PATH)),
+    frameworkErrors: frameworkErrorHandler((url) => preRoutingVocabulary(url, config.PAYMENT_BASE_PATH).validation),
   });
-  app.setValidatorCompiler(createValidatorCompiler((url) => (isPaymentPath(url, config.PAYMENT_BASE_PATH) ? 'payment' : 'ordering')));
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-Id', req.id);
@@ -61,9 +59,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   });
 
   const paymentPrefix = config.PAYMENT_BASE_PATH;
-  installErrorHandler(app, paymentPrefix);
+  // Outside every API family (the OpenAPI document, the docs UI); each family's plugin installs its own.
+  installErrorVocabulary(app, DEFAULT_VOCABULARY);
   installNotFound(app, paymentPrefix);
-  installJsonParser(app, (url) => validationCodeFor(url, paymentPrefix) as 'invalid_request' | 'VALIDATION_ERROR');
+  installJsonParser(app);
 
   await app.register(swagger, {
     openapi: {

@@ -20,7 +20,7 @@ import { createSignatureVerifier } from './ordering/signing.js';
 import { createFilesService } from './files/service.js';
 import { createFileStorage } from './files/storage.js';
 import { Redis } from 'ioredis';
-import { createGuard } from './ordering/guard.js';
+import { createGuard } from './http/guard.js';
 import { createPayClientsService } from './payments/clients.js';
 import { createMethodsService } from './payments/methods.js';
 import { createPaymentsService } from './payments/service.js';

@@ -8,7 +8,7 @@ import type { DeliveryService } from '../ordering/delivery.js';
 import { codeDetail, orderView } from '../ordering/schemas.js';
 import { orderSummary, type OrderService } from '../ordering/service.js';
 import type { UsersService } from '../users/service.js';
-import type { Guard } from '../ordering/guard.js';
+import type { Guard } from '../http/guard.js';
 import { ok, productIdParams } from './schemas.js';
 import { uploadedFile } from './upload.js';
 

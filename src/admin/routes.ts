@@ -1,20 +1,19 @@
-import readline from 'node:readline';
-import { PassThrough, type Readable } from 'node:stream';
-import multipart from '@fastify/multipart';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogService } from '../catalog/service.js';
 import { bearerToken } from '../http/auth-util.js';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
+import { PaymentStateError } from '../payments/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
 import { createIpMatcher } from '../shared/ip.js';
 import { categorySchema } from '../ordering/schemas.js';
 import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
-import { uploadedFile } from './upload.js';
+import { installUploadParsers, uploadedLines } from './upload.js';
 import { registerAdminPayRoutes, type AdminPayDeps } from './pay-routes.js';
 import { registerAdminWebhookRoutes, type AdminWebhookDeps } from './webhook-routes.js';
 import { registerAdminTransactionRoutes, type AdminTransactionDeps } from './transaction-routes.js';
@@ -53,58 +52,13 @@ export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & Admin
 const ADMIN_ERRORS: ErrorCode[] = ['admin_unauthorized', 'forbidden'];
 const ACTOR = 'admin-api';
 
-/** Passes a stream through, failing it with payload_too_large past `max` bytes (the body limit does not apply to streams). */
-function limitBytes(input: Readable, max: number): Readable {
-  let seen = 0;
-  const out = new PassThrough();
-  // The importer may refuse before reading (unknown product): an error then has no reader and must not crash us.
-  out.on('error', () => {});
-  input.on('data', (chunk: Buffer) => {
-    seen += chunk.length;
-    if (seen > max && !out.destroyed) {
-      // Drain and drop the rest rather than destroying the request: the 413 answer still has a socket to go out on.
-      input.unpipe(out);
-      input.resume();
-      out.destroy(new AppError('payload_too_large', `Upload is larger than ${max} bytes`));
-    }
-  });
-  input.on('error', (err) => out.destroy(err));
-  input.pipe(out);
-  return out;
-}
-
-/** Lines of an upload; readline starts when iteration starts, since lines it emits before that would be lost. */
-function linesOf(stream: Readable, maxBytes: number): AsyncIterable<string> {
-  return {
-    async *[Symbol.asyncIterator]() {
-      // A stream that already failed (over the size limit while the transaction was opening) never ends by itself.
-      if (stream.errored) throw stream.errored;
-      let failure: Error | null = null;
-      const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
-      const onError = (err: Error) => {
-        failure = err;
-        rl.close();
-      };
-      stream.once('error', onError);
-      try {
-        for await (const line of rl) {
-          if (failure) break;
-          yield line;
-        }
-      } finally {
-        stream.off('error', onError);
-      }
-      if (failure) throw failure;
-      // @fastify/multipart ends an oversized file quietly and only flags it: refuse, so the import rolls back whole
-      // instead of stocking a cut-off last code.
-      if ((stream as Readable & { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `Upload is larger than ${maxBytes} bytes`);
-    },
-  };
-}
-
 /** The admin HTTP API (DESIGN 6): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   documentRoutes(app, API_DOCS.admin);
+  installErrorVocabulary(app, {
+    ...DEFAULT_VOCABULARY,
+    translate: (err) => (err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'not_found' : 'conflict', err.message) : err),
+  });
   const allowed = createIpMatcher(deps.allowedIps);
   app.addHook('onRequest', async (req) => {
     if (!allowed.allows(req.ip)) throw new AppError('forbidden', `Admin API is not served to ${req.ip}; see ADMIN_ALLOWED_IPS`);
@@ -117,9 +71,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   // Upload routes get their own scope: only they parse multipart and text/plain, so a JSON route sent text/plain
   // answers 415 unsupported_media_type instead of failing validation.
   await app.register(async (uploads) => {
-    await uploads.register(multipart, { limits: { fileSize: deps.uploadMaxBytes, files: 1, fields: 10 } });
-    // Code lists may also be sent as a plain text body (one code a line), streamed as well.
-    uploads.addContentTypeParser('text/plain', (_req, payload, done) => done(null, limitBytes(payload, deps.uploadMaxBytes)));
+    await installUploadParsers(uploads, deps.uploadMaxBytes);
     uploads.withTypeProvider<ZodTypeProvider>().post('/admin/v1/products/:id/codes', {
       schema: {
         operationId: 'adminImportCodes',
@@ -216,10 +168,4 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
       return { ok: true as const, data: await seedDemo(deps, base, ACTOR) };
     },
   });
-}
-
-async function uploadedLines(req: FastifyRequest, maxBytes: number): Promise<AsyncIterable<string>> {
-  if (req.isMultipart()) return linesOf((await uploadedFile(req)).stream, maxBytes);
-  if (req.body && typeof (req.body as Readable).pipe === 'function') return linesOf(req.body as Readable, maxBytes);
-  throw new AppError('unsupported_media_type', 'Send the code list as multipart/form-data (field `file`) or text/plain');
 }

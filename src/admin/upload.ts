@@ -1,6 +1,7 @@
+import readline from 'node:readline';
 import { PassThrough, type Readable } from 'node:stream';
-import type { MultipartFile } from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../http/errors.js';
 
 export type UploadedFile = { filename: string; stream: Readable & { truncated?: boolean } };
@@ -78,4 +79,70 @@ export async function uploadedFile(req: FastifyRequest, limits: Limits = {}): Pr
     }
   })().catch(fail);
   return { filename: part.filename, stream: out };
+}
+
+/** Passes a stream through, failing it with payload_too_large past `max` bytes (the body limit does not apply to streams). */
+function limitBytes(input: Readable, max: number): Readable {
+  let seen = 0;
+  const out = new PassThrough();
+  // The importer may refuse before reading (unknown product): an error then has no reader and must not crash us.
+  out.on('error', () => {});
+  input.on('data', (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > max && !out.destroyed) {
+      // Drain and drop the rest rather than destroying the request: the 413 answer still has a socket to go out on.
+      input.unpipe(out);
+      input.resume();
+      out.destroy(new AppError('payload_too_large', `Upload is larger than ${max} bytes`));
+    }
+  });
+  input.on('error', (err) => out.destroy(err));
+  input.pipe(out);
+  return out;
+}
+
+/** Lines of an upload; readline starts when iteration starts, since lines it emits before that would be lost. */
+function linesOf(stream: Readable, maxBytes: number): AsyncIterable<string> {
+  return {
+    async *[Symbol.asyncIterator]() {
+      // A stream that already failed (over the size limit while the transaction was opening) never ends by itself.
+      if (stream.errored) throw stream.errored;
+      let failure: Error | null = null;
+      const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
+      const onError = (err: Error) => {
+        failure = err;
+        rl.close();
+      };
+      stream.once('error', onError);
+      try {
+        for await (const line of rl) {
+          if (failure) break;
+          yield line;
+        }
+      } finally {
+        stream.off('error', onError);
+      }
+      if (failure) throw failure;
+      // @fastify/multipart ends an oversized file quietly and only flags it: refuse, so the import rolls back whole
+      // instead of stocking a cut-off last code.
+      if ((stream as Readable & { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `Upload is larger than ${maxBytes} bytes`);
+    },
+  };
+}
+
+/**
+ * Makes `uploads` (the admin scope of the upload routes) parse multipart forms and plain-text code lists, both
+ * streamed and bounded by `maxBytes`. Only that scope parses them, so a JSON route sent text/plain answers 415.
+ */
+export async function installUploadParsers(uploads: FastifyInstance, maxBytes: number): Promise<void> {
+  await uploads.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 10 } });
+  // Code lists may also be sent as a plain text body (one code a line), streamed as well.
+  uploads.addContentTypeParser('text/plain', (_req, payload, done) => done(null, limitBytes(payload, maxBytes)));
+}
+
+/** The lines of a code list sent as multipart field `file` or as a text/plain body. */
+export async function uploadedLines(req: FastifyRequest, maxBytes: number): Promise<AsyncIterable<string>> {
+  if (req.isMultipart()) return linesOf((await uploadedFile(req)).stream, maxBytes);
+  if (req.body && typeof (req.body as Readable).pipe === 'function') return linesOf(req.body as Readable, maxBytes);
+  throw new AppError('unsupported_media_type', 'Send the code list as multipart/form-data (field `file`) or text/plain');
 }

@@ -6,6 +6,7 @@ import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
+import { EVENTS_CHANNEL } from '../shared/events.js';
 import * as schema from './schema/index.js';
 
 export type Schema = typeof schema;
@@ -14,8 +15,6 @@ export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations', import.meta.url));
 
-/** Channel for cross-process cache invalidation (settings, auth, catalogue). */
-export const EVENTS_CHANNEL = 'rg_events';
 
 export type Database = {
   kind: 'pglite' | 'pg';

@@ -1,15 +1,30 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
-import { AppError, errorBody, errorStatus, type ErrorCode, type ErrorDetail } from './errors.js';
+import { AppError, errorBody, errorStatus, type ErrorDetail } from './errors.js';
 import { isDatabaseOutage, OUTAGE_RETRY_AFTER_S } from './outage.js';
+import { createValidatorCompiler } from './validation.js';
 
-/** Which code a family of routes uses for a failed input validation (the payment API has its own, DESIGN 5). */
-export function validationCodeFor(url: string, paymentPrefix: string): ErrorCode {
-  return isPaymentPath(url, paymentPrefix) ? 'VALIDATION_ERROR' : 'invalid_request';
-}
+/**
+ * The codes one API family answers with where the framework, not the route, found the fault, and its translation of
+ * the services' domain errors. Each family installs its own in its plugin scope (installErrorVocabulary), so a route
+ * added to a family inherits the family's codes.
+ */
+export type ErrorVocabulary = {
+  validation: 'invalid_request' | 'VALIDATION_ERROR';
+  notFound: 'not_found' | 'PAYMENT_NOT_FOUND';
+  rateLimited: 'rate_limited' | 'RATE_LIMITED';
+  /** Returns the AppError of a domain error in this family's codes, or the error unchanged. */
+  translate?: (err: Error) => Error;
+};
 
+/** The ordering API's codes (DESIGN 3), also those of admin, bank feeds, cron and ops, and of anything outside a family. */
+export const DEFAULT_VOCABULARY: ErrorVocabulary = { validation: 'invalid_request', notFound: 'not_found', rateLimited: 'rate_limited' };
+/** The payment API's codes (DESIGN 5). */
+export const PAYMENT_VOCABULARY: ErrorVocabulary = { validation: 'VALIDATION_ERROR', notFound: 'PAYMENT_NOT_FOUND', rateLimited: 'RATE_LIMITED' };
+
+// Only for answers given before routing (an unknown path, a malformed URL), where no plugin scope exists to ask.
 const PAYMENT_PATHS = /^\/api\/v1\/(ping|payment-methods|payment-requests)(\/|$|\?)/;
-export function isPaymentPath(url: string, paymentPrefix: string): boolean {
+function isPaymentPath(url: string, paymentPrefix: string): boolean {
   if (paymentPrefix && !url.startsWith(paymentPrefix + '/')) return false;
   return PAYMENT_PATHS.test(paymentPrefix ? url.slice(paymentPrefix.length) : url);
 }
@@ -19,9 +34,24 @@ function sendError(reply: FastifyReply, status: number, code: string, message: s
   return reply.code(status).type('application/json; charset=utf-8').send(errorBody(code, message, opts));
 }
 
+/** The vocabulary of a path for the answers given before routing (404, a malformed URL). */
+export function preRoutingVocabulary(url: string, paymentPrefix: string): ErrorVocabulary {
+  return isPaymentPath(url, paymentPrefix) ? PAYMENT_VOCABULARY : DEFAULT_VOCABULARY;
+}
+
+/**
+ * Gives a plugin scope its vocabulary: its error handler (Fastify scopes it per plugin) and its validator, whose NUL
+ * refusal names the family's codes. Called at the top of each API family's plugin.
+ */
+export function installErrorVocabulary(app: FastifyInstance, vocab: ErrorVocabulary): void {
+  app.setErrorHandler(errorHandlerFor(vocab));
+  app.setValidatorCompiler(createValidatorCompiler(vocab));
+}
+
 /** The one handler that writes the error envelope; 5xx are logged with the request id and never leaked. */
-export function installErrorHandler(app: FastifyInstance, paymentPrefix: string): void {
-  app.setErrorHandler((err: FastifyError | AppError | Error, req: FastifyRequest, reply: FastifyReply) => {
+export function errorHandlerFor(vocab: ErrorVocabulary) {
+  return (raw: FastifyError | AppError | Error, req: FastifyRequest, reply: FastifyReply) => {
+    const err = vocab.translate ? vocab.translate(raw) : raw;
     if (err instanceof AppError) {
       if (err.status >= 500 && err.code !== 'maintenance' && err.code !== 'not_ready') req.log.error({ err: { code: err.code, message: err.message } }, 'request failed');
       return sendError(reply, err.status, err.code, err.message, err.options);
@@ -32,7 +62,7 @@ export function installErrorHandler(app: FastifyInstance, paymentPrefix: string)
         path: [context, ...v.instancePath.split('/').filter(Boolean)].join('.'),
         message: v.message ?? 'invalid',
       }));
-      const code = validationCodeFor(req.url, paymentPrefix);
+      const code = vocab.validation;
       return sendError(reply, 400, code, `Invalid ${context}: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, { details });
     }
     if (isResponseSerializationError(err)) {
@@ -47,9 +77,9 @@ export function installErrorHandler(app: FastifyInstance, paymentPrefix: string)
         return sendError(reply, 413, 'payload_too_large', 'Request body is too large');
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       case 'FST_ERR_CTP_INVALID_JSON_BODY':
-        return sendError(reply, 400, validationCodeFor(req.url, paymentPrefix), 'Malformed JSON body');
+        return sendError(reply, 400, vocab.validation, 'Malformed JSON body');
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-        return sendError(reply, 400, validationCodeFor(req.url, paymentPrefix), 'Content-Length does not match the body');
+        return sendError(reply, 400, vocab.validation, 'Content-Length does not match the body');
       case 'FST_REQ_FILE_TOO_LARGE':
       case 'FST_FILES_LIMIT':
       case 'FST_PARTS_LIMIT':
@@ -60,10 +90,10 @@ export function installErrorHandler(app: FastifyInstance, paymentPrefix: string)
     }
     if (fe.statusCode === 429) {
       // @fastify/rate-limit builds its own error object; the rate-limit plugin sets the headers.
-      return sendError(reply, 429, isPaymentPath(req.url, paymentPrefix) ? 'RATE_LIMITED' : 'rate_limited', fe.message || 'Too many requests');
+      return sendError(reply, 429, vocab.rateLimited, fe.message || 'Too many requests');
     }
     if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-      return sendError(reply, fe.statusCode, fe.statusCode === 404 ? 'not_found' : validationCodeFor(req.url, paymentPrefix), fe.message || 'Bad request');
+      return sendError(reply, fe.statusCode, fe.statusCode === 404 ? 'not_found' : vocab.validation, fe.message || 'Bad request');
     }
     if (isDatabaseOutage(err)) {
       // An outage, not a bug: the transaction did not commit (or its answer was lost), and a retry with the same
@@ -73,7 +103,7 @@ export function installErrorHandler(app: FastifyInstance, paymentPrefix: string)
     }
     req.log.error({ err }, 'unhandled error');
     return sendError(reply, 500, 'internal_error', 'Internal error; quote the X-Request-Id header when you report it');
-  });
+  };
 }
 
 /** 404 for unknown paths, 405 with Allow for a known path called with another method. */
@@ -95,7 +125,7 @@ export function installNotFound(app: FastifyInstance, paymentPrefix: string): vo
       reply.header('Allow', allow);
       return sendError(reply, errorStatus.method_not_allowed, 'method_not_allowed', `Method ${req.method} is not allowed here; use ${allow}`);
     }
-    const code = isPaymentPath(pathOnly, paymentPrefix) ? 'PAYMENT_NOT_FOUND' : 'not_found';
-    return sendError(reply, 404, code, `No route for ${req.method} ${pathOnly}`);
+    return sendError(reply, 404, preRoutingVocabulary(pathOnly, paymentPrefix).notFound, `No route for ${req.method} ${pathOnly}`);
   });
 }
+

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { AppError } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -9,7 +8,7 @@ declare module 'fastify' {
 }
 
 /** JSON parser that keeps the raw text and answers malformed JSON with the envelope. */
-export function installJsonParser(app: FastifyInstance, validationCode: (url: string) => 'invalid_request' | 'VALIDATION_ERROR'): void {
+export function installJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   // Only JSON by default: a route that takes another type (an upload) adds its parser in its own scope.
   app.removeContentTypeParser('text/plain');
@@ -20,7 +19,8 @@ export function installJsonParser(app: FastifyInstance, validationCode: (url: st
     try {
       done(null, JSON.parse(text));
     } catch {
-      done(new AppError(validationCode(req.url), 'Malformed JSON body'), undefined);
+      // Fastify's own code for it: the error handler of the route's scope answers it in the family's validation code.
+      done(Object.assign(new Error('Malformed JSON body'), { code: 'FST_ERR_CTP_INVALID_JSON_BODY', statusCode: 400 }), undefined);
     }
   });
 }

@@ -21,18 +21,17 @@ export function nulPath(value: unknown, at: string, depth = 0): string | null {
  * anywhere in the query, the params or the body is refused here, before any handler, with the family's validation
  * code; in a path id it is an id that cannot exist (404).
  */
-export function createValidatorCompiler(family: (routeUrl: string) => 'ordering' | 'payment'): FastifySchemaCompiler<z.ZodType> {
+export function createValidatorCompiler(codes: { validation: 'invalid_request' | 'VALIDATION_ERROR'; notFound: 'not_found' | 'PAYMENT_NOT_FOUND' }): FastifySchemaCompiler<z.ZodType> {
   return (route) => {
     const validate = validatorCompiler(route);
-    const payment = family(route.url) === 'payment';
     const part = route.httpPart === 'querystring' ? 'query' : (route.httpPart ?? 'body');
     return (data) => {
       const path = nulPath(data, part);
       if (path === null) return validate(data);
       if (part === 'params') {
-        return { error: new AppError(payment ? 'PAYMENT_NOT_FOUND' : 'not_found', 'No such resource: the id holds a NUL character') };
+        return { error: new AppError(codes.notFound, 'No such resource: the id holds a NUL character') };
       }
-      return { error: fieldError(payment ? 'VALIDATION_ERROR' : 'invalid_request', path, `${path} must not contain NUL characters`) };
+      return { error: fieldError(codes.validation, path, `${path} must not contain NUL characters`) };
     };
   };
 }

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { AppError, errorResponses } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
-import type { Guard } from '../ordering/guard.js';
+import type { Guard } from '../http/guard.js';
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
 import type { CronService } from './cron.js';
@@ -23,6 +24,7 @@ const cronResponse = z.object({
 
 /** The scheduler's endpoint (spec endpoint 10), authenticated by the cron_token setting, not by an API key. */
 export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService; settings: SettingsService; guard: Guard }): Promise<void> {
+  installErrorVocabulary(app, DEFAULT_VOCABULARY);
   documentRoutes(app, API_DOCS.cron);
   app.withTypeProvider<ZodTypeProvider>().get('/api-sync-cron.php', {
     schema: {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Db } from '../db/client.js';
+import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { AppError, errorResponses } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 
@@ -10,6 +11,7 @@ const health = z.object({ ok: z.literal(true), status: z.string() });
 
 /** Liveness and readiness: /healthz says the process is up, /readyz that the database answers. */
 export async function opsRoutes(app: FastifyInstance, deps: { db: Db; isClosing: () => boolean }): Promise<void> {
+  installErrorVocabulary(app, DEFAULT_VOCABULARY);
   documentRoutes(app, API_DOCS.operations);
   const r = app.withTypeProvider<ZodTypeProvider>();
   r.get('/healthz', {

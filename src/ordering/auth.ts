@@ -4,7 +4,8 @@ import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { AuthUser, UsersService } from '../users/service.js';
 import type { SignatureVerifier } from './signing.js';
-import type { Guard, GuardSubject } from './guard.js';
+import type { Guard, GuardSubject } from '../http/guard.js';
+import { maintenanceError } from '../http/maintenance.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,17 +13,6 @@ declare module 'fastify' {
     /** The key as presented: it keys the HMAC of a signed request. Never logged (the req serializer omits it). */
     apiKey?: string;
   }
-}
-
-export const MAINTENANCE_RETRY_AFTER_SECONDS = 60;
-
-/** Every public API route answers 503 while the `maintenance` setting is on; admin routes do not use this. */
-export async function assertNotMaintenance(settings: SettingsService): Promise<void> {
-  if (await settings.get('maintenance')) throw maintenanceError();
-}
-
-function maintenanceError(): AppError {
-  return new AppError('maintenance', 'The service is under maintenance; retry later', { headers: { 'Retry-After': String(MAINTENANCE_RETRY_AFTER_SECONDS) } });
 }
 
 /** The authenticated user of an ordering route (the hook guarantees it). */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { CatalogService } from '../catalog/service.js';
+import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
@@ -13,8 +14,8 @@ import type { OrderService } from './service.js';
 import type { SignatureVerifier } from './signing.js';
 import type { FilesService } from '../files/service.js';
 import type { Redis } from 'ioredis';
-import type { Guard } from './guard.js';
-import { installRateLimit } from './rate-limit.js';
+import type { Guard } from '../http/guard.js';
+import { installOrderingRateLimit } from './rate-limit.js';
 import { balanceResponse, categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
 
 export type OrderingDeps = { guard: Guard; redis?: Redis; redisPrefix: string; users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService; upstream: UpstreamOrders };
@@ -23,9 +24,10 @@ const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabl
 
 /** The ordering API (spec endpoints 1-9) behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
+  installErrorVocabulary(app, DEFAULT_VOCABULARY);
   documentRoutes(app, API_DOCS.ordering);
   installOrderingAuth(app, deps);
-  await installRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });
+  await installOrderingRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });
   installSignatureCheck(app, { settings: deps.settings, verify: deps.verifySignature });
   registerOrderRoutes(app, deps);
   const r = app.withTypeProvider<ZodTypeProvider>();

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../http/errors.js';
-import { assertNotMaintenance } from '../ordering/auth.js';
+import { assertNotMaintenance } from '../http/maintenance.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { hmacSha256Hex, safeEqual, type Cipher } from '../shared/crypto.js';

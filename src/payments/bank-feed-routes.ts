@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { AppError, errorResponses } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
@@ -85,6 +86,7 @@ const unauthorized = (message: string) => new AppError('unauthorized', message);
  * ordering API key nor the payment API headers apply; each feed has its own credential, checked before validation.
  */
 export async function bankFeedRoutes(app: FastifyInstance, deps: { settings: SettingsService; clock: Clock; bankFeeds: BankFeedsService }): Promise<void> {
+  installErrorVocabulary(app, DEFAULT_VOCABULARY);
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['bank feeds'];
 

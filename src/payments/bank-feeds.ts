@@ -4,6 +4,7 @@ import { bankTransactions, paymentRequests } from '../db/schema/index.js';
 import { rowsOf, withTx } from '../db/tx.js';
 import type { Clock } from '../shared/clock.js';
 import { moneyOut } from '../shared/money.js';
+import { EXPIRING_STATUSES, FINAL_STATUSES, isStatusIn } from './statuses.js';
 
 export type Feed = 'sepay' | 'casso';
 export type FeedResult = 'approved' | 'duplicate' | 'unmatched' | 'amount_mismatch' | 'late' | 'ignored';
@@ -45,7 +46,6 @@ function candidates(texts: string[]): string[] {
   return [...out];
 }
 
-const FINAL = ['approved', 'rejected', 'expired', 'cancelled'];
 
 export type TransactionView = { id: number; feed: Feed; reference: string | null; amount: number; content: string; status: TransactionStatus; payment_id: string | null };
 
@@ -83,7 +83,7 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock }) {
         const texts = candidates(n.texts);
         const found = texts.length === 0 ? [] : await tx.select().from(paymentRequests).where(inArray(paymentRequests.transferContent, texts)).orderBy(desc(paymentRequests.id)).for('update');
         // Of two requests whose contents both appear (one inside the other), the open one is the one being paid.
-        const p = found.find((f) => !FINAL.includes(f.status)) ?? found[0];
+        const p = found.find((f) => !isStatusIn(FINAL_STATUSES, f.status)) ?? found[0];
         const settle = async (status: TransactionStatus) => {
           // An unmatched transfer names no request: the money did not reach the account that request was for.
           await tx.update(bankTransactions).set({ status, paymentRequestId: status === 'unmatched' ? null : (p?.id ?? null) }).where(eq(bankTransactions.id, row.id));
@@ -93,13 +93,13 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock }) {
           return (await settle('unmatched')) as FeedResult;
         }
         let status = p.status;
-        if ((status === 'pending_payment' || status === 'payment_reported') && p.expiresAt && p.expiresAt <= clock.now()) {
+        if (isStatusIn(EXPIRING_STATUSES, status) && p.expiresAt && p.expiresAt <= clock.now()) {
           // Paid after its expires_at: it expires now (as a read would), and the money is for an admin to resolve.
           await tx.execute(sql`SELECT set_config('app.actor', 'system:expiry', true)`);
           await tx.update(paymentRequests).set({ status: 'expired' }).where(eq(paymentRequests.id, p.id));
           status = 'expired';
         }
-        if (FINAL.includes(status)) return settle('late');
+        if (isStatusIn(FINAL_STATUSES, status)) return settle('late');
         const [same] = rowsOf<{ same: boolean }>(await tx.execute(sql`SELECT (${n.amount}::numeric = ${p.amount}::numeric) AS same`));
         if (!same?.same) return settle('amount_mismatch');
         await tx.execute(sql`SELECT set_config('app.actor', ${`bank-feed:${n.feed}`}, true)`);

@@ -6,7 +6,7 @@ import { AppError, fieldError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import { sha256Hex, type Cipher } from '../shared/crypto.js';
 import { newPayApiKey, newPayApiSecret, newWebhookSecret } from '../shared/ids.js';
-import { checkedIpList } from '../shared/ip.js';
+import { checkedIpList } from '../http/ip-list.js';
 
 export type PayClientRow = typeof payClients.$inferSelect;
 

@@ -2,17 +2,19 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import { installErrorVocabulary, PAYMENT_VOCABULARY } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { installPaymentAuth, payClientOf } from './auth.js';
 import type { PayClientsService } from './clients.js';
+import { PaymentStateError } from './errors.js';
 import type { MethodsService } from './methods.js';
 import { createPaymentBody, methodsResponse, paymentHeaders, paymentIdParams, paymentResponse, pingResponse } from './schemas.js';
 import type { PaymentsService } from './service.js';
 import type { Redis } from 'ioredis';
-import { installPaymentRateLimit } from '../ordering/rate-limit.js';
+import { installRateLimit } from '../http/rate-limit.js';
 
 export type PaymentRoutesDeps = { redis?: Redis; redisPrefix: string; clients: PayClientsService; methods: MethodsService; payments: PaymentsService; settings: SettingsService; cipher: Cipher; clock: Clock };
 
@@ -32,8 +34,19 @@ const AUTH_ERRORS: ErrorCode[] = [
 /** The payment top-up API (its own plugin and auth; mounted under PAYMENT_BASE_PATH). */
 export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
   documentRoutes(app, API_DOCS.payments);
+  // DESIGN 5: an unknown request is PAYMENT_NOT_FOUND, a refused transition VALIDATION_ERROR.
+  installErrorVocabulary(app, {
+    ...PAYMENT_VOCABULARY,
+    translate: (err) => (err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message) : err),
+  });
   installPaymentAuth(app, deps);
-  await installPaymentRateLimit(app, { settings: deps.settings, redis: deps.redis, prefix: deps.redisPrefix });
+  await installRateLimit(app, {
+    code: 'RATE_LIMITED',
+    max: async () => deps.settings.get('payment_rate_limit_per_minute'),
+    keyGenerator: (req) => (req.payClient ? `pay:${req.payClient.id}` : `pay-ip:${req.ip}`),
+    redis: deps.redis,
+    nameSpace: `${deps.redisPrefix}prl:`,
+  });
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.get('/api/v1/ping', {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { moneyInput } from '../shared/money.js';
+import { PAYMENT_STATUSES } from './statuses.js';
 
 export const paymentData = z.object({
   method_code: z.string(),
@@ -20,7 +21,7 @@ export const paymentResponse = z.object({
   payment_id: z.string(),
   merchant_invoice_id: z.string(),
   amount: z.number(),
-  status: z.enum(['preparing_payment', 'pending_payment', 'payment_reported', 'approved', 'rejected', 'expired', 'cancelled']),
+  status: z.enum(PAYMENT_STATUSES),
   payment_ready: z.boolean().describe('false while payment data is not yet available: poll the status endpoint'),
   payment: paymentData.optional(),
 }).describe('The payment request with its bank data, transfer note and VietQR code once payment_ready is true.');

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import { EVENTS_CHANNEL, type Database } from '../db/client.js';
+
+/** Channel for cross-process cache invalidation (settings, auth, catalogue); the database LISTENs on it. */
+export const EVENTS_CHANNEL = 'rg_events';
+
+/** What the bus needs of the database: a statement runner for NOTIFY and a LISTEN on EVENTS_CHANNEL. */
+export type EventTransport = {
+  db: { execute(query: SQL): Promise<unknown> };
+  listen(cb: (payload: string) => void): Promise<() => Promise<void>>;
+};
 
 /** 'webhooks' is also sent by the outbox trigger (origin "db") when an event row commits. */
 export type Topic = 'settings' | 'auth' | 'catalog' | 'webhooks';
@@ -15,7 +23,7 @@ export type EventBus = {
 };
 
 /** Cache invalidation across processes: local listeners run synchronously, others hear it through LISTEN/NOTIFY. */
-export function createEventBus(database: Database, logger: Logger): EventBus {
+export function createEventBus(database: EventTransport, logger: Logger): EventBus {
   const origin = randomUUID();
   const listeners = new Map<Topic, Set<() => void>>();
   let unlisten: (() => Promise<void>) | null = null;

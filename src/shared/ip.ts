@@ -1,5 +1,4 @@
 import { BlockList, isIP, SocketAddress } from 'node:net';
-import { AppError } from '../http/errors.js';
 
 export type IpRule = { family: 'ipv4' | 'ipv6'; address: string; prefix: number };
 
@@ -53,18 +52,7 @@ export function createIpMatcher(entries: readonly string[]): IpMatcher {
   };
 }
 
-/** Canonical allowlist from admin input, or invalid_request naming each bad entry in `details`. */
-export function checkedIpList(entries: readonly string[], path = 'ips'): string[] {
-  const r = validateIpList(entries);
-  if (!r.ok) {
-    throw new AppError('invalid_request', `Not an IPv4/IPv6 address or CIDR: ${r.bad.join(', ')}`, {
-      details: r.bad.map((b) => ({ path, message: `${JSON.stringify(b)} is not an address or CIDR` })),
-    });
-  }
-  return r.list;
-}
-
-/** Validates and canonicalises a list of allowlist entries; returns the bad entries when there are any. */
+/** Validates and canonicalises a list of allowlist entries; returns the bad entries when there are any (the caller picks the error). */
 export function validateIpList(entries: readonly string[]): { ok: true; list: string[] } | { ok: false; bad: string[] } {
   const bad = entries.filter((e) => parseIpRule(e) === null);
   if (bad.length > 0) return { ok: false, bad };

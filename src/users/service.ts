@@ -8,7 +8,8 @@ import type { Cipher } from '../shared/crypto.js';
 import { sha256Hex } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
 import { newApiKey } from '../shared/ids.js';
-import { checkedIpList, createIpMatcher, type IpMatcher } from '../shared/ip.js';
+import { checkedIpList } from '../http/ip-list.js';
+import { createIpMatcher, type IpMatcher } from '../shared/ip.js';
 import { MONEY_LIMIT, MONEY_RE, moneyOut } from '../shared/money.js';
 
 export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GUARD_AUTH_FAILURES_PER_MINUTE } from '../../src/ordering/guard.js';
+import { GUARD_AUTH_FAILURES_PER_MINUTE } from '../../src/http/guard.js';
 import { createTestApp, type TestApp } from '../harness.js';
 
 // Issue 9 item 10: a cron token an attacker could guess is refused when it is set, and guessing is counted per

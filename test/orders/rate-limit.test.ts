@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GUARD_AUTH_FAILURES_PER_MINUTE, GUARD_VIOLATIONS_PER_MINUTE } from '../../src/ordering/guard.js';
+import { GUARD_AUTH_FAILURES_PER_MINUTE, GUARD_VIOLATIONS_PER_MINUTE } from '../../src/http/guard.js';
 import { bearer, createTestApp, createTestDatabase, makeUser, type TestApp, type TestDatabase } from '../harness.js';
 
 describe('rate limits and api_guard (in-memory counters)', () => {

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, check, index, integer, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { OPEN_STATUSES, PAYMENT_STATUSES, sqlList } from '../../payments/statuses.js';
 
 /**
  * API clients of the payment API (project websites). Keys and secrets are AES-256-GCM boxes (admin can view them; the
@@ -81,9 +82,9 @@ export const paymentRequests = pgTable(
   (t) => [
     uniqueIndex('payment_requests_open_invoice_uq')
       .on(t.clientId, t.merchantInvoiceId)
-      .where(sql`${t.status} IN ('preparing_payment', 'pending_payment', 'payment_reported')`),
+      .where(sql`${t.status} IN (${sql.raw(sqlList(OPEN_STATUSES))})`),
     index('payment_requests_due_idx').on(t.status, t.expiresAt),
-    check('payment_requests_status', sql`${t.status} IN ('preparing_payment', 'pending_payment', 'payment_reported', 'approved', 'rejected', 'expired', 'cancelled')`),
+    check('payment_requests_status', sql`${t.status} IN (${sql.raw(sqlList(PAYMENT_STATUSES))})`),
     check('payment_requests_amount_positive', sql`${t.amount} > 0`),
   ],
 );

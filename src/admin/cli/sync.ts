@@ -1,0 +1,11 @@
+import { B, cmd, type Command, get, post } from './kit.js';
+
+/** The `sync` commands, in help order. */
+export const syncCommands: readonly Command[] = [
+  cmd({
+    noun: 'sync', verb: 'run', usage: '[--force]', summary: 'run the catalogue sync now; --force ignores sync_interval_seconds; a failed run exits 1',
+    options: { force: B },
+    call: (_, o) => ({ ...post('/admin/v1/sync/run', { force: o.force === true }), timeoutMs: 30 * 60_000 }),
+  }),
+  cmd({ noun: 'sync', verb: 'status', usage: '', summary: 'the last catalogue sync runs, newest first', call: () => get('/admin/v1/sync/status') }),
+];

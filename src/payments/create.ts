@@ -1,0 +1,120 @@
+import { and, eq, inArray, lte, sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Db } from '../db/client.js';
+import { paymentIdempotency, paymentRequests } from '../db/schema/index.js';
+import { AppError, fieldError } from '../http/errors.js';
+import type { SettingsService } from '../settings/service.js';
+import type { Clock } from '../shared/clock.js';
+import { sha256Hex } from '../shared/crypto.js';
+import { newPaymentId } from '../shared/ids.js';
+import { asActor, type Lifecycle } from './lifecycle.js';
+import type { MethodsService } from './methods.js';
+import type { Prepare } from './prepare.js';
+import { OPEN_STATUSES } from './statuses.js';
+import { paymentView, type PaymentRow, type PaymentView } from './view.js';
+
+/** An in-progress idempotency record older than this is a creation that died: later retries replay it. */
+const STALE_IN_PROGRESS_MS = 60_000;
+const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+export type CreateInput = { merchant_invoice_id: string; amount: string; description?: string; payment_method_code?: string };
+
+export type CreateDeps = {
+  db: Db;
+  clock: Clock;
+  settings: SettingsService;
+  methods: MethodsService;
+  logger: Logger;
+  prepare: Prepare;
+  lifecycle: Lifecycle;
+  byPaymentId: (clientId: number, paymentId: string) => Promise<PaymentRow>;
+};
+
+const validation = (message: string, path: string): AppError => fieldError('VALIDATION_ERROR', path, message);
+
+export function createCreate(deps: CreateDeps) {
+  const { db, clock, settings, methods, prepare, lifecycle, byPaymentId } = deps;
+  /**
+   * Creates a request exactly once per (client, Idempotency-Key): the key record and the request commit together;
+   * a retry with the same body replays, with another body is refused, and one arriving while the first is still
+   * preparing gets IDEMPOTENCY_IN_PROGRESS.
+   */
+  return async function create(clientId: number, idempotencyKey: string, rawBody: string, input: CreateInput): Promise<{ view: PaymentView; replay: boolean }> {
+    const hash = sha256Hex(rawBody);
+    const now = clock.now();
+    /** The answer to a request whose Idempotency-Key is already recorded. */
+    const replay = async (rec: typeof paymentIdempotency.$inferSelect): Promise<{ view: PaymentView; replay: boolean }> => {
+      if (rec.requestHash !== hash) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
+      const stale = now.getTime() - rec.createdAt.getTime() > STALE_IN_PROGRESS_MS;
+      if (rec.state === 'in_progress' && !stale) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
+      if (!rec.paymentId) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key did not finish; retry shortly');
+      const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(clientId, rec.paymentId)));
+      return { view: paymentView(p), replay: true };
+    };
+    // A retry answers from its key first: later changes to limits or methods must not turn it into an error.
+    const [known] = await db
+      .select()
+      .from(paymentIdempotency)
+      .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey), sql`${paymentIdempotency.expiresAt} > ${now.toISOString()}::timestamptz`))
+      .limit(1);
+    if (known) return replay(known);
+    const s = await settings.all();
+    if (s.currency === 'VND' && !/^\d+$/.test(input.amount)) throw validation('amount must be a whole number of VND', 'body.amount');
+    if (Number(input.amount) < Number(s.payment_min_amount)) throw validation(`amount must be at least ${s.payment_min_amount}`, 'body.amount');
+    if (Number(input.amount) > Number(s.payment_max_amount)) throw validation(`amount must be at most ${s.payment_max_amount}`, 'body.amount');
+    const method = await methods.resolve(input.payment_method_code);
+    if (!method) {
+      throw new AppError('PAYMENT_METHOD_INVALID', input.payment_method_code ? `No active payment method ${JSON.stringify(input.payment_method_code)}` : 'No default payment method is active');
+    }
+    const created = await asActor(db, `client:${clientId}`, async (tx) => {
+      await tx.delete(paymentIdempotency).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey), lte(paymentIdempotency.expiresAt, now)));
+      const [fresh] = await tx
+        .insert(paymentIdempotency)
+        .values({ clientId, key: idempotencyKey, requestHash: hash, state: 'in_progress', createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) })
+        .onConflictDoNothing()
+        .returning();
+      if (!fresh) {
+        const [existing] = await tx.select().from(paymentIdempotency).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
+        return { replayOf: existing };
+      }
+      const paymentId = newPaymentId();
+      const [row] = await tx
+        .insert(paymentRequests)
+        .values({
+          paymentId,
+          clientId,
+          merchantInvoiceId: input.merchant_invoice_id,
+          amount: input.amount,
+          currency: s.currency,
+          description: input.description ?? '',
+          methodCode: method.code,
+          status: 'preparing_payment',
+        })
+        .onConflictDoNothing({ target: [paymentRequests.clientId, paymentRequests.merchantInvoiceId], where: inArray(paymentRequests.status, OPEN_STATUSES) })
+        .returning();
+      if (!row) {
+        const [open] = await tx
+          .select({ paymentId: paymentRequests.paymentId })
+          .from(paymentRequests)
+          .where(and(eq(paymentRequests.clientId, clientId), eq(paymentRequests.merchantInvoiceId, input.merchant_invoice_id), inArray(paymentRequests.status, OPEN_STATUSES)));
+        throw new AppError('PAYMENT_INVOICE_PENDING', `merchant_invoice_id already has an open payment request ${open?.paymentId ?? ''}`.trim(), { extra: { payment_id: open?.paymentId } });
+      }
+      await tx.update(paymentIdempotency).set({ paymentId }).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
+      return { row };
+    });
+
+    if ('replayOf' in created) {
+      if (!created.replayOf) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
+      return replay(created.replayOf);
+    }
+    let p = created.row;
+    try {
+      p = await prepare(p);
+    } catch (err) {
+      // The answer says payment_ready: false; the next status read or the cron sweep finishes the preparation.
+      deps.logger.error({ err, payment_id: p.paymentId }, 'payment preparation failed; will be retried');
+    }
+    await db.update(paymentIdempotency).set({ state: 'done' }).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
+    return { view: paymentView(p), replay: false };
+  };
+}

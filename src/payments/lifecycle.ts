@@ -1,0 +1,82 @@
+import { and, eq, inArray, lte, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { paymentRequests } from '../db/schema/index.js';
+import { withTx } from '../db/tx.js';
+import type { Clock } from '../shared/clock.js';
+import { PaymentStateError } from './errors.js';
+import { canTransition, EXPIRING_STATUSES, isStatusIn, type PaymentStatus } from './statuses.js';
+import type { PaymentRow } from './view.js';
+
+/** Runs fn in a transaction whose trigger-recorded transitions name `actor`. */
+export async function asActor<T>(db: Db, actor: string, fn: (tx: Db) => Promise<T>): Promise<T> {
+  return withTx(db, async (tx) => {
+    await tx.execute(sql`SELECT set_config('app.actor', ${actor}, true)`);
+    return fn(tx);
+  });
+}
+
+/** The lifecycle of a request: transitions, expiry on read, and the expiry sweep. */
+export function createLifecycle(deps: { db: Db; clock: Clock }) {
+  const { db, clock } = deps;
+  const overdue = (p: PaymentRow) => isStatusIn(EXPIRING_STATUSES, p.status) && p.expiresAt !== null && p.expiresAt <= clock.now();
+
+  /**
+   * Moves a request to `to` if the lifecycle allows it; the trigger records the transition and, on approval, the
+   * outbox row. A request past its expires_at is expired first (DESIGN 5: expiry happens at expires_at, whether or
+   * not anyone read it), so an overdue request can no longer be approved or cancelled. `clientId` limits the lookup
+   * to that client's requests.
+   */
+  async function transition(paymentId: string, to: PaymentStatus, actor: string, clientId?: number): Promise<PaymentRow> {
+    const result = await asActor(db, actor, async (tx): Promise<{ row: PaymentRow; expiredInstead?: true }> => {
+      const [p] = await tx
+        .select()
+        .from(paymentRequests)
+        .where(clientId === undefined ? eq(paymentRequests.paymentId, paymentId) : and(eq(paymentRequests.paymentId, paymentId), eq(paymentRequests.clientId, clientId)))
+        .for('update')
+        .limit(1);
+      if (!p) throw new PaymentStateError('not_found', `No payment request ${JSON.stringify(paymentId)}`);
+      const from = p.status as PaymentStatus;
+      if (from === to) return { row: p };
+      if (overdue(p) && to !== 'expired') {
+        await tx.execute(sql`SELECT set_config('app.actor', 'system:expiry', true)`);
+        const [row] = await tx.update(paymentRequests).set({ status: 'expired' }).where(eq(paymentRequests.id, p.id)).returning();
+        return { row: row!, expiredInstead: true };
+      }
+      if (!canTransition(from, to)) throw new PaymentStateError('refused', `Payment ${paymentId} is ${from}; it cannot become ${to}`);
+      const [row] = await tx.update(paymentRequests).set({ status: to }).where(eq(paymentRequests.id, p.id)).returning();
+      return { row: row! };
+    });
+    if (result.expiredInstead && to !== 'expired') {
+      throw new PaymentStateError('refused', `Payment ${paymentId} expired at ${result.row.expiresAt?.toISOString()}; it cannot become ${to}`);
+    }
+    return result.row;
+  }
+
+  /** A request read after its expires_at is expired, whether or not the sweep has run yet. */
+  async function expireIfDue(p: PaymentRow): Promise<PaymentRow> {
+    if (!overdue(p)) return p;
+    try {
+      return await transition(p.paymentId, 'expired', 'system:expiry');
+    } catch (err) {
+      if (!(err instanceof PaymentStateError)) throw err;
+      const [now] = await db.select().from(paymentRequests).where(eq(paymentRequests.id, p.id));
+      return now!;
+    }
+  }
+
+  /** Cron: expires every overdue request in one statement (the trigger records each). */
+  async function expireOverdue(): Promise<number> {
+    const expired = await asActor(db, 'system:expiry', (tx) =>
+      tx
+        .update(paymentRequests)
+        .set({ status: 'expired' })
+        .where(and(inArray(paymentRequests.status, EXPIRING_STATUSES), lte(paymentRequests.expiresAt, clock.now())))
+        .returning({ id: paymentRequests.id }),
+    );
+    return expired.length;
+  }
+
+  return { transition, expireIfDue, expireOverdue };
+}
+
+export type Lifecycle = ReturnType<typeof createLifecycle>;

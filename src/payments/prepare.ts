@@ -1,0 +1,66 @@
+import { and, eq } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { paymentRequests } from '../db/schema/index.js';
+import type { SettingsService } from '../settings/service.js';
+import type { Clock } from '../shared/clock.js';
+import { randomBase62 } from '../shared/ids.js';
+import { asActor, type Lifecycle } from './lifecycle.js';
+import type { MethodsService } from './methods.js';
+import type { PaymentRow } from './view.js';
+import { qrPngDataUrl, vietQrPayload } from './vietqr.js';
+
+export type PrepareDeps = { db: Db; clock: Clock; settings: SettingsService; methods: MethodsService; lifecycle: Lifecycle };
+
+/**
+ * Copies the method's bank data into the request, makes a unique transfer_content, the VietQR payload and its PNG,
+ * and moves preparing_payment -> pending_payment. Idempotent: a request already prepared is returned as it is.
+ */
+export function createPrepare(deps: PrepareDeps) {
+  const { db, clock, settings, methods, lifecycle } = deps;
+  return async function prepare(p: PaymentRow): Promise<PaymentRow> {
+    if (p.status !== 'preparing_payment') return p;
+    const method = await methods.resolve(p.methodCode);
+    if (!method) {
+      // The method was deactivated between creation and preparation: nothing can be paid to it.
+      return lifecycle.transition(p.paymentId, 'cancelled', 'system:method-unavailable', p.clientId);
+    }
+    const s = await settings.all();
+    const amountText = p.amount.replace(/\.00$/, '');
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const transferContent = (s.payment_transfer_prefix + randomBase62(25).toUpperCase()).slice(0, Math.max(12, s.payment_transfer_prefix.length + 10));
+      const qrContent = vietQrPayload({ bankBin: method.bankBin, accountNumber: method.accountNumber, amount: amountText, transferContent });
+      const qrImage = await qrPngDataUrl(qrContent);
+      const expiresAt = new Date(clock.now().getTime() + s.payment_lifetime_minutes * 60_000);
+      try {
+        const [row] = await asActor(db, 'system:prepare', (tx) =>
+          tx
+            .update(paymentRequests)
+            .set({
+              status: 'pending_payment',
+              bankBin: method.bankBin,
+              bankCode: method.bankCode,
+              bankName: method.bankName,
+              accountNumber: method.accountNumber,
+              accountName: method.accountName,
+              transferContent,
+              qrContent,
+              qrImage,
+              expiresAt,
+            })
+            .where(and(eq(paymentRequests.id, p.id), eq(paymentRequests.status, 'preparing_payment')))
+            .returning(),
+        );
+        if (row) return row;
+        // Someone else prepared (or cancelled) it meanwhile: answer what is there.
+        const [now] = await db.select().from(paymentRequests).where(eq(paymentRequests.id, p.id));
+        return now!;
+      } catch (err) {
+        const code = (err as { code?: string; cause?: { code?: string } }).cause?.code ?? (err as { code?: string }).code;
+        if (code !== '23505') throw err; // a transfer_content collision: draw again
+      }
+    }
+    throw new Error('could not draw a unique transfer_content');
+  };
+}
+
+export type Prepare = ReturnType<typeof createPrepare>;

@@ -1,0 +1,54 @@
+import type { paymentRequests } from '../db/schema/index.js';
+import { moneyOut } from '../shared/money.js';
+import { isStatusIn, SHOWS_PAYMENT, type PaymentStatus } from './statuses.js';
+
+export type PaymentRow = typeof paymentRequests.$inferSelect;
+
+export type PaymentView = {
+  payment_id: string;
+  merchant_invoice_id: string;
+  amount: number;
+  status: PaymentStatus;
+  payment_ready: boolean;
+  payment?: {
+    method_code: string;
+    bank_bin: string;
+    bank_code: string;
+    bank_name: string;
+    account_number: string;
+    account_name: string;
+    transfer_content: string;
+    amount: number;
+    qr_content: string;
+    qr_image: string;
+    expires_at: string;
+  };
+};
+
+export function paymentView(p: PaymentRow): PaymentView {
+  const ready = p.qrContent !== null && isStatusIn(SHOWS_PAYMENT, p.status);
+  return {
+    payment_id: p.paymentId,
+    merchant_invoice_id: p.merchantInvoiceId,
+    amount: moneyOut(p.amount),
+    status: p.status as PaymentStatus,
+    payment_ready: ready,
+    ...(ready
+      ? {
+          payment: {
+            method_code: p.methodCode,
+            bank_bin: p.bankBin ?? '',
+            bank_code: p.bankCode ?? '',
+            bank_name: p.bankName ?? '',
+            account_number: p.accountNumber ?? '',
+            account_name: p.accountName ?? '',
+            transfer_content: p.transferContent ?? '',
+            amount: moneyOut(p.amount),
+            qr_content: p.qrContent ?? '',
+            qr_image: p.qrImage ?? '',
+            expires_at: p.expiresAt?.toISOString() ?? '',
+          },
+        }
+      : {}),
+  };
+}

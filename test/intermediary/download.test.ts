@@ -1,14 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, bearer, makeCategory, makeProduct } from '../harness.js';
-import { midId, tcpProxy, twoShops, type Shops } from './kit.js';
-
-async function attach(base: string, productId: string, name: string, content: Buffer) {
-  const form = new FormData();
-  form.append('file', new Blob([new Uint8Array(content)]), name);
-  const res = await fetch(`${base}/admin/v1/products/${productId}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
-  expect(res.status).toBe(200);
-}
+import { bearer, makeCategory, makeProduct } from '../harness.js';
+import { attach, midId, tcpProxy, twoShops, type Shops } from './kit.js';
 
 async function connections(s: Shops): Promise<number> {
   return new Promise((resolve, reject) => s.mid.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));

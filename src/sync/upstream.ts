@@ -25,6 +25,15 @@ const LEASE_MARGIN_SECONDS = 30;
  * upstream with request_id = its order_code, so any retry (this request, the reconciler, another process) reaches the
  * same upstream order and never a second one.
  */
+/**
+ * Refusals that are about this order itself: `order_failed` comes after the source looked up the request_id (a
+ * replay would have answered the existing order), so it created nothing. A refused key or signature on a retry says nothing of that: an earlier attempt
+ * may have created the order before the key was changed, so refunding would lose a paid upstream order.
+ */
+function answersTheOrder(code: string | undefined): boolean {
+  return code?.startsWith('order_failed') === true;
+}
+
 const leaseFree = sql`(${orders.upstreamLeaseUntil} IS NULL OR ${orders.upstreamLeaseUntil} < now())`;
 
 export function createUpstreamOrders(deps: UpstreamDeps) {
@@ -94,7 +103,8 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     const seconds = (await deps.settings.get('sync_timeout_seconds')) * 2 + LEASE_MARGIN_SECONDS;
     const [taken] = await db
       .update(orders)
-      .set({ upstreamLeaseUntil: sql`now() + make_interval(secs => ${seconds})` as unknown as Date })
+      // Whole milliseconds: the value comes back as a JS Date and must compare equal when the lease is given back.
+      .set({ upstreamLeaseUntil: sql`date_trunc('milliseconds', now() + make_interval(secs => ${seconds}))` as unknown as Date })
       .where(and(eq(orders.id, orderId), eq(orders.status, 'pending'), leaseFree))
       .returning({ until: orders.upstreamLeaseUntil });
     return taken?.until ?? null;
@@ -112,7 +122,7 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
       // pending upstream: the reconciler asks again later.
     } catch (err) {
       if (!(err instanceof SourceError)) throw err;
-      if (err.kind === 'refused' || (first && err.kind === 'config')) await fail(order, err.code ?? 'refused');
+      if ((err.kind === 'refused' && (first || answersTheOrder(err.code))) || (first && err.kind === 'config')) await fail(order, err.code ?? 'refused');
       else logger.warn({ order_code: order.orderCode, source_error: err.code }, `order left pending: ${err.message}`);
     }
   }

@@ -144,6 +144,33 @@ describe('orders of source products', () => {
     s.assertNoLeak();
   });
 
+  it('a retry refused for our key (rotated after the source took the order) leaves it pending: no refund, no lost order', async () => {
+    s = await twoShops();
+    const { id } = await codeProduct(s, ['KEY-1']);
+    const proxy = await tcpProxy(s.sourceUrl, { kind: 'drop-answer' });
+    try {
+      await s.set('source_url', proxy.url);
+      const created = (await s.order({ product_id: id, quantity: 1, request_id: 'key-1' })).json() as { order_code: string; status: string };
+      expect(created.status).toBe('pending');
+      proxy.state.mode = { kind: 'pass' };
+      // The admin rotates our key on the source (or types a wrong one): the retry is refused for the key only.
+      await s.set('source_api_key', 'rgk_not_a_key_on_the_source_000000000000');
+      await ageOrders(s);
+      expect(((await s.cron()).json() as { jobs: { reconcile: unknown } }).jobs.reconcile).toMatchObject({ checked: 1, settled: 0 });
+      expect((await s.get(`/api/v1/order/status?order_code=${created.order_code}`)).json()).toMatchObject({ data: { status: 'pending' } });
+      expect(await ledgerOf(s, created.order_code)).toEqual([{ kind: 'order', amount: '-1000.00' }]);
+
+      await s.set('source_api_key', s.account.api_key);
+      expect(((await s.cron()).json() as { jobs: { reconcile: unknown } }).jobs.reconcile).toMatchObject({ checked: 1, settled: 1 });
+      expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({ status: 'success', delivery_codes: ['KEY-1'] });
+      expect(await upstreamOrders(s)).toHaveLength(1);
+      expect(await ledgerOf(s, created.order_code)).toEqual([{ kind: 'order', amount: '-1000.00' }]);
+    } finally {
+      await proxy.close();
+    }
+    s.assertNoLeak();
+  });
+
   it('the reconciler and the first attempt at once: one of them forwards, exactly one upstream order/create', async () => {
     s = await twoShops();
     const { id } = await codeProduct(s, ['RACE-1', 'RACE-2']);

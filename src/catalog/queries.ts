@@ -50,8 +50,12 @@ export function shownPrice(markup: string): SQL<string> {
 export const visible: SQL = sql`(NOT ${products.hidden} AND NOT ${products.missing} AND NOT COALESCE(${o.hidden}, false)
   AND NOT ${categories.missing} AND NOT COALESCE(${co.hidden}, false))`;
 
-/** When the shown data last changed: the row itself or its override. */
-export const shownUpdatedAt = sql<Date>`GREATEST(${products.updatedAt}, COALESCE(${o.updatedAt}, ${products.updatedAt}))`;
+/**
+ * When the shown data last changed: the row itself, its override, or (source products) the markup setting, whose
+ * change reprices them all; otherwise a delta client (updated_after) would miss new prices until its next full run.
+ */
+export const shownUpdatedAt = sql<Date>`GREATEST(${products.updatedAt}, COALESCE(${o.updatedAt}, ${products.updatedAt}),
+  CASE WHEN ${products.sourceId} IS NOT NULL THEN (SELECT s.updated_at FROM settings s WHERE s.key = 'price_markup_percent') END)`;
 
 export const shownSearch = sql<string>`COALESCE(${o.searchText}, ${products.searchText})`;
 

@@ -4,6 +4,7 @@ import type { Db } from '../db/client.js';
 import { apiNonces, jobLeases, paymentIdempotency } from '../db/schema/index.js';
 import type { PaymentsService } from '../payments/service.js';
 import type { SettingsService } from '../settings/service.js';
+import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import type { WebhooksService } from '../webhooks/deliver.js';
 import type { SyncOutcome, SyncService } from '../sync/service.js';
@@ -74,7 +75,14 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
       jobs.webhooks = await locked('webhooks', () => deps.webhooks.deliverDue());
       jobs.webhook_cleanup = await locked('webhook_cleanup', () => deps.webhooks.purgeDelivered());
       jobs.reconcile = await locked('reconcile', () => deps.upstream.reconcile(RECONCILE_BUDGET_MS));
-      const sync = await syncNow(false);
+      let sync: SyncOutcome;
+      try {
+        sync = await syncNow(false);
+      } catch (err) {
+        // The other jobs ran before the sync: a failed sync still reports them (an extra field beside DESIGN 4's three).
+        if (err instanceof AppError && err.code === 'sync_failed') throw new AppError('sync_failed', err.message, { extra: { jobs } });
+        throw err;
+      }
       const counts = sync.ran ? { categories: sync.categories, products: sync.products, created: sync.created, updated: sync.updated, missing: sync.missing } : NO_SYNC;
       if (sync.ran) jobs.sync = { mode: sync.mode, skipped: sync.skipped };
       return { ran: sync.ran, ...(sync.ran ? {} : { reason: sync.reason }), ...counts, duration_ms: Date.now() - started, jobs };

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
-import { AppError, errorResponses } from '../http/errors.js';
+import { AppError, errorBodySchema, errorResponses } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { Guard } from '../http/guard.js';
 import type { SettingsService } from '../settings/service.js';
@@ -33,7 +33,12 @@ export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService
       description:
         'Called every minute by a scheduler with ?token=<cron_token>. Runs the due jobs (payment sweep, clean-up, webhook retries and retention, reconciler of orders pending at the source site, catalogue sync when sync_interval_seconds have passed); an empty cron_token refuses every call. A failed sync answers 502 sync_failed and changed nothing.',
       querystring: z.object({ token: z.string().max(256).optional() }),
-      response: { 200: cronResponse, ...errorResponses('unauthorized', 'api_guard', 'sync_failed') },
+      response: {
+        200: cronResponse,
+        ...errorResponses('unauthorized', 'api_guard', 'sync_failed'),
+        // Declared here so that the serializer keeps `jobs`: the other jobs ran before the failed sync.
+        502: errorBodySchema.extend({ jobs: z.record(z.string(), z.unknown()).optional().describe('the other due work, which ran before the sync') }).describe('sync_failed: the sync failed and changed nothing'),
+      },
     },
     handler: async (req) => {
       const expected = await deps.settings.get('cron_token');

@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { codes, orders, products, users } from '../db/schema/index.js';
+import { selectShown } from '../catalog/queries.js';
 import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
@@ -104,7 +105,8 @@ export function createDeliveryService(deps: DeliveryDeps) {
       // Recorded before the codes are read: a refund committing in between then keeps them out of stock.
       await markDelivered(order);
       const detail = order.status === 'success' || order.status === 'refunded' ? await codesOf(order) : [];
-      const [product] = await db.select({ description2: products.description2 }).from(products).where(eq(products.id, order.productId)).limit(1);
+      // Through the one catalogue read path: a source product's description2 may be overridden by the admin.
+      const [product] = await selectShown(db, await settings.get('price_markup_percent')).where(eq(products.id, order.productId)).limit(1);
       const desc2 = product?.description2 ?? '';
       return {
         order_code: order.orderCode,

@@ -154,7 +154,8 @@ async function passThrough(req: FastifyRequest, reply: FastifyReply, upstream: U
     if (!(err instanceof SourceError)) throw err;
     req.log.warn({ order_code: order.orderCode, source_error: err.code }, `source download failed: ${err.message}`);
     if (err.code === 'not_found') throw new AppError('not_found', 'The source site has no file for this order yet; contact the shop');
-    throw new AppError('not_ready', `${err.message}; retry the download later`, { headers: { 'Retry-After': '30' } });
+    // `unavailable`: something we depend on is down (docs/errors.md); `not_ready` is this server's own readiness.
+    throw new AppError('unavailable', `${err.message}; retry the download later`, { headers: { 'Retry-After': '30' } });
   }
   body.on('error', (err) => {
     req.log.warn({ order_code: order.orderCode, source_error: (err as { code?: string }).code ?? 'stream' }, 'source download broke mid-stream');

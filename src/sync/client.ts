@@ -29,7 +29,9 @@ export type SourceAnswer = { status: number; body: Record<string, unknown> };
 
 /** Turns a transport error into a message without its address (undici's messages name host and port). */
 function transportError(err: unknown): SourceError {
-  const code = (err as { code?: string; name?: string }).code ?? (err as { name?: string }).name ?? '';
+  // An AbortSignal.timeout() reason is a DOMException: its `code` is a number (23), its name says TimeoutError.
+  const e = err as { code?: unknown; name?: unknown };
+  const code = typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : '';
   if (code === 'TimeoutError' || code === 'AbortError' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new SourceError('unknown', 'The source site did not answer in time', 'timeout');
   }

@@ -14,14 +14,28 @@ type UpstreamCode = { code: string; used: boolean; usedAt: Date | null };
 
 export type UpstreamDeps = { db: Db; client: SourceClient; orders: OrderService; cipher: Cipher; clock: Clock; settings: SettingsService; logger: Logger };
 
-/** Orders younger than this are left to the request that is still forwarding them. */
-const RECONCILE_MIN_AGE_MS = 10_000;
+/** Orders younger than this (database time) are left to the request that has just created them. */
+const RECONCILE_MIN_AGE_SECONDS = 10;
+
+/** Margin of a forward's lease beyond its source calls (order/create, then order/delivery, each within the timeout). */
+const LEASE_MARGIN_SECONDS = 30;
 
 /**
  * Orders of source products (DESIGN 4). The local order is already committed as pending and paid; here it is created
  * upstream with request_id = its order_code, so any retry (this request, the reconciler, another process) reaches the
  * same upstream order and never a second one.
  */
+/**
+ * Refusals that are about this order itself: `order_failed` comes after the source looked up the request_id (a
+ * replay would have answered the existing order), so it created nothing. A refused key or signature on a retry says nothing of that: an earlier attempt
+ * may have created the order before the key was changed, so refunding would lose a paid upstream order.
+ */
+function answersTheOrder(code: string | undefined): boolean {
+  return code?.startsWith('order_failed') === true;
+}
+
+const leaseFree = sql`(${orders.upstreamLeaseUntil} IS NULL OR ${orders.upstreamLeaseUntil} < now())`;
+
 export function createUpstreamOrders(deps: UpstreamDeps) {
   const { db, client, cipher, clock, logger } = deps;
 
@@ -69,8 +83,37 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
   async function forward(order: OrderRow, first = false): Promise<OrderRow> {
     const [p] = await db.select({ sourceId: products.sourceId }).from(products).where(eq(products.id, order.productId)).limit(1);
     if (!p?.sourceId) return order;
+    const lease = await takeLease(order.id);
+    // Someone else (the creating request, the reconciler, another process) is forwarding it right now.
+    if (!lease) return (await db.select().from(orders).where(eq(orders.id, order.id)))[0] ?? order;
     try {
-      const { body } = await client.call('POST', '/api/v1/order/create', { json: { product_id: p.sourceId, quantity: order.quantity, request_id: order.orderCode } });
+      await send(order, p.sourceId, first);
+    } finally {
+      await db.update(orders).set({ upstreamLeaseUntil: null }).where(and(eq(orders.id, order.id), eq(orders.upstreamLeaseUntil, lease)));
+    }
+    const [now] = await db.select().from(orders).where(eq(orders.id, order.id));
+    return now!;
+  }
+
+  /**
+   * Compare-and-set on the order row, in database time: only one caller at a time forwards a pending order, so the
+   * first attempt and the reconciler never call the source at once. A lease left by a dead process expires.
+   */
+  async function takeLease(orderId: number): Promise<Date | null> {
+    const seconds = (await deps.settings.get('sync_timeout_seconds')) * 2 + LEASE_MARGIN_SECONDS;
+    const [taken] = await db
+      .update(orders)
+      // Whole milliseconds: the value comes back as a JS Date and must compare equal when the lease is given back.
+      .set({ upstreamLeaseUntil: sql`date_trunc('milliseconds', now() + make_interval(secs => ${seconds}))` as unknown as Date })
+      .where(and(eq(orders.id, orderId), eq(orders.status, 'pending'), leaseFree))
+      .returning({ until: orders.upstreamLeaseUntil });
+    return taken?.until ?? null;
+  }
+
+  /** One order/create upstream and what follows from its answer; the caller holds the order's lease. */
+  async function send(order: OrderRow, sourceId: string, first: boolean): Promise<void> {
+    try {
+      const { body } = await client.call('POST', '/api/v1/order/create', { json: { product_id: sourceId, quantity: order.quantity, request_id: order.orderCode } });
       const upstreamCode = typeof body.order_code === 'string' ? body.order_code : '';
       if (!upstreamCode) throw new SourceError('unknown', 'The source site answered the order without an order_code', 'bad_answer');
       await db.update(orders).set({ upstreamOrderCode: upstreamCode }).where(and(eq(orders.id, order.id), sql`${orders.upstreamOrderCode} IS NULL`));
@@ -79,11 +122,9 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
       // pending upstream: the reconciler asks again later.
     } catch (err) {
       if (!(err instanceof SourceError)) throw err;
-      if (err.kind === 'refused' || (first && err.kind === 'config')) await fail(order, err.code ?? 'refused');
+      if ((err.kind === 'refused' && (first || answersTheOrder(err.code))) || (first && err.kind === 'config')) await fail(order, err.code ?? 'refused');
       else logger.warn({ order_code: order.orderCode, source_error: err.code }, `order left pending: ${err.message}`);
     }
-    const [now] = await db.select().from(orders).where(eq(orders.id, order.id));
-    return now!;
   }
 
   /**
@@ -116,11 +157,11 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
   /** The cron's reconciler: retries pending orders (oldest first, same request_id) until the time budget runs out. */
   async function reconcile(budgetMs: number): Promise<{ checked: number; settled: number; still_pending: number }> {
     const stopAt = Date.now() + budgetMs;
-    const cutoff = new Date(clock.now().getTime() - RECONCILE_MIN_AGE_MS);
+    // Database time on both sides: created_at is written by the database, and so is the lease.
     const pending = await db
       .select()
       .from(orders)
-      .where(and(eq(orders.status, 'pending'), lt(orders.createdAt, cutoff)))
+      .where(and(eq(orders.status, 'pending'), lt(orders.createdAt, sql`now() - make_interval(secs => ${RECONCILE_MIN_AGE_SECONDS})`), leaseFree))
       .orderBy(asc(orders.id))
       .limit(100);
     let settled = 0;

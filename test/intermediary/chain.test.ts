@@ -39,8 +39,20 @@ describe('an intermediary is itself the source of another intermediary', () => {
     third.clock.advance(3_600_000);
     expect(await cron()).toMatchObject({ ran: true, created: 0, updated: 1, jobs: { sync: { mode: 'delta' } } });
 
+    // A new markup on the intermediary reprices its source products: their updated_at moves, so a delta client
+    // asking from the newest updated_at it saw gets them, and so does a delta run of the third shop.
+    const seen = (await s.get('/api/v1/products')).json() as { data: { updated_at: string }[] };
+    const since = `/api/v1/products?updated_after=${encodeURIComponent(seen.data[0]!.updated_at)}`;
+    expect((await s.get(since)).json()).toMatchObject({ data: [] });
+    await s.set('price_markup_percent', '20');
+    expect((await s.get(since)).json()).toMatchObject({ data: [expect.objectContaining({ name: 'Card via mid', price: 1250 })] });
+    third.clock.advance(3_600_000);
+    expect(await cron()).toMatchObject({ ran: true, created: 0, updated: 1, jobs: { sync: { mode: 'delta' } } });
+    const repriced = (await third.request({ method: 'GET', url: '/api/v1/products', headers: bearer(buyer.api_key) })).json() as { data: { price: number }[] };
+    expect(repriced.data).toEqual([expect.objectContaining({ price: 1250 })]);
+
     const res = await third.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(buyer.api_key), 'content-type': 'application/json' }, payload: { product_id: list.data[0]!.id, quantity: 1 } });
-    expect(res.json()).toMatchObject({ ok: true, status: 'success', total: 1150 });
+    expect(res.json()).toMatchObject({ ok: true, status: 'success', total: 1250 });
     const d = (await third.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${(res.json() as { order_code: string }).order_code}`, headers: bearer(buyer.api_key) })).json();
     expect(d).toMatchObject({ status: 'success', delivery_codes: ['CHAIN-1'] });
   });

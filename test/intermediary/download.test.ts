@@ -1,14 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, bearer, makeCategory, makeProduct } from '../harness.js';
-import { midId, tcpProxy, twoShops, type Shops } from './kit.js';
-
-async function attach(base: string, productId: string, name: string, content: Buffer) {
-  const form = new FormData();
-  form.append('file', new Blob([new Uint8Array(content)]), name);
-  const res = await fetch(`${base}/admin/v1/products/${productId}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
-  expect(res.status).toBe(200);
-}
+import { bearer, makeCategory, makeProduct } from '../harness.js';
+import { attach, httpProxy, midId, tcpProxy, twoShops, type Shops } from './kit.js';
 
 async function connections(s: Shops): Promise<number> {
   return new Promise((resolve, reject) => s.mid.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
@@ -40,19 +33,38 @@ describe('ZIP passthrough of source file products', () => {
     const delivery = (await s.get(`/api/v1/order/delivery?order_code=${orderCode}`)).json() as { download_url: string };
     expect(delivery.download_url).toBe(`http://localhost:80/api/v1/order-download?order_code=${orderCode}`);
 
-    const viaMid = await fetch(`${midUrl}/api/v1/order-download?order_code=${orderCode}`, { headers: bearer(s.buyer.api_key) });
-    expect(viaMid.status).toBe(200);
-    expect(viaMid.headers.get('content-type')).toBe('application/zip');
-    expect(viaMid.headers.get('content-disposition')).toBe(`attachment; filename="${orderCode}.zip"`);
-    const headersText = JSON.stringify([...viaMid.headers.entries()]);
-    const got = Buffer.from(await viaMid.arrayBuffer());
-
-    const upstream = (await s.source.request({ method: 'GET', url: '/api/v1/orders', headers: bearer(s.account.api_key) })).json() as { data: { order_code: string }[] };
-    const direct = await fetch(`${s.sourceUrl}/api/v1/order-download?order_code=${upstream.data[0]!.order_code}`, { headers: bearer(s.account.api_key) });
-    const want = Buffer.from(await direct.arrayBuffer());
+    // The source builds each ZIP afresh (entry times = now): compare with the very bytes it served for this download,
+    // recorded by a proxy in front of it, not with a second download.
+    const served: Buffer[] = [];
+    const source = s.sourceUrl;
+    const proxy = await httpProxy(source, (req, res) => {
+      if (!req.url?.startsWith('/api/v1/order-download')) return false;
+      void fetch(`${source}${req.url}`, { headers: { authorization: req.headers.authorization! } }).then(async (r) => {
+        const body = Buffer.from(await r.arrayBuffer());
+        served.push(body);
+        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? '' }).end(body);
+      });
+      return true;
+    });
+    let got: Buffer;
+    let headersText: string;
+    try {
+      await s.set('source_url', proxy.url);
+      const viaMid = await fetch(`${midUrl}/api/v1/order-download?order_code=${orderCode}`, { headers: bearer(s.buyer.api_key) });
+      expect(viaMid.status).toBe(200);
+      expect(viaMid.headers.get('content-type')).toBe('application/zip');
+      expect(viaMid.headers.get('content-disposition')).toBe(`attachment; filename="${orderCode}.zip"`);
+      headersText = JSON.stringify([...viaMid.headers.entries()]);
+      got = Buffer.from(await viaMid.arrayBuffer());
+    } finally {
+      await proxy.close();
+    }
+    expect(served).toHaveLength(1);
+    const want = served[0]!;
     expect(got.length).toBeGreaterThan(1_500_000);
     expect(got.equals(want)).toBe(true);
     expect(headersText).not.toContain(new URL(s.sourceUrl).port);
+    expect(headersText).not.toContain(new URL(proxy.url).port);
     s.assertNoLeak();
   });
 

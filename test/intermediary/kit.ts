@@ -2,7 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
-import { bearer, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { ADMIN_TOKEN, bearer, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 
 export const CRON_TOKEN = 'cron-token-for-tests';
 
@@ -95,14 +95,25 @@ export async function midId(shops: Shops, name: string): Promise<string> {
 /**
  * A 127.0.0.1 TCP proxy in front of the source. `mode` decides what it does to each connection: pass everything,
  * forward a POST but drop the connection as soon as its answer starts (the source committed, we never hear it),
- * or cut an answer after `cutAfter` bytes.
+ * cut an answer after `after` bytes, or stall it there (the source hangs: the connection stays open, silent).
+ * `state.stalled` counts the stalled connections our side has not closed yet.
  */
-export async function tcpProxy(target: string, mode: { kind: 'pass' } | { kind: 'drop-answer' } | { kind: 'cut'; after: number }) {
+export type ProxyMode = { kind: 'pass' } | { kind: 'drop-answer' } | { kind: 'cut'; after: number } | { kind: 'stall'; after: number };
+
+export async function tcpProxy(target: string, mode: ProxyMode) {
   const { hostname, port } = new URL(target);
   const sockets = new Set<net.Socket>();
-  const state = { mode, connections: 0 };
+  const stalled = new Set<net.Socket>();
+  const state = {
+    mode: mode as ProxyMode,
+    connections: 0,
+    get stalled() {
+      return stalled.size;
+    },
+  };
   const server = net.createServer((client) => {
     state.connections++;
+    client.on('close', () => stalled.delete(client));
     const upstream = net.connect(Number(port), hostname);
     sockets.add(client).add(upstream);
     client.on('close', () => sockets.delete(client));
@@ -120,6 +131,10 @@ export async function tcpProxy(target: string, mode: { kind: 'pass' } | { kind: 
       if (m.kind === 'drop-answer' && posted) {
         client.destroy();
         upstream.destroy();
+      } else if (m.kind === 'stall' && sent + chunk.length > m.after) {
+        if (sent < m.after) client.write(chunk.subarray(0, m.after - sent));
+        if (!client.destroyed) stalled.add(client);
+        sent = m.after;
       } else if (m.kind === 'cut' && sent + chunk.length > m.after) {
         client.write(chunk.subarray(0, Math.max(0, m.after - sent)), () => {
           client.destroy();
@@ -131,7 +146,9 @@ export async function tcpProxy(target: string, mode: { kind: 'pass' } | { kind: 
         client.write(chunk);
       }
     });
-    upstream.on('end', () => client.end());
+    upstream.on('end', () => {
+      if (state.mode.kind !== 'stall') client.end();
+    });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
@@ -169,4 +186,12 @@ export async function httpProxy(target: string, intercept: (req: http.IncomingMe
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
+}
+
+/** Attaches a file to a product of a listening app, through its admin API (multipart upload). */
+export async function attach(base: string, productId: string, name: string, content: Buffer) {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(content)]), name);
+  const res = await fetch(`${base}/admin/v1/products/${productId}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
+  expect(res.status).toBe(200);
 }

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
 import { bearer, importCodes, makeCategory, makeProduct } from '../harness.js';
-import { midId, tcpProxy, twoShops, type Shops } from './kit.js';
+import { httpProxy, midId, tcpProxy, twoShops, type Shops } from './kit.js';
 
 type Delivery = { status: string; delivery_codes: string[]; delivery_codes_detail: { code: string; used: boolean; used_at: string | null; status_label: string }[]; usage_checked_at?: string | null };
 
@@ -26,6 +26,12 @@ async function upstreamOrders(s: Shops): Promise<{ order_code: string; request_i
 
 function ledgerOf(s: Shops, ref: string) {
   return s.mid.deps.db.execute(sql`SELECT kind, amount::text AS amount FROM balance_ledger WHERE ref = ${ref} ORDER BY id`).then((r) => rowsOf<{ kind: string; amount: string }>(r));
+}
+
+/** Makes every order a minute old by the database's time (the reconciler's one time source) and by the app's clock. */
+async function ageOrders(s: Shops): Promise<void> {
+  await s.mid.deps.db.execute(sql`UPDATE orders SET created_at = created_at - interval '1 minute'`);
+  s.mid.clock.set(new Date(Date.now() + 60_000));
 }
 
 describe('orders of source products', () => {
@@ -118,7 +124,7 @@ describe('orders of source products', () => {
       expect((await s.get(`/api/v1/order/status?order_code=${created.order_code}`)).json()).toMatchObject({ data: { status: 'pending' } });
 
       // A cron call while the source is still unreachable leaves it pending (and orders nothing twice).
-      s.mid.clock.set(new Date(Date.now() + 60_000));
+      await ageOrders(s);
       const stillDown = (await s.cron()).json() as { jobs: { reconcile: { checked: number; settled: number } } };
       expect(stillDown.jobs.reconcile).toMatchObject({ checked: 1, settled: 0 });
 
@@ -133,6 +139,80 @@ describe('orders of source products', () => {
       // Nothing left for the reconciler.
       expect(((await s.cron()).json() as { jobs: { reconcile: { checked: number } } }).jobs.reconcile.checked).toBe(0);
     } finally {
+      await proxy.close();
+    }
+    s.assertNoLeak();
+  });
+
+  it('a retry refused for our key (rotated after the source took the order) leaves it pending: no refund, no lost order', async () => {
+    s = await twoShops();
+    const { id } = await codeProduct(s, ['KEY-1']);
+    const proxy = await tcpProxy(s.sourceUrl, { kind: 'drop-answer' });
+    try {
+      await s.set('source_url', proxy.url);
+      const created = (await s.order({ product_id: id, quantity: 1, request_id: 'key-1' })).json() as { order_code: string; status: string };
+      expect(created.status).toBe('pending');
+      proxy.state.mode = { kind: 'pass' };
+      // The admin rotates our key on the source (or types a wrong one): the retry is refused for the key only.
+      await s.set('source_api_key', 'rgk_not_a_key_on_the_source_000000000000');
+      await ageOrders(s);
+      expect(((await s.cron()).json() as { jobs: { reconcile: unknown } }).jobs.reconcile).toMatchObject({ checked: 1, settled: 0 });
+      expect((await s.get(`/api/v1/order/status?order_code=${created.order_code}`)).json()).toMatchObject({ data: { status: 'pending' } });
+      expect(await ledgerOf(s, created.order_code)).toEqual([{ kind: 'order', amount: '-1000.00' }]);
+
+      await s.set('source_api_key', s.account.api_key);
+      expect(((await s.cron()).json() as { jobs: { reconcile: unknown } }).jobs.reconcile).toMatchObject({ checked: 1, settled: 1 });
+      expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({ status: 'success', delivery_codes: ['KEY-1'] });
+      expect(await upstreamOrders(s)).toHaveLength(1);
+      expect(await ledgerOf(s, created.order_code)).toEqual([{ kind: 'order', amount: '-1000.00' }]);
+    } finally {
+      await proxy.close();
+    }
+    s.assertNoLeak();
+  });
+
+  it('the reconciler and the first attempt at once: one of them forwards, exactly one upstream order/create', async () => {
+    s = await twoShops();
+    const { id } = await codeProduct(s, ['RACE-1', 'RACE-2']);
+    await s.set('sync_interval_seconds', '86400');
+    // Holds the first order/create until released, so that the reconciler runs while the first attempt is in flight.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let posts = 0;
+    const source = s.sourceUrl;
+    const proxy = await httpProxy(source, (req, res) => {
+      if (req.method !== 'POST' || !req.url?.startsWith('/api/v1/order/create')) return false;
+      posts++;
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        void gate
+          .then(() => fetch(`${source}${req.url}`, { method: 'POST', headers: { authorization: req.headers.authorization!, 'content-type': 'application/json' }, body: Buffer.concat(chunks) }))
+          .then(async (r) => res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text()));
+      });
+      return true;
+    });
+    try {
+      await s.set('source_url', proxy.url);
+      const first = s.order({ product_id: id, quantity: 1, request_id: 'race-1' });
+      for (let i = 0; i < 200 && posts === 0; i++) await new Promise((r) => setTimeout(r, 25));
+      expect(posts).toBe(1);
+      // Old enough for the reconciler, but the first attempt holds the order's lease: the reconciler leaves it alone.
+      await ageOrders(s);
+      const cron = (await s.cron()).json() as { jobs: { reconcile: { checked: number } } };
+      expect(cron.jobs.reconcile.checked).toBe(0);
+      release();
+      const res = await first;
+      expect(res.json()).toMatchObject({ ok: true, status: 'success' });
+      const code = (res.json() as { order_code: string }).order_code;
+      expect(posts).toBe(1);
+      expect(await upstreamOrders(s)).toEqual([expect.objectContaining({ request_id: code, status: 'success' })]);
+      expect(await ledgerOf(s, code)).toEqual([{ kind: 'order', amount: '-1000.00' }]);
+      // Settled and its lease given back: nothing for the next reconciler run.
+      expect(((await s.cron()).json() as { jobs: { reconcile: { checked: number } } }).jobs.reconcile.checked).toBe(0);
+      expect(posts).toBe(1);
+    } finally {
+      release();
       await proxy.close();
     }
     s.assertNoLeak();

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { makeProduct } from '../harness.js';
+import { importCodes, makeProduct } from '../harness.js';
 import { midId, seedSource, twoShops, type Shops } from './kit.js';
 
 type P = { id: string; name: string; price: number; description: string; description2: string; updated_at: string; status: string };
@@ -20,6 +20,11 @@ describe('overrides of source products and categories', () => {
     expect(set).toMatchObject({ product_id: id, source_id: src.a.id, price_adjust: -100, name: 'Garena (ours)' });
     const shown = { id, name: 'Garena (ours)', price: 1000, description: 'our <b>text</b>', description2: 'our terms' };
     expect((await s.get(`/api/v1/product?id=${id}`)).json()).toMatchObject({ data: shown });
+    // The delivery of an order shows the overridden description2 too (the one catalogue read path).
+    await importCodes(s.source, src.a.id, ['OVR-1']);
+    const bought = (await s.order({ product_id: id, quantity: 1 })).json() as { order_code: string; status: string };
+    expect(bought.status).toBe('success');
+    expect((await s.get(`/api/v1/order/delivery?order_code=${bought.order_code}`)).json()).toMatchObject({ delivery_codes: ['OVR-1'], product_desc2: 'our terms', desc2: 'our terms' });
 
     // The source changes name and price: the name stays ours, the price follows the source (1500 x 1.1 - 100).
     await s.source.adminData('PATCH', `/admin/v1/products/${src.a.id}`, { name: 'Garena NEW', price: 1500, description: 'new upstream' });

@@ -80,7 +80,13 @@ describe('catalogue sync from a source site (two app instances)', () => {
     await s.source.adminData('PATCH', `/admin/v1/products/${src.a.id}`, { name: 'renamed' });
     const res = await s.cron();
     expect(res.statusCode).toBe(502);
-    expect(res.json()).toEqual({ ok: false, error: 'sync_failed', message: expect.stringContaining('cannot be reached') });
+    // DESIGN 4's three fields exactly, and the report of the other jobs, which ran before the sync.
+    expect(res.json()).toEqual({
+      ok: false,
+      error: 'sync_failed',
+      message: expect.stringContaining('cannot be reached'),
+      jobs: { payments: expect.any(Object), cleanup: expect.any(Object), webhooks: expect.anything(), webhook_cleanup: expect.anything(), reconcile: expect.objectContaining({ checked: 0 }) },
+    });
     expect(res.body).not.toContain(deadUrl.split(':')[2]!);
     expect((await s.get('/api/v1/products')).json()).toEqual(before);
     const [last] = await s.mid.adminData<{ ok: boolean; error: string }[]>('GET', '/admin/v1/sync/status');

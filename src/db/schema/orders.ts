@@ -28,6 +28,8 @@ export const orders = pgTable(
     /** Orders of source products: the source's order code once it answered, and when code usage was last refreshed. */
     upstreamOrderCode: text('upstream_order_code'),
     usageCheckedAt: timestamp('usage_checked_at', { withTimezone: true, mode: 'date' }),
+    /** Who is forwarding a pending order to the source holds it until then (database time): one forward at a time. */
+    upstreamLeaseUntil: timestamp('upstream_lease_until', { withTimezone: true, mode: 'date' }),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },

@@ -1,0 +1,1 @@
+ALTER TABLE "orders" ADD COLUMN "upstream_lease_until" timestamp with time zone;

@@ -108,10 +108,13 @@ export function createOrderService(deps: OrderServiceDeps) {
     }
     if (productId === null) throw orderFailed('product_unavailable');
     // A source product: checked, paid and committed as pending here; the source site is asked after the commit.
+    // Read before the transaction: a settings reload inside it would wait for a second pool connection, and with every
+    // connection held by an order waiting the same way, the pool deadlocks until its connection timeout.
+    const markup = await deps.settings.get('price_markup_percent');
     try {
       const order = await withTx(outer, async (tx) => {
         // The product as the public sees it (overrides, markup, hidden, missing): the one catalogue read path.
-        const [product] = await selectShown(tx, await deps.settings.get('price_markup_percent'))
+        const [product] = await selectShown(tx, markup)
           .where(and(eq(products.id, productId), visible))
           .limit(1);
         const fulfilment = product ? fulfilmentOf(product) : 'none';
@@ -173,7 +176,7 @@ export function createOrderService(deps: OrderServiceDeps) {
         });
         return created;
       });
-      await bus.publish('catalog');
+      // No catalogue event: an order changes only stock, which cached pages re-read on their own (catalog/public.ts).
       return { order, replay: false };
     } catch (err) {
       if (err instanceof RequestIdTaken && requestId) {

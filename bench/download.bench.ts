@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ownDatabase } from './db.js';
 import { ADMIN_TOKEN } from './lib.js';
 
 const MiB = 1024 * 1024;
@@ -41,10 +42,12 @@ export async function run(): Promise<void> {
   for (let i = 0; i < sizeMiB; i++) fs.writeSync(fd, block);
   fs.closeSync(fd);
 
+  // On PostgreSQL, a database of its own on BENCH_DATABASE_URL's server, dropped at the end.
+  const own = process.env.BENCH_DATABASE_URL ? await ownDatabase(process.env.BENCH_DATABASE_URL, 'download') : null;
   const port = 3900 + Math.floor(Math.random() * 90);
   const base = `http://127.0.0.1:${port}`;
   const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: path.join(dir, 'data'), ADMIN_TOKEN, LOG_LEVEL: 'warn', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: path.join(dir, 'data'), ADMIN_TOKEN, LOG_LEVEL: 'warn', DATABASE_URL: own?.url ?? '' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
@@ -94,6 +97,7 @@ export async function run(): Promise<void> {
   } finally {
     server.kill('SIGTERM');
     await new Promise((r) => server.once('exit', r));
+    await own?.drop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }

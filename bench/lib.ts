@@ -7,11 +7,15 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openPg, openPglite } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
+import { ownDatabase } from './db.js';
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 
-/** A real server on 127.0.0.1 (random port), on in-memory PGlite or on BENCH_DATABASE_URL, migrated and empty. */
-export async function startServer(env: Record<string, string> = {}, databaseUrl = process.env.BENCH_DATABASE_URL) {
+/**
+ * A real server on 127.0.0.1 (random port), migrated and empty: on in-memory PGlite, or with BENCH_DATABASE_URL
+ * (`serverUrl`) in a database of its own on that PostgreSQL server, dropped by `close`.
+ */
+export async function startServer(env: Record<string, string> = {}, serverUrl = process.env.BENCH_DATABASE_URL) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-bench-'));
   // Limits off: a benchmark measures the served path, not 429 refusals.
   const config = loadConfig({
@@ -24,8 +28,8 @@ export async function startServer(env: Record<string, string> = {}, databaseUrl 
     GUARD_ENABLED: 'false',
     ...env,
   });
-  const url = databaseUrl;
-  const database = url ? await openPg(url, 10) : await openPglite({});
+  const own = serverUrl ? await ownDatabase(serverUrl, 'server') : null;
+  const database = own ? await openPg(own.url, 10) : await openPglite({});
   const deps = await createDeps(config, { database, logger: pino({ level: 'silent' }), ownsDatabase: true });
   const app = await buildApp(deps);
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -49,6 +53,7 @@ export async function startServer(env: Record<string, string> = {}, databaseUrl 
     async close() {
       await app.close();
       await deps.close();
+      await own?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -8,6 +8,7 @@ const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void
   download: () => import('./download.bench.js'),
   webhooks: () => import('./webhooks.bench.js'),
   sync: () => import('./sync.bench.js'),
+  startup: () => import('./startup.bench.js'),
 };
 
 const wanted = process.argv.slice(2);

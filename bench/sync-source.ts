@@ -3,7 +3,7 @@ import { startServer } from './lib.js';
 
 /**
  * The source site of bench/sync.bench.ts, in a process of its own so that the intermediary's peak RSS is measured
- * alone. Seeds PRODUCTS products in SQL, prints {base, key, cat} as one JSON line, and serves until stdin closes.
+ * alone; argv[3], when given, is the PostgreSQL server to create its own database on. Seeds PRODUCTS products in SQL, prints {base, key, cat} as one JSON line, and serves until stdin closes.
  * With `change N` on stdin it changes N products (for the delta run) and answers "changed".
  */
 const products = Number(process.argv[2] ?? 50_000);

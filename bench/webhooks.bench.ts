@@ -23,8 +23,17 @@ process.stdin.resume();
  * event is recorded as delivered: claim, sign, POST, read the answer, record the attempt. Once spread over 16 clients, once for a single
  * client (bounded by the per-client in-flight cap). Target: at least 500/s.
  */
+export type WebhookRun = { label: string; events: number; seconds: number; perSecond: number; received: number; approvalSeconds: number };
+
 export async function run(): Promise<void> {
-  const total = Number(process.env.BENCH_WEBHOOKS ?? 2000);
+  const runs = await measureWebhooks((kind) => console.log(`webhooks bench on ${kind}: receiver on 127.0.0.1 answering 200`));
+  for (const r of runs) {
+    console.log(`${r.label.padEnd(44)} ${String(r.events).padStart(6)} events in ${r.seconds.toFixed(2)} s = ${String(r.perSecond).padStart(6)} deliveries/s (receiver got ${r.received}; approving them in one UPDATE took ${r.approvalSeconds.toFixed(2)} s)`);
+  }
+}
+
+/** Both runs (16 clients, then 1); with BENCH_DATABASE_URL the server works in a database of its own there. */
+export async function measureWebhooks(started: (kind: string) => void = () => {}, total = Number(process.env.BENCH_WEBHOOKS ?? 2000), serverUrl = process.env.BENCH_DATABASE_URL): Promise<WebhookRun[]> {
   const child = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['pipe', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
@@ -32,7 +41,7 @@ export async function run(): Promise<void> {
   });
   const url = `http://127.0.0.1:${port}/hook`;
   const receivedCount = async () => Number(await (await fetch(`http://127.0.0.1:${port}/count`)).text());
-  const s = await startServer().catch((err: unknown) => {
+  const s = await startServer({}, serverUrl).catch((err: unknown) => {
     child.stdin.end();
     throw err;
   });
@@ -44,7 +53,7 @@ export async function run(): Promise<void> {
       return c.id;
     };
     let seq = 0;
-    const measure = async (label: string, clients: number[], n: number) => {
+    const measure = async (label: string, clients: number[], n: number): Promise<WebhookRun> => {
       const from = seq;
       // Requests made in bulk by SQL: the benchmark measures delivery, not creation.
       await s.deps.db.execute(sql`
@@ -66,13 +75,12 @@ export async function run(): Promise<void> {
         await new Promise((r) => setTimeout(r, 5));
       }
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      console.log(`${label.padEnd(44)} ${String(n).padStart(6)} events in ${seconds.toFixed(2)} s = ${Math.round(n / seconds).toString().padStart(6)} deliveries/s (receiver got ${(await receivedCount()) - before}; approving them in one UPDATE took ${approvalSeconds.toFixed(2)} s)`);
+      return { label, events: n, seconds, perSecond: Math.round(n / seconds), received: (await receivedCount()) - before, approvalSeconds };
     };
     const many: number[] = [];
     for (let i = 0; i < 16; i++) many.push(await client());
-    console.log(`webhooks bench on ${s.kind}: receiver on 127.0.0.1 answering 200`);
-    await measure('16 clients', many, total);
-    await measure('1 client (4 in flight at most)', [await client()], Math.max(100, Math.floor(total / 4)));
+    started(s.kind);
+    return [await measure('16 clients', many, total), await measure('1 client (4 in flight at most)', [await client()], Math.max(100, Math.floor(total / 4)))];
   } finally {
     await s.close();
     child.stdin.end();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
+import { ownDatabase, queryOn } from '../db.js';
 import { spawnNode, type Proc } from './procs.js';
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
@@ -28,21 +28,7 @@ export type BenchContext = {
   codeProduct(n: number): Promise<string>;
 };
 
-export function withDatabase(url: string, name: string): string {
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-export async function queryOn(url: string, text: string): Promise<pg.QueryResult> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await c.query(text);
-  } finally {
-    await c.end();
-  }
-}
+export { queryOn, withDatabase } from '../db.js';
 
 /** The server as deployed (src/main.ts on PostgreSQL), with limits high enough that the bench measures served requests. */
 async function startOurs(dbUrl: string, dataDir: string): Promise<Ours> {
@@ -79,14 +65,13 @@ async function startOurs(dbUrl: string, dataDir: string): Promise<Ours> {
 /** Creates the bench database, both servers and the fixtures; `close` stops and drops everything. */
 export async function createContext(seconds: number, connections: number): Promise<BenchContext & { close(): Promise<void> }> {
   const serverUrl = process.env.BENCH_DATABASE_URL ?? DEFAULT_SERVER_URL;
-  const dbName = `rg_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
-  await queryOn(serverUrl, `CREATE DATABASE ${dbName}`);
-  const dbUrl = withDatabase(serverUrl, dbName);
+  const own = await ownDatabase(serverUrl, 'table');
+  const dbUrl = own.url;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-bench-'));
   const procs: Proc[] = [];
   const close = async () => {
     for (const p of procs) await p.stop();
-    await queryOn(serverUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await own.drop();
     fs.rmSync(tmp, { recursive: true, force: true });
   };
   try {

@@ -3,11 +3,12 @@ import type autocannon from 'autocannon';
 import { loadWith, type LoadResult } from '../lib.js';
 import { PRODUCTS_PATH, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
+import { syncRow, webhooksRow } from './feature-rows.js';
 import { pgbench } from './pgbench.js';
 
 /** One line of the table. `ours` and `limit` are measured in the same run; `met` is null when the row has no target. */
 export type Row = { name: string; ours: string; limit: string; ratio: number | null; target: string; met: boolean | null; note: string };
-/** A row measures itself: add a function to `rows` below (sync and webhook rows come this way). */
+/** A row measures itself: add a function to `rows` below. */
 export type RowFn = (ctx: BenchContext) => Promise<Row>;
 
 const ratioOf = (ours: number, limit: number) => (limit > 0 ? Math.round((ours / limit) * 100) / 100 : 0);
@@ -146,7 +147,7 @@ export const paymentCreate: RowFn = async (ctx) => {
   return { name: 'POST /api/v1/payment-requests (with VietQR PNG)', ours: rate(ours), limit: '—', ratio: null, target: 'req/s and p99 (no limit set)', met: null, note: problems(ours).trim() };
 };
 
-/** The table, in order. Sync and webhook rows are added here once those features exist. */
+/** The table, in order. */
 export const rows: { id: string; fn: RowFn }[] = [
   { id: 'products', fn: products },
   { id: 'balance', fn: balance },
@@ -154,4 +155,6 @@ export const rows: { id: string; fn: RowFn }[] = [
   { id: 'signed', fn: signedOrders },
   { id: 'reads-during-orders', fn: readsDuringOrders },
   { id: 'payments', fn: paymentCreate },
+  { id: 'sync', fn: syncRow },
+  { id: 'webhooks', fn: webhooksRow },
 ];

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { CatalogService } from '../catalog/service.js';
+import type { CatalogService, ProductPage } from '../catalog/service.js';
 import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
@@ -19,6 +19,8 @@ import { installOrderingRateLimit } from './rate-limit.js';
 import { balanceResponse, categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
 
 export type OrderingDeps = { guard: Guard; redis?: Redis; redisPrefix: string; users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService; upstream: UpstreamOrders };
+
+const serializeProductsPage = (page: ProductPage) => JSON.stringify(productsResponse.parse({ ok: true, ...page }));
 
 const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
 
@@ -46,11 +48,17 @@ export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): 
     schema: {
       operationId: 'listProducts',
       summary: 'List products (paginated, cached)',
-      description: 'Visible products, newest changes always reflected: the cache is dropped on every catalogue change.',
+      description:
+        'Visible products. Every catalogue change (product, category, override, sync) is reflected at once; the stock of a code product may lag an order by up to 2 seconds.',
       querystring: productsQuery,
       response: { 200: productsResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request') },
     },
-    handler: async (req) => ({ ok: true as const, ...(await deps.catalog.listProducts(req.query)) }),
+    // The page is serialised through its response schema once when built; a cache hit sends the stored bytes as they
+    // are (a string payload with a JSON content type skips the route's serializer).
+    handler: async (req, reply) => {
+      const bytes = await deps.catalog.productsPage(req.query, serializeProductsPage);
+      return reply.type('application/json; charset=utf-8').send(bytes as never);
+    },
   });
 
   r.get('/api/v1/product', {

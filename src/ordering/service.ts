@@ -9,6 +9,7 @@ import type { Clock } from '../shared/clock.js';
 import type { EventBus } from '../shared/events.js';
 import { newOrderCode } from '../shared/ids.js';
 import { MONEY_LIMIT, moneyOut } from '../shared/money.js';
+import { createLocalOrders, LocalOrderRefused } from './create-local.js';
 
 export type OrderRow = typeof orders.$inferSelect;
 
@@ -41,6 +42,9 @@ export function claimCandidates(productId: number, quantity: number) {
  */
 export const CLAIM_PLANNER = sql`SET LOCAL random_page_cost = 1.1`;
 
+const codesMessage = (quantity: number) => `Order completed: ${quantity} code(s) delivered`;
+const FILES_MESSAGE = 'Order completed: files ready to download';
+
 /** Thrown inside the transaction when another request already holds this request_id; the caller answers a replay. */
 class RequestIdTaken extends Error {}
 
@@ -61,6 +65,7 @@ export type OrderServiceDeps = { db: Db; bus: EventBus; clock: Clock; settings: 
 /** Order creation and refund: where balance and stock move, each in exactly one transaction. */
 export function createOrderService(deps: OrderServiceDeps) {
   const { db, bus } = deps;
+  const createLocal = createLocalOrders(db);
 
   async function byRequestId(userId: number, requestId: string): Promise<OrderRow | undefined> {
     const rows = await db.select().from(orders).where(and(eq(orders.userId, userId), eq(orders.requestId, requestId))).limit(1);
@@ -82,14 +87,29 @@ export function createOrderService(deps: OrderServiceDeps) {
    */
   async function create(userId: number, input: OrderInput, outer: Db = db): Promise<{ order: OrderRow; replay: boolean }> {
     const requestId = input.request_id ?? null;
+    const productId = parseProductId(input.product_id);
+    if (productId !== null) {
+      // A local product: one round trip, which also answers a replay (before any product check, as below).
+      const orderCode = newOrderCode();
+      try {
+        const order = await createLocal(
+          { userId, requestId, productId, quantity: input.quantity, orderCode, codesMessage: codesMessage(input.quantity), filesMessage: FILES_MESSAGE },
+          outer,
+        );
+        return order.orderCode === orderCode ? { order, replay: false } : replayOf(order, input);
+      } catch (err) {
+        if (!(err instanceof LocalOrderRefused)) throw err;
+        if (err.reason !== 'not_local') throw orderFailed(err.reason as OrderFailReason, err.detail);
+      }
+    }
     if (requestId) {
       const existing = await byRequestId(userId, requestId);
       if (existing) return replayOf(existing, input);
     }
-    const productId = parseProductId(input.product_id);
     if (productId === null) throw orderFailed('product_unavailable');
-    // Read before the transaction: a settings cache miss inside it would take a second pool connection while holding
-    // one, and under load every connection of the pool ends up waiting on the pool (two-process test, pool of 4).
+    // A source product: checked, paid and committed as pending here; the source site is asked after the commit.
+    // Read before the transaction: a settings reload inside it would wait for a second pool connection, and with every
+    // connection held by an order waiting the same way, the pool deadlocks until its connection timeout.
     const markup = await deps.settings.get('price_markup_percent');
     try {
       const order = await withTx(outer, async (tx) => {
@@ -110,8 +130,7 @@ export function createOrderService(deps: OrderServiceDeps) {
         const total = priced.total;
         // A source order is paid and committed here as pending; the source site is asked only after the commit.
         const status = fulfilment === 'source' ? 'pending' : 'success';
-        const message =
-          fulfilment === 'codes' ? `Order completed: ${input.quantity} code(s) delivered` : fulfilment === 'files' ? 'Order completed: files ready to download' : 'Order placed with the source site';
+        const message = fulfilment === 'codes' ? codesMessage(input.quantity) : fulfilment === 'files' ? FILES_MESSAGE : 'Order placed with the source site';
         const [created] = await tx
           .insert(orders)
           .values({
@@ -157,7 +176,7 @@ export function createOrderService(deps: OrderServiceDeps) {
         });
         return created;
       });
-      await bus.publish('catalog');
+      // No catalogue event: an order changes only stock, which cached pages re-read on their own (catalog/public.ts).
       return { order, replay: false };
     } catch (err) {
       if (err instanceof RequestIdTaken && requestId) {

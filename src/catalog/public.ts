@@ -1,0 +1,158 @@
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { categories, codes, products } from '../db/schema/index.js';
+import { AppError } from '../http/errors.js';
+import type { SettingsService } from '../settings/service.js';
+import type { Clock } from '../shared/clock.js';
+import { escapeLike, foldForSearch } from '../shared/text.js';
+import { countShown, fulfilmentOf, listFilter, productView, selectCategories, selectShown, shownSearch, visible, type ProductView } from './queries.js';
+
+export type CategoryView = { id: string; name: string; parent_id: string | null; sort: number; source: 'local' | 'api' };
+
+export type ProductPage = { data: ProductView[]; page: number; limit: number; total: number; has_more: boolean };
+
+export type ProductsQuery = { page: number; limit: number; category_id?: string; q?: string; updated_after?: Date; include_missing?: boolean };
+
+/**
+ * How stale the stock of a local code product on a cached page may be. Orders change only stock, so they do not
+ * drop the cached pages (issue 10 item 2): the stock of the code products on a page is re-read at most this often.
+ */
+export const STOCK_MAX_AGE_MS = 2_000;
+
+// Placeholders for a page's live stock, written into the page before it is serialised once and cut out of the bytes:
+// negative stock never occurs, and an unescaped `"` cannot occur inside a JSON string, so the match is exact.
+const SLOT_BASE = -1_000_000_000;
+const SLOT_RE = /"stock":-1(\d{9}),"status":"in_stock"/g;
+
+/** A cached page: its bytes cut at the stock of each visible local code product, which is filled in separately. */
+type CachedPage = { at: number; parts: string[]; slots: number[]; stockAt: number; counts: Map<number, number>; bytes: string; refresh: Promise<string> | null };
+
+function parseId(raw: string, what: string): number {
+  if (!/^\d{1,9}$/.test(raw.trim())) throw new AppError('not_found', `No ${what} ${JSON.stringify(raw)}`);
+  return Number(raw.trim());
+}
+
+function join(parts: string[], slots: number[], counts: Map<number, number>): string {
+  let out = parts[0]!;
+  for (let i = 0; i < slots.length; i++) {
+    const n = counts.get(slots[i]!) ?? 0;
+    out += `"stock":${n},"status":"${n > 0 ? 'in_stock' : 'out_of_stock'}"` + parts[i + 1];
+  }
+  return out;
+}
+
+export type PublicCatalogDeps = { db: Db; clock: Clock; settings: SettingsService; cacheMax?: number };
+
+/** The public reads of the catalogue: categories, one product, and the product list served from a cache of bytes. */
+export function createPublicCatalog(deps: PublicCatalogDeps) {
+  const { db, clock, settings } = deps;
+  const cacheMax = deps.cacheMax ?? 1000;
+  const cache = new Map<string, CachedPage>();
+  let generation = 0;
+  /** Observable cost of the cache (tests): pages built from the database, and stock re-reads of cached pages. */
+  const stats = { pageBuilds: 0, stockReads: 0 };
+
+  async function readStock(ids: number[]): Promise<Map<number, number>> {
+    const rows = await db
+      .select({ id: codes.productId, n: sql<number>`count(*)::int` })
+      .from(codes)
+      .where(and(inArray(codes.productId, ids), eq(codes.status, 'available')))
+      .groupBy(codes.productId);
+    return new Map(rows.map((r) => [r.id, Number(r.n)]));
+  }
+
+  async function build(q: ProductsQuery, limit: number, markup: string, folded: string): Promise<{ page: ProductPage; slots: number[]; counts: Map<number, number> }> {
+    const page = q.page;
+    if (q.category_id !== undefined && !/^\d{1,9}$/.test(q.category_id)) return { page: { data: [], page, limit, total: 0, has_more: false }, slots: [], counts: new Map() };
+    const cond = listFilter({
+      updatedAfter: q.updated_after,
+      includeMissing: q.include_missing,
+      categoryId: q.category_id === undefined ? undefined : Number(q.category_id),
+      search: folded ? sql`${shownSearch} LIKE ${'%' + escapeLike(folded) + '%'}` : undefined,
+    });
+    const [countRow] = await countShown(db).where(cond);
+    const total = Number(countRow?.n ?? 0);
+    const rows = await selectShown(db, markup)
+      .where(cond)
+      .orderBy(asc(products.sort), asc(products.id))
+      .limit(limit)
+      .offset((page - 1) * limit);
+    const slots: number[] = [];
+    const counts = new Map<number, number>();
+    const data = rows.map((r) => {
+      const view = productView(r);
+      // Only a visible local code product's stock moves with orders; every other field changes with a catalogue event.
+      if (r.visible && fulfilmentOf(r) === 'codes') {
+        counts.set(r.id, view.stock);
+        return { ...view, stock: SLOT_BASE - slots.push(r.id) + 1, status: 'in_stock' as const };
+      }
+      return view;
+    });
+    return { page: { data, page, limit, total, has_more: page * limit < total }, slots, counts };
+  }
+
+  return {
+    stats,
+    dropCache(): void {
+      generation++;
+      cache.clear();
+    },
+
+    /** Public categories; `all` (admin) includes source categories that are hidden or gone. */
+    async listCategories(all = false): Promise<CategoryView[]> {
+      const rows = await selectCategories(db, all).orderBy(asc(categories.sort), asc(categories.id));
+      return rows.map((r) => ({ id: String(r.id), name: r.name, parent_id: r.parentId === null ? null : String(r.parentId), sort: r.sort, source: r.source === 'api' ? 'api' : 'local' }));
+    },
+
+    /**
+     * Public list as the bytes of the answer: visible products only, `limit` capped by products_max_limit. `serialize`
+     * (the route's response schema) runs once per built page; a hit sends the stored bytes, with the stock of local
+     * code products at most STOCK_MAX_AGE_MS old. Any catalogue change drops every page at once.
+     */
+    async productsPage(q: ProductsQuery, serialize: (page: ProductPage) => string): Promise<string> {
+      const s = await settings.all();
+      const limit = Math.min(q.limit, s.products_max_limit);
+      const folded = q.q ? foldForSearch(q.q) : '';
+      const key = JSON.stringify([q.page, limit, q.category_id ?? '', folded, q.updated_after?.toISOString() ?? '', q.include_missing === true]);
+      const now = clock.now().getTime();
+      const ttl = s.products_cache_seconds * 1000;
+      const hit = cache.get(key);
+      if (hit && now - hit.at < ttl) {
+        if (hit.slots.length === 0 || now - hit.stockAt < Math.min(ttl, STOCK_MAX_AGE_MS)) return hit.bytes;
+        // One re-read per page however many requests arrive meanwhile; they get the bytes it produces.
+        hit.refresh ??= readStock(hit.slots)
+          .then((counts) => {
+            stats.stockReads++;
+            hit.counts = counts;
+            hit.stockAt = now;
+            hit.bytes = join(hit.parts, hit.slots, counts);
+            return hit.bytes;
+          })
+          .finally(() => {
+            hit.refresh = null;
+          });
+        return hit.refresh;
+      }
+      const gen = generation;
+      const built = await build(q, limit, s.price_markup_percent, folded);
+      stats.pageBuilds++;
+      const parts = serialize(built.page).split(SLOT_RE).filter((_, i) => i % 2 === 0);
+      const entry: CachedPage = { at: now, parts, slots: built.slots, stockAt: now, counts: built.counts, bytes: join(parts, built.slots, built.counts), refresh: null };
+      if (ttl > 0 && gen === generation) {
+        if (cache.size >= cacheMax) cache.clear();
+        cache.set(key, entry);
+      }
+      return entry.bytes;
+    },
+
+    /** One visible product; hidden, missing and unknown ones are the same not_found. */
+    async getProduct(idRaw: string): Promise<ProductView> {
+      const id = parseId(idRaw, 'product');
+      const rows = await selectShown(db, await settings.get('price_markup_percent')).where(and(eq(products.id, id), visible)).limit(1);
+      if (!rows[0]) throw new AppError('not_found', `No product ${JSON.stringify(idRaw)}`);
+      return productView(rows[0]);
+    },
+  };
+}
+
+export type PublicCatalog = ReturnType<typeof createPublicCatalog>;

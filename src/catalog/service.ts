@@ -19,6 +19,8 @@ export type CatalogDeps = { db: Db; cipher: Cipher; bus: EventBus; clock: Clock;
 export function createCatalogService(deps: CatalogDeps) {
   const reads = createPublicCatalog(deps);
   deps.bus.subscribe('catalog', reads.dropCache);
+  // A setting can change what a cached page shows (price_markup_percent reprices every source product): drop them.
+  deps.bus.subscribe('settings', reads.dropCache);
   async function changed(): Promise<void> {
     reads.dropCache();
     await deps.bus.publish('catalog');

@@ -197,7 +197,12 @@ export function createOrderService(deps: OrderServiceDeps) {
       const [o] = await tx.select().from(orders).where(eq(orders.orderCode, orderCode)).for('update').limit(1);
       if (!o) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
       if (final === 'failed' && o.status !== 'pending') throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only a pending order can fail`);
-      if (o.status !== 'success' && o.status !== 'pending') throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only success or pending orders can be refunded`);
+      if (final === 'refunded' && o.status !== 'success' && o.status !== 'pending') throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only a success order can be refunded`);
+      // A pending order is out at the source site, which may still fulfil and charge it: refunding it here as well
+      // would pay twice. The reconciler settles it (success, or failed and refunded); an admin refunds it after that.
+      if (o.status === 'pending' && final === 'refunded') {
+        throw new AppError('conflict', `Order ${orderCode} is pending at the source site; it is refunded automatically if the source refuses it, and can be refunded by hand once it is success`);
+      }
       const [credited] = await tx
         .update(users)
         .set({ balance: sql`${users.balance} + ${o.total}::numeric`, updatedAt: sql`now()` as unknown as Date })

@@ -157,7 +157,7 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
 
       // Twice is refused with the API's envelope, passed through as is; the balance does not move.
       const again = await fails('order', 'refund', fresh);
-      const conflict = { ok: false, error: 'conflict', message: `Order ${fresh} is refunded; only success or pending orders can be refunded` };
+      const conflict = { ok: false, error: 'conflict', message: `Order ${fresh} is refunded; only a success order can be refunded` };
       expect(again.envelope).toEqual(conflict);
       const api = await t.admin('POST', `/admin/v1/orders/${fresh}/refund`);
       expect({ status: api.statusCode, line: JSON.stringify(api.json()) + '\n' }).toEqual({ status: 409, line: again.line });

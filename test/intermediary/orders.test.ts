@@ -127,6 +127,10 @@ describe('orders of source products', () => {
       await ageOrders(s);
       const stillDown = (await s.cron()).json() as { jobs: { reconcile: { checked: number; settled: number } } };
       expect(stillDown.jobs.reconcile).toMatchObject({ checked: 1, settled: 0 });
+      // Nor can an admin refund it meanwhile: the source holds (and charged) it, so a refund here would pay twice.
+      const refused = await s.mid.admin('POST', `/admin/v1/orders/${created.order_code}/refund`);
+      expect({ status: refused.statusCode, error: (refused.json() as { error: string }).error }).toEqual({ status: 409, error: 'conflict' });
+      expect(await balance(s)).toBe(999_000);
 
       proxy.state.mode = { kind: 'pass' };
       const cron = (await s.cron()).json() as { jobs: { reconcile: { checked: number; settled: number } } };

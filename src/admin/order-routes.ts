@@ -64,7 +64,7 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
     schema: {
       operationId: 'adminRefundOrder',
       summary: 'Refund an order',
-      description: 'Gives the total back (ledger row); codes return to stock only if the client never saw them.',
+      description: 'Gives the total back (ledger row); codes return to stock only if the client never saw them. Only a success order: a pending one (out at the source site) is settled by the reconciler.',
       params: orderCodeParams,
       response: { 200: ok(z.object({ order_code: z.string(), status: z.string(), total: z.number(), message: z.string() }), 'The refunded order, under data.'), ...errs('not_found', 'conflict') },
     },

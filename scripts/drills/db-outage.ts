@@ -12,7 +12,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { ADMIN_TOKEN, adminData, call, freePort, onAbort, runDrill, sleep, startServer, until, type Answer, type Server } from './kit.js';
 
-const INITIAL = 1_000_000;
+// Enough balance and stock for the whole run: an order refused for either would hide whether the server serves again.
+const INITIAL = 100_000_000;
 const PRICE = 1000;
 
 function pgBin(): string {
@@ -53,7 +54,7 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     const user = await adminData<{ id: number; api_key: string }>(s.base, 'POST', '/admin/v1/users', { name: 'drill', balance: INITIAL });
     const cat = await adminData<{ id: string }>(s.base, 'POST', '/admin/v1/categories', { name: 'Drill' });
     const product = await adminData<{ id: string }>(s.base, 'POST', '/admin/v1/products', { category_id: cat.id, name: 'Card', price: PRICE, max_qty: 3 });
-    const codes = Array.from({ length: 3000 }, (_, i) => `DRILL-${i}`).join('\n');
+    const codes = Array.from({ length: 40_000 }, (_, i) => `DRILL-${i}`).join('\n');
     const imp = await call(s.base, 'POST', `/admin/v1/products/${product.id}/codes`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, text: codes });
     if (imp.status !== 200) throw new Error(`import: ${imp.status}`);
 
@@ -92,6 +93,8 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     await sleep(1000);
     running = false;
     await Promise.all(workers);
+    const refused = answers.filter((a) => a.status === 422).length;
+    if (refused > 0) failures.push(`${refused} orders refused (422): the drill's stock or balance ran out, so it cannot tell when the server serves again`);
     if (s.exited()) failures.push(`the server exited:\n${s.log().slice(-2000)}`);
 
     const byStatus: Record<string, number> = {};

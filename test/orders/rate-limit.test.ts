@@ -1,8 +1,8 @@
-import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GUARD_AUTH_FAILURES_PER_MINUTE, GUARD_VIOLATIONS_PER_MINUTE } from '../../src/http/guard.js';
 import { bearer, createTestApp, createTestDatabase, makeUser, type TestApp, type TestDatabase } from '../harness.js';
+import { redisAnswers, TEST_REDIS_URL } from '../helpers/redis.js';
 
 describe('rate limits and api_guard (in-memory counters)', () => {
   let t: TestApp;
@@ -78,22 +78,8 @@ describe('rate limits and api_guard (in-memory counters)', () => {
 });
 
 // The shared counters need a Redis server; without one the suite is skipped and its title says why.
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 const redisUp = await redisAnswers(REDIS_URL);
-
-/** Whether a Redis server answers PING at `url` within a second. */
-async function redisAnswers(url: string): Promise<boolean> {
-  const r = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
-  r.on('error', () => {});
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
 
 describe.skipIf(!redisUp)(`rate limit counters shared through Redis by two app instances${redisUp ? '' : ` (skipped: no Redis answers at ${REDIS_URL}; start one or set TEST_REDIS_URL)`}`, () => {
   let db: TestDatabase;

@@ -8,27 +8,15 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
 import { ADMIN_TOKEN, APP_SECRET, createTestDatabase, onPostgres, type TestDatabase } from '../harness.js';
+import { redisAnswers, TEST_REDIS_URL } from '../helpers/redis.js';
 import { baseUrlOf, START_TIMEOUT_MS, startServer, stopServer, type Server } from '../helpers/server-process.js';
 
 // Scale-out (issue 10 item 5): two real server processes on one PostgreSQL and one Redis behave as one server.
 // Embedded PGlite is one process's database by design, so this runs only on PostgreSQL, and only with Redis.
 
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 
-async function redisReachable(): Promise<boolean> {
-  const r = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 1000, retryStrategy: () => null });
-  r.on('error', () => {});
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
-
-const redisUp = onPostgres() && (await redisReachable());
+const redisUp = onPostgres() && (await redisAnswers(REDIS_URL));
 // In CI (.ci/run starts Redis) a missing Redis fails this file instead of skipping it, so that a green CI proves scale-out.
 const runnable = onPostgres() && (redisUp || process.env.CI === 'true');
 const title = runnable

@@ -19,7 +19,7 @@ const cronResponse = z.object({
   updated: z.number().int(),
   missing: z.number().int(),
   duration_ms: z.number().int(),
-  jobs: z.record(z.string(), z.unknown()).describe('the other due work: payment preparation and expiry, clean-up'),
+  jobs: z.record(z.string(), z.unknown()).describe('the other due work, one entry per job: payments, cleanup, webhooks, webhook_cleanup, reconcile, and sync when it ran (or "busy" when another process held it)'),
 }).describe('What the jobs did: the catalogue sync fields, and the other jobs under jobs.');
 
 /** The scheduler's endpoint (spec endpoint 10), authenticated by the cron_token setting, not by an API key. */

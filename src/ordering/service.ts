@@ -209,7 +209,8 @@ export function createOrderService(deps: OrderServiceDeps) {
         .where(eq(users.id, o.userId))
         .returning({ balance: users.balance });
       await tx.insert(balanceLedger).values({ userId: o.userId, amount: o.total, balanceAfter: credited!.balance, kind: 'refund', ref: o.orderCode, actor });
-      if (!o.deliveredAt) {
+      // Codes delivered by the source site are the source's: they never become our stock.
+      if (!o.deliveredAt && o.upstreamOrderCode === null) {
         // A code marked used stays with the refunded order: it must never be sold again.
         await tx.update(codes).set({ status: 'available', orderId: null }).where(and(eq(codes.orderId, o.id), eq(codes.used, false)));
       }

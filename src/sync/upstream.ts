@@ -112,8 +112,12 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
 
   /** One order/create upstream and what follows from its answer; the caller holds the order's lease. */
   async function send(order: OrderRow, sourceId: string, first: boolean): Promise<void> {
+    // Once the source answered order/create, a later refusal (of the delivery read, say) is not a refusal of the
+    // order: the source holds it, so it must stay pending for the reconciler, never be refunded.
+    let answered = false;
     try {
       const { body } = await client.call('POST', '/api/v1/order/create', { json: { product_id: sourceId, quantity: order.quantity, request_id: order.orderCode } });
+      answered = true;
       const upstreamCode = typeof body.order_code === 'string' ? body.order_code : '';
       if (!upstreamCode) throw new SourceError('unknown', 'The source site answered the order without an order_code', 'bad_answer');
       await db.update(orders).set({ upstreamOrderCode: upstreamCode }).where(and(eq(orders.id, order.id), sql`${orders.upstreamOrderCode} IS NULL`));
@@ -122,7 +126,7 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
       // pending upstream: the reconciler asks again later.
     } catch (err) {
       if (!(err instanceof SourceError)) throw err;
-      if ((err.kind === 'refused' && (first || answersTheOrder(err.code))) || (first && err.kind === 'config')) await fail(order, err.code ?? 'refused');
+      if (!answered && ((err.kind === 'refused' && (first || answersTheOrder(err.code))) || (first && err.kind === 'config'))) await fail(order, err.code ?? 'refused');
       else logger.warn({ order_code: order.orderCode, source_error: err.code }, `order left pending: ${err.message}`);
     }
   }

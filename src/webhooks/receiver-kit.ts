@@ -97,13 +97,16 @@ export type ReceiverOptions = {
    * in the same transaction as the credit); returns false when the event_id was already recorded.
    */
   processOnce(event: WebhookEvent): Promise<boolean> | boolean;
+  /** Any other verified event (payment.expired, payment.cancelled, payment.rejected, when subscribed); never credits. */
+  onOtherEvent?(event: WebhookEvent): Promise<void> | void;
 };
 
 export type ReceiverAnswer = { status: number; body: string; processed: boolean; reason?: string };
 
 /**
  * A whole receiver: 401 on a bad timestamp or signature, 422 when the event does not match the stored request, 2xx
- * once processed and for a repeat of an event already recorded (so that the sender stops retrying it).
+ * once processed and for a repeat of an event already recorded (so that the sender stops retrying it). Only
+ * payment.approved reaches processOnce; other events are acknowledged with 200 `{"ignored":true}`.
  */
 export function createWebhookReceiver(opts: ReceiverOptions) {
   return async (rawBody: string | Uint8Array, headers: HeaderBag): Promise<ReceiverAnswer> => {
@@ -113,6 +116,12 @@ export function createWebhookReceiver(opts: ReceiverOptions) {
     if (!stored) return { status: 422, body: JSON.stringify({ ok: false, error: 'unknown payment' }), processed: false, reason: 'unknown payment' };
     const m = matchesStoredRequest(v.event, stored);
     if (!m.ok) return { status: 422, body: JSON.stringify({ ok: false, error: m.reason }), processed: false, reason: m.reason };
+    // processOnce credits: only an approval may reach it. Opt-in events (payment.expired, .cancelled, .rejected) are
+    // acknowledged so that the sender stops retrying them, and go to onOtherEvent when the website handles them.
+    if (v.event.event !== 'payment.approved' || v.event.status !== 'approved') {
+      await opts.onOtherEvent?.(v.event);
+      return { status: 200, body: JSON.stringify({ ok: true, ignored: true }), processed: false };
+    }
     const first = await opts.processOnce(v.event);
     return { status: 200, body: JSON.stringify({ ok: true, duplicate: !first }), processed: first };
   };

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWebhookReceiver, type WebhookEvent } from 'reseller-gateway/webhook-verify';
 import { createTestApp, type TestApp } from '../harness.js';
 import { cliKit } from '../foundation/cli-kit.js';
 import { makeMethod } from '../payments/helpers.js';
@@ -50,6 +51,40 @@ describe('opt-in events and the pay webhook commands', () => {
       expect.arrayContaining([['payment.cancelled', 'cancelled'], ['payment.expired', 'expired'], ['payment.rejected', 'rejected']]),
     );
     for (const x of r.received) expect(x.headers['x-webhook-event']).toBe((JSON.parse(x.body) as { event: string }).event);
+  });
+
+  it('the receiver kit never credits an opt-in event: a rejection reaches onOtherEvent, not processOnce, and is answered 200', async () => {
+    const credited: string[] = [];
+    const others: string[] = [];
+    let secret = '';
+    let paymentId = '';
+    let stored: { payment_id: string; merchant_invoice_id: string; amount: number; transfer_content: string } | null = null;
+    const receive = (body: string, headers: Parameters<ReturnType<typeof createWebhookReceiver>>[1]) =>
+      createWebhookReceiver({
+        secret,
+        now: () => t.clock.now().getTime(),
+        findRequest: (e: WebhookEvent) => (e.payment_id === paymentId ? stored : null),
+        processOnce: (e: WebhookEvent) => (credited.push(e.event_id), true),
+        onOtherEvent: (e: WebhookEvent) => void others.push(e.event),
+      })(body, headers);
+    const site = await startReceiver(async (_n, req) => {
+      const a = await receive(req.body, req.headers);
+      return { status: a.status, body: a.body };
+    });
+    try {
+      const c = await makeHookClient(t, site.url);
+      secret = c.webhook_secret;
+      await ok('pay', 'client', 'update', String(c.id), '--events', 'payment.rejected');
+      const p = await pendingPayment(t, c);
+      paymentId = p.payment_id;
+      stored = { payment_id: p.payment_id, merchant_invoice_id: p.merchant_invoice_id, amount: p.amount, transfer_content: p.payment!.transfer_content };
+      await t.adminData('POST', `/admin/v1/pay/payments/${p.payment_id}/reject`);
+      await until(async () => (await outboxOf(t, c.id))[0]?.status === 'delivered', 'rejection delivered');
+      expect(others).toEqual(['payment.rejected']);
+      expect(credited).toEqual([]);
+    } finally {
+      await site.close();
+    }
   });
 
   it('pay webhook list [--status S], show and resend', async () => {

@@ -98,8 +98,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
 
   let redis: Redis | undefined;
   if (config.REDIS_URL) {
-    // No offline queue: while Redis is down, limits fail open at once instead of stalling requests.
-    redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
+    // No offline queue: while Redis is down, limits count per process at once instead of stalling requests; and a
+    // command timeout, so that a Redis that stalls without closing the connection falls back the same way.
+    redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, commandTimeout: 500 });
     // One warning per outage (ioredis reports every failed reconnect): limits count per process meanwhile.
     let redisDown = false;
     redis.on('error', (err) => {

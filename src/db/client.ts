@@ -59,7 +59,7 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
       lost = true;
       if (listener === client) listener = null;
       client.end().catch(() => {});
-      if (!closed) setTimeout(() => void reconnect(), retryMs).unref();
+      scheduleReconnect();
     };
     client.on('error', onLost);
     client.on('end', onLost);
@@ -68,8 +68,25 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
     });
     await client.connect();
     await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+    if (closed || listener) {
+      // Closed meanwhile, or another attempt won: one LISTEN connection, never a leaked second one.
+      await client.end().catch(() => {});
+      return;
+    }
     listener = client;
     retryMs = 500;
+  }
+
+  // One pending reconnect at most: a failed connect both rejects and emits 'end', and scheduling on each would double
+  // the reconnect chains every round of an outage.
+  let reconnectTimer: NodeJS.Timeout | null = null;
+  function scheduleReconnect(): void {
+    if (closed || listener || reconnectTimer) return;
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = null;
+      void reconnect();
+    }, retryMs);
+    reconnectTimer.unref();
   }
 
   async function reconnect(): Promise<void> {
@@ -79,7 +96,7 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
       fanOut(JSON.stringify({ origin: 'listener', topic: '*' }));
     } catch {
       retryMs = Math.min(retryMs * 2, 30_000);
-      if (!closed) setTimeout(() => void reconnect(), retryMs).unref();
+      scheduleReconnect();
     }
   }
 
@@ -106,6 +123,7 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
     },
     async close() {
       closed = true;
+      if (reconnectTimer) clearTimeout(reconnectTimer);
       const l = listener;
       listener = null;
       if (l) await l.end().catch(() => {});

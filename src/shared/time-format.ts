@@ -17,7 +17,6 @@ export function parseDisplayTime(s: string, timeZone: string): Date | null {
   if (!m) return null;
   const [, dd, mm, yyyy, hh, mi, ss] = m.map(Number) as number[];
   const asUtc = Date.UTC(yyyy!, mm! - 1, dd!, hh!, mi!, ss!);
-  if (Number.isNaN(asUtc)) return null;
   // The zone's offset at that instant: format the UTC guess in the zone and measure the difference (twice, for DST edges).
   let t = asUtc;
   for (let i = 0; i < 2; i++) {
@@ -27,5 +26,8 @@ export function parseDisplayTime(s: string, timeZone: string): Date | null {
     const [sh, smi, ss2] = time.split(':').map(Number) as number[];
     t += asUtc - Date.UTC(sy!, sm! - 1, sd!, sh!, smi!, ss2!);
   }
-  return new Date(t);
+  // Date.UTC rolls 31/02 over to 03/03 and 99:99 into the next days: only a time that formats back to itself is real
+  // (the text comes from the source site, which we do not trust to be well-formed).
+  const d = new Date(t);
+  return formatDisplayTime(d, timeZone) === s.trim() ? d : null;
 }

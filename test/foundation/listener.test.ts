@@ -4,6 +4,7 @@ import { openPg, type Database } from '../../src/db/client.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { bearer, createTestApp, createTestDatabase, makeUser, onPostgres, type TestApp, type TestDatabase } from '../harness.js';
 import { eventually } from '../helpers/assert.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 // Only PostgreSQL has a separate LISTEN connection that can drop; embedded PostgreSQL delivers in-process.
 describe.skipIf(!onPostgres())('the invalidation listener after its connection drops', () => {
@@ -42,4 +43,30 @@ describe.skipIf(!onPostgres())('the invalidation listener after its connection d
     const refused = await eventually(async () => (await a.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).statusCode === 403, 2000);
     expect(refused).toBe(true);
   });
+
+  it('after a database outage of several retries it comes back with one LISTEN connection, not one per failed attempt', async () => {
+    const u = new URL(db.url!);
+    const proxy = await startTcpProxy({ host: u.hostname, port: Number(u.port || 5432) });
+    const viaProxy = new URL(db.url!);
+    viaProxy.port = String(proxy.port);
+    const third = await openPg(viaProxy.toString(), 2);
+    try {
+      await third.listen(() => {});
+      const listeners = async () =>
+        Number(rowsOf<{ n: string }>(await a.deps.db.execute(sql`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`))[0]!.n);
+      const before = await listeners();
+      // Down long enough for several failed reconnects (500 ms, 1 s, 2 s): each failed connect also emits 'end',
+      // which used to schedule a second reconnect chain, and the chains doubled every round.
+      await proxy.cut();
+      await new Promise((r) => setTimeout(r, 4000));
+      await proxy.restore();
+      expect(await eventually(async () => (await listeners()) >= before, 10_000)).toBe(true);
+      // Any extra chains would connect on their own timers within the next backoff step.
+      await new Promise((r) => setTimeout(r, 4500));
+      expect(await listeners()).toBe(before);
+    } finally {
+      await third.close();
+      await proxy.close();
+    }
+  }, 40_000);
 });

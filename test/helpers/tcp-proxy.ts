@@ -6,12 +6,18 @@ export type TcpProxy = {
   cut(): Promise<void>;
   /** Accepts connections again on the same port. */
   restore(): Promise<void>;
+  /** Keeps every connection open but forwards nothing, either way: a server that stalls without closing. */
+  stall(): void;
+  /** Forwards again what was held back while stalled. */
+  resume(): void;
   close(): Promise<void>;
 };
 
 /** A TCP relay on 127.0.0.1 in front of a real server, so a test can take that server "down" without stopping it. */
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
+  const pairs = new Set<[net.Socket, net.Socket]>();
+  let stalled = false;
   let server: net.Server | null = null;
   let port = 0;
 
@@ -27,8 +33,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
             upstream.destroy();
           });
         }
-        client.pipe(upstream);
-        upstream.pipe(client);
+        const pair: [net.Socket, net.Socket] = [client, upstream];
+        pairs.add(pair);
+        client.on('close', () => pairs.delete(pair));
+        if (!stalled) {
+          client.pipe(upstream);
+          upstream.pipe(client);
+        }
       });
       s.once('error', reject);
       s.listen(onPort, '127.0.0.1', () => {
@@ -53,6 +64,22 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     cut: stop,
     restore: () => listen(port),
+    stall() {
+      stalled = true;
+      for (const [c, u] of pairs) {
+        c.unpipe(u);
+        u.unpipe(c);
+        c.pause();
+        u.pause();
+      }
+    },
+    resume() {
+      stalled = false;
+      for (const [c, u] of pairs) {
+        c.pipe(u);
+        u.pipe(c);
+      }
+    },
     close: stop,
   };
 }

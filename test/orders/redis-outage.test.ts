@@ -61,4 +61,17 @@ describe.skipIf(!redisUp)('Redis outage (needs Redis on 127.0.0.1:6379)', () => 
     expect((await balance(c)).statusCode).toBe(200);
     expect(t.logs.some((l) => l.includes('redis is back'))).toBe(true);
   });
+
+  it('a Redis that stalls without closing the connection does not hold requests: they are answered, counted per process', async () => {
+    await until(() => t.deps.redis?.status === 'ready', 'redis ready');
+    const d = (await makeUser(t)).api_key;
+    proxy.stall();
+    try {
+      // Real I/O: without a command timeout the rate-limit lookup waits on Redis for ever.
+      const answer = await Promise.race([balance(d).then((r) => r.statusCode), new Promise<string>((r) => setTimeout(() => r('no answer within 5 s'), 5000))]);
+      expect(answer).toBe(200);
+    } finally {
+      proxy.resume();
+    }
+  });
 });

@@ -25,20 +25,24 @@ const SLOT_BASE = -1_000_000_000;
 const SLOT_RE = /"stock":-1(\d{9}),"status":"in_stock"/g;
 
 /** A cached page: its bytes cut at the stock of each visible local code product, which is filled in separately. */
-type CachedPage = { at: number; parts: string[]; slots: number[]; stockAt: number; counts: Map<number, number>; bytes: string; refresh: Promise<string> | null };
+type CachedPage = { at: number; parts: string[]; slots: number[]; stockAt: number; counts: Map<number, number>; bytes: Buffer; refresh: Promise<Buffer> | null };
 
 function parseId(raw: string, what: string): number {
   if (!/^\d{1,9}$/.test(raw.trim())) throw new AppError('not_found', `No ${what} ${JSON.stringify(raw)}`);
   return Number(raw.trim());
 }
 
-function join(parts: string[], slots: number[], counts: Map<number, number>): string {
+/**
+ * The page's bytes with the stock filled in. Encoded once here, not per request: a Buffer is sent as it is, while a
+ * string would be measured (Buffer.byteLength) and encoded again on every answer.
+ */
+function join(parts: string[], slots: number[], counts: Map<number, number>): Buffer {
   let out = parts[0]!;
   for (let i = 0; i < slots.length; i++) {
     const n = counts.get(slots[i]!) ?? 0;
     out += `"stock":${n},"status":"${n > 0 ? 'in_stock' : 'out_of_stock'}"` + parts[i + 1];
   }
-  return out;
+  return Buffer.from(out, 'utf8');
 }
 
 export type PublicCatalogDeps = { db: Db; clock: Clock; settings: SettingsService; cacheMax?: number };
@@ -109,7 +113,7 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
      * (the route's response schema) runs once per built page; a hit sends the stored bytes, with the stock of local
      * code products at most STOCK_MAX_AGE_MS old. Any catalogue change drops every page at once.
      */
-    async productsPage(q: ProductsQuery, serialize: (page: ProductPage) => string): Promise<string> {
+    async productsPage(q: ProductsQuery, serialize: (page: ProductPage) => string): Promise<Buffer> {
       const s = await settings.all();
       const limit = Math.min(q.limit, s.products_max_limit);
       const folded = q.q ? foldForSearch(q.q) : '';

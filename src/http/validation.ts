@@ -7,10 +7,13 @@ import { AppError, fieldError } from './errors.js';
 export function nulPath(value: unknown, at: string, depth = 0): string | null {
   if (typeof value === 'string') return value.includes('\u0000') ? at : null;
   if (depth > 64 || value === null || typeof value !== 'object') return null;
-  for (const [k, v] of Object.entries(value)) {
-    const here = `${at}.${k.split('\u0000').join('\\u0000')}`;
-    if (k.includes('\u0000')) return here;
-    const found = nulPath(v, here, depth + 1);
+  // The path is built only on the way out of a hit: the common, clean input allocates nothing here.
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    const v = (value as Record<string, unknown>)[k];
+    if (k.includes('\u0000')) return `${at}.${k.split('\u0000').join('\\u0000')}`;
+    if (typeof v === 'string' ? !v.includes('\u0000') : v === null || typeof v !== 'object') continue;
+    const found = nulPath(v, `${at}.${k}`, depth + 1);
     if (found) return found;
   }
   return null;

@@ -54,7 +54,7 @@ export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): 
       response: { 200: productsResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request') },
     },
     // The page is serialised through its response schema once when built; a cache hit sends the stored bytes as they
-    // are (a string payload with a JSON content type skips the route's serializer).
+    // are (a Buffer payload skips the route's serializer and needs no encoding or measuring per request).
     handler: async (req, reply) => {
       const bytes = await deps.catalog.productsPage(req.query, serializeProductsPage);
       return reply.type('application/json; charset=utf-8').send(bytes as never);

@@ -4,7 +4,7 @@ import { orders } from '../db/schema/index.js';
 
 /**
  * Order creation for a local product in one round trip: the SQL function order_create_local (migration
- * 0009_order_create_fn) checks the product, writes the order, claims the codes, debits the balance and writes the
+ * 0010_order_create_fn, its claim pinned in 0011) checks the product, writes the order, claims the codes, debits the balance and writes the
  * ledger row in one statement, so the user's balance row is locked only for the rest of that statement.
  */
 
@@ -64,9 +64,9 @@ export function createLocalOrders(db: Db) {
   }).prepare('order_create_local');
 
   /** The created order, or the earlier one with this request_id; throws LocalOrderRefused for a refusal. */
-  return async function createLocal(args: LocalOrderArgs, outer: Db = db): Promise<typeof orders.$inferSelect> {
+  return async function createLocal(args: LocalOrderArgs): Promise<typeof orders.$inferSelect> {
     try {
-      const rows = outer === db ? await prepared.execute(args) : await query(outer, args);
+      const rows = await prepared.execute(args);
       if (!rows[0]) throw new Error('order_create_local returned no order');
       return rows[0];
     } catch (err) {

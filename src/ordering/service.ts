@@ -29,19 +29,6 @@ export function orderFailed(reason: OrderFailReason, detail?: string): AppError 
   return new AppError('order_failed', detail ? `${FAIL_MESSAGES[reason]}: ${detail}` : FAIL_MESSAGES[reason], { reason });
 }
 
-/** The codes an order takes, oldest first, read from the partial index codes_available_idx (see CLAIM_PLANNER). */
-export function claimCandidates(productId: number, quantity: number) {
-  return sql`SELECT id FROM codes WHERE product_id = ${productId} AND status = 'available' ORDER BY id LIMIT ${quantity} FOR UPDATE SKIP LOCKED`;
-}
-
-/**
- * With the default random_page_cost (4) the planner prefers walking the primary key in id order and filtering,
- * which crosses every sold code before the first available one (90,000 rows when 90% of 100,000 are sold). At 1.1,
- * the SSD-era value, it reads the partial index: one probe. SET LOCAL keeps it to the order transaction; the plan is
- * checked with EXPLAIN in test/orders/claim-plan.test.ts.
- */
-export const CLAIM_PLANNER = sql`SET LOCAL random_page_cost = 1.1`;
-
 const codesMessage = (quantity: number) => `Order completed: ${quantity} code(s) delivered`;
 const FILES_MESSAGE = 'Order completed: files ready to download';
 
@@ -81,44 +68,39 @@ export function createOrderService(deps: OrderServiceDeps) {
   }
 
   /**
-   * Takes an order exactly once: the order row (unique per user and request_id) is written first, so a racing
-   * duplicate waits on it and then replays; debit, code claim and ledger follow in the same transaction, and any
-   * failure rolls all of it back.
+   * Takes an order exactly once. A local product: the SQL function order_create_local does it all in one statement
+   * (create-local.ts), replays included. A source product: checked, paid and committed as `pending` here, in one
+   * transaction whose order row (unique per user and request_id) is written first, so a racing duplicate waits on it
+   * and then replays; the source site is asked after the commit (sync/upstream.ts).
    */
-  async function create(userId: number, input: OrderInput, outer: Db = db): Promise<{ order: OrderRow; replay: boolean }> {
+  async function create(userId: number, input: OrderInput): Promise<{ order: OrderRow; replay: boolean }> {
     const requestId = input.request_id ?? null;
     const productId = parseProductId(input.product_id);
-    if (productId !== null) {
-      // A local product: one round trip, which also answers a replay (before any product check, as below).
-      const orderCode = newOrderCode();
-      try {
-        const order = await createLocal(
-          { userId, requestId, productId, quantity: input.quantity, orderCode, codesMessage: codesMessage(input.quantity), filesMessage: FILES_MESSAGE },
-          outer,
-        );
-        return order.orderCode === orderCode ? { order, replay: false } : replayOf(order, input);
-      } catch (err) {
-        if (!(err instanceof LocalOrderRefused)) throw err;
-        if (err.reason !== 'not_local') throw orderFailed(err.reason as OrderFailReason, err.detail);
-      }
-    }
-    if (requestId) {
-      const existing = await byRequestId(userId, requestId);
+    if (productId === null) {
+      // No product can have this id; a used request_id still answers its order (or the conflict), as for any other.
+      const existing = requestId ? await byRequestId(userId, requestId) : undefined;
       if (existing) return replayOf(existing, input);
+      throw orderFailed('product_unavailable');
     }
-    if (productId === null) throw orderFailed('product_unavailable');
-    // A source product: checked, paid and committed as pending here; the source site is asked after the commit.
+    const orderCode = newOrderCode();
+    try {
+      const order = await createLocal({ userId, requestId, productId, quantity: input.quantity, orderCode, codesMessage: codesMessage(input.quantity), filesMessage: FILES_MESSAGE });
+      return order.orderCode === orderCode ? { order, replay: false } : replayOf(order, input);
+    } catch (err) {
+      if (!(err instanceof LocalOrderRefused)) throw err;
+      if (err.reason !== 'not_local') throw orderFailed(err.reason as OrderFailReason, err.detail);
+    }
+    // A source product (the function has answered a replay of this request_id already, before naming it not_local).
     // Read before the transaction: a settings reload inside it would wait for a second pool connection, and with every
     // connection held by an order waiting the same way, the pool deadlocks until its connection timeout.
     const markup = await deps.settings.get('price_markup_percent');
     try {
-      const order = await withTx(outer, async (tx) => {
+      const order = await withTx(db, async (tx) => {
         // The product as the public sees it (overrides, markup, hidden, missing): the one catalogue read path.
         const [product] = await selectShown(tx, markup)
           .where(and(eq(products.id, productId), visible))
           .limit(1);
-        const fulfilment = product ? fulfilmentOf(product) : 'none';
-        if (!product || fulfilment === 'none') throw orderFailed('product_unavailable');
+        if (!product || fulfilmentOf(product) !== 'source') throw orderFailed('product_unavailable');
         if (input.quantity < product.minQty || input.quantity > product.maxQty) {
           throw orderFailed('quantity_out_of_range', `allowed ${product.minQty}-${product.maxQty}`);
         }
@@ -128,13 +110,10 @@ export function createOrderService(deps: OrderServiceDeps) {
         );
         if (!priced?.fits) throw orderFailed('insufficient_balance');
         const total = priced.total;
-        // A source order is paid and committed here as pending; the source site is asked only after the commit.
-        const status = fulfilment === 'source' ? 'pending' : 'success';
-        const message = fulfilment === 'codes' ? codesMessage(input.quantity) : fulfilment === 'files' ? FILES_MESSAGE : 'Order placed with the source site';
         const [created] = await tx
           .insert(orders)
           .values({
-            orderCode: newOrderCode(),
+            orderCode,
             userId,
             requestId,
             productId,
@@ -143,8 +122,8 @@ export function createOrderService(deps: OrderServiceDeps) {
             quantity: input.quantity,
             unitPrice: product.price,
             total,
-            status,
-            message,
+            status: 'pending',
+            message: 'Order placed with the source site',
           })
           .onConflictDoNothing({ target: [orders.userId, orders.requestId] })
           .returning();
@@ -156,16 +135,6 @@ export function createOrderService(deps: OrderServiceDeps) {
           .where(and(eq(users.id, userId), sql`${users.balance} >= ${total}::numeric`))
           .returning({ balance: users.balance });
         if (!debited) throw orderFailed('insufficient_balance');
-
-        if (fulfilment === 'codes') {
-          // SKIP LOCKED: concurrent orders take different codes instead of waiting on each other; the partial index
-          // keeps this one probe of the available codes however many are sold.
-          await tx.execute(CLAIM_PLANNER);
-          const claimed = rowsOf<{ id: number }>(
-            await tx.execute(sql`UPDATE codes SET status = 'sold', order_id = ${created.id} WHERE id IN (${claimCandidates(productId, input.quantity)}) RETURNING id`),
-          );
-          if (claimed.length < input.quantity) throw orderFailed('out_of_stock');
-        }
         await tx.insert(balanceLedger).values({
           userId,
           amount: sql`-${total}::numeric` as unknown as string,

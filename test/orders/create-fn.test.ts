@@ -7,7 +7,7 @@ import { rowsOf } from '../../src/db/tx.js';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 
 /**
- * Local orders run in the SQL function order_create_local (migration 0009): these tests hold it to the catalogue read
+ * Local orders run in the SQL function order_create_local (migrations 0010 and 0011): these tests hold it to the catalogue read
  * path of src/catalog/queries.ts, which is what the public sees, and to the answers the order path gave before.
  */
 describe('order_create_local, the one-round-trip order of a local product', () => {
@@ -90,10 +90,5 @@ describe('order_create_local, the one-round-trip order of a local product', () =
     const ok = await order(rich.api_key, { product_id: p.id, quantity: 2, request_id: 'stock' });
     expect(ok.json()).toMatchObject({ ok: true, status: 'success', total: 100 });
     expect(ok.json().idempotent_replay).toBeUndefined();
-  });
-
-  it('claims codes under the planner setting of CLAIM_PLANNER (random_page_cost = 1.1), set on the function', async () => {
-    const [fn] = rowsOf<{ config: string[] | string | null }>(await t.deps.db.execute(sql`SELECT proconfig AS config FROM pg_proc WHERE proname = 'order_create_local'`));
-    expect(String(fn!.config)).toContain('random_page_cost=1.1');
   });
 });

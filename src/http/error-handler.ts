@@ -40,6 +40,17 @@ export function preRoutingVocabulary(url: string, paymentPrefix: string): ErrorV
 }
 
 /**
+ * Fastify's own refusals before routing (%FF in the path, an over-long parameter) in the envelope of the path's family.
+ * No onRequest hook has run for them, so the X-Request-Id header is set here.
+ */
+export function frameworkErrorHandler(paymentPrefix: string) {
+  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
+    const message = err.code === 'FST_ERR_BAD_URL' ? 'The path is not valid percent-encoded UTF-8' : 'Malformed request path';
+    void sendError(reply, 400, preRoutingVocabulary(req.url, paymentPrefix).validation, message, { headers: { 'X-Request-Id': req.id } });
+  };
+}
+
+/**
  * Gives a plugin scope its vocabulary: its error handler (Fastify scopes it per plugin) and its validator, whose NUL
  * refusal names the family's codes. Called at the top of each API family's plugin.
  */

@@ -35,7 +35,7 @@ function sendError(reply: FastifyReply, status: number, code: string, message: s
 }
 
 /** The vocabulary of a path for the answers given before routing (404, a malformed URL). */
-export function preRoutingVocabulary(url: string, paymentPrefix: string): ErrorVocabulary {
+function preRoutingVocabulary(url: string, paymentPrefix: string): ErrorVocabulary {
   return isPaymentPath(url, paymentPrefix) ? PAYMENT_VOCABULARY : DEFAULT_VOCABULARY;
 }
 
@@ -60,7 +60,7 @@ export function installErrorVocabulary(app: FastifyInstance, vocab: ErrorVocabul
 }
 
 /** The one handler that writes the error envelope; 5xx are logged with the request id and never leaked. */
-export function errorHandlerFor(vocab: ErrorVocabulary) {
+function errorHandlerFor(vocab: ErrorVocabulary) {
   return (raw: FastifyError | AppError | Error, req: FastifyRequest, reply: FastifyReply) => {
     const err = vocab.translate ? vocab.translate(raw) : raw;
     if (err instanceof AppError) {

@@ -5,8 +5,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import { adminRoutes } from './admin/routes.js';
 import type { Deps } from './deps.js';
-import { DEFAULT_VOCABULARY, installErrorVocabulary, installNotFound, preRoutingVocabulary } from './http/error-handler.js';
-import { clientErrorHandler, frameworkErrorHandler, timeoutOptions } from './http/server-options.js';
+import { DEFAULT_VOCABULARY, frameworkErrorHandler, installErrorVocabulary, installNotFound } from './http/error-handler.js';
+import { clientErrorHandler, timeoutOptions } from './http/server-options.js';
 import { installJsonParser } from './http/raw-body.js';
 import { lazyChildLogger } from './http/logger.js';
 import type { Logger } from 'pino';
@@ -47,7 +47,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     forceCloseConnections: 'idle',
     ...timeoutOptions(config),
     clientErrorHandler,
-    frameworkErrors: frameworkErrorHandler((url) => preRoutingVocabulary(url, config.PAYMENT_BASE_PATH).validation),
+    frameworkErrors: frameworkErrorHandler(config.PAYMENT_BASE_PATH),
   });
   app.setSerializerCompiler(serializerCompiler);
   // Callback style: this runs on every request, and an async hook would cost a promise and a microtask each time.

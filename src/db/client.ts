@@ -13,7 +13,7 @@ export type Schema = typeof schema;
 /** Both drivers share this type; a transaction is a Db too, so queries take `Db` and work inside or outside one. */
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations', import.meta.url));
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations', import.meta.url));
 
 
 export type Database = {
@@ -24,6 +24,21 @@ export type Database = {
   migrate(): Promise<void>;
   close(): Promise<void>;
 };
+
+const FROM_DATABASE = new WeakSet<object>();
+const markFromDatabase = (err: unknown): unknown => {
+  if (err !== null && typeof err === 'object') FROM_DATABASE.add(err);
+  return err;
+};
+
+/**
+ * Whether the pool raised this error while opening a database connection (refused, timed out, name not resolved...).
+ * drizzle wraps the errors of statements (DrizzleQueryError) but hands on those of the pool's connect as they are, and
+ * a socket errno alone does not say whose socket failed: a webhook receiver's or the source site's look the same.
+ */
+export const raisedByDatabasePool = (err: unknown): boolean => err !== null && typeof err === 'object' && FROM_DATABASE.has(err);
+
+type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void;
 
 // Arbitrary but fixed: serialises migrations of processes starting together on one PostgreSQL.
 const MIGRATION_LOCK_KEY = 724_611_001;
@@ -38,6 +53,12 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
+  // Both forms: drizzle opens a transaction with the promise, pool.query (every statement outside one) with a callback.
+  const connect = pool.connect.bind(pool) as (cb?: ConnectCallback) => Promise<pg.PoolClient> | void;
+  pool.connect = ((cb?: ConnectCallback) =>
+    cb
+      ? connect((err, client, done) => cb(err && (markFromDatabase(err) as Error), client, done))
+      : (connect() as Promise<pg.PoolClient>).catch((err: unknown) => Promise.reject(markFromDatabase(err)))) as typeof pool.connect;
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
   let listener: pg.Client | null = null;
   let closed = false;

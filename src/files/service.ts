@@ -11,7 +11,7 @@ import type { FileStorage } from './storage.js';
 export type ProductFileView = { id: number; product_id: string; filename: string; size_bytes: number; sha256: string; created_at: string };
 
 /** A file name safe inside a ZIP and a header: no directories, no control characters. */
-export function safeFilename(name: string): string {
+function safeFilename(name: string): string {
   // eslint-disable-next-line no-control-regex
   const base = (name.split(/[\\/]/).pop() ?? '').replace(/[\u0000-\u001f\u007f"]/g, '').trim();
   return base.slice(0, 200) || 'file';

@@ -6,7 +6,7 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /** Query parameter names that would put a credential in a URL (refused, DESIGN 3). */
-export const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'key', 'token', 'access_token', 'x-api-key']);
+const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'key', 'token', 'access_token', 'x-api-key']);
 
 // Every name in CREDENTIAL_PARAMS contains "key" or "token"; "%" could spell either in an encoded name, and a
 // non-ASCII letter could lower-case into one (K, the Kelvin sign, is "k").

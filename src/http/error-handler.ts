@@ -35,8 +35,19 @@ function sendError(reply: FastifyReply, status: number, code: string, message: s
 }
 
 /** The vocabulary of a path for the answers given before routing (404, a malformed URL). */
-export function preRoutingVocabulary(url: string, paymentPrefix: string): ErrorVocabulary {
+function preRoutingVocabulary(url: string, paymentPrefix: string): ErrorVocabulary {
   return isPaymentPath(url, paymentPrefix) ? PAYMENT_VOCABULARY : DEFAULT_VOCABULARY;
+}
+
+/**
+ * Fastify's own refusals before routing (%FF in the path, an over-long parameter) in the envelope of the path's family.
+ * No onRequest hook has run for them, so the X-Request-Id header is set here.
+ */
+export function frameworkErrorHandler(paymentPrefix: string) {
+  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
+    const message = err.code === 'FST_ERR_BAD_URL' ? 'The path is not valid percent-encoded UTF-8' : 'Malformed request path';
+    void sendError(reply, 400, preRoutingVocabulary(req.url, paymentPrefix).validation, message, { headers: { 'X-Request-Id': req.id } });
+  };
 }
 
 /**
@@ -49,7 +60,7 @@ export function installErrorVocabulary(app: FastifyInstance, vocab: ErrorVocabul
 }
 
 /** The one handler that writes the error envelope; 5xx are logged with the request id and never leaked. */
-export function errorHandlerFor(vocab: ErrorVocabulary) {
+function errorHandlerFor(vocab: ErrorVocabulary) {
   return (raw: FastifyError | AppError | Error, req: FastifyRequest, reply: FastifyReply) => {
     const err = vocab.translate ? vocab.translate(raw) : raw;
     if (err instanceof AppError) {

@@ -7,7 +7,7 @@ import pino, { type Logger } from 'pino';
 const LOGGED_PARAMS = new Set(['page', 'limit', 'category_id', 'q', 'order_code', 'id']);
 
 /** The URL with every query value masked except those of LOGGED_PARAMS (names compared decoded, lower-cased). */
-export function redactUrl(url: string): string {
+function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
   const parts = url.slice(q + 1).split('&').map((pair) => {
@@ -30,7 +30,7 @@ export function redactUrl(url: string): string {
  * Errors are logged as type, code and message only: no stack, and never a driver message that quotes SQL or its
  * parameters (drizzle wraps driver errors as "Failed query: <sql> params: <values>", which can hold secrets).
  */
-export function safeErr(err: unknown): Record<string, unknown> {
+function safeErr(err: unknown): Record<string, unknown> {
   if (!err || typeof err !== 'object') return { message: String(err) };
   const e = err as { name?: string; code?: unknown; message?: string; cause?: unknown };
   if (typeof e.message === 'string' && e.message.startsWith('Failed query')) {
@@ -42,7 +42,7 @@ export function safeErr(err: unknown): Record<string, unknown> {
   return out;
 }
 
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers["x-api-signature"]',

@@ -1,7 +1,7 @@
 import { AppError } from './errors.js';
 import type { SettingsService } from '../settings/service.js';
 
-export const MAINTENANCE_RETRY_AFTER_SECONDS = 60;
+const MAINTENANCE_RETRY_AFTER_SECONDS = 60;
 
 /** The 503 every public API answers while the `maintenance` setting is on (the admin API is never gated). */
 export function maintenanceError(): AppError {

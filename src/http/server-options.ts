@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import { errorBody, type ErrorCode } from './errors.js';
 
@@ -47,15 +46,4 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
     );
   }
   socket.destroy();
-}
-
-/** Fastify's own refusals before routing (%FF in the path, an over-long parameter) in the envelope of the path's family. */
-export function frameworkErrorHandler(validationCode: (url: string) => ErrorCode) {
-  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
-    void reply
-      .code(400)
-      .header('X-Request-Id', req.id)
-      .type('application/json; charset=utf-8')
-      .send(errorBody(validationCode(req.url), err.code === 'FST_ERR_BAD_URL' ? 'The path is not valid percent-encoded UTF-8' : 'Malformed request path'));
-  };
 }

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { AppError, fieldError } from './errors.js';
 
 /** Where the first NUL character sits in a parsed input (a string value or an object key), as a dotted path. */
-export function nulPath(value: unknown, at: string, depth = 0): string | null {
+function nulPath(value: unknown, at: string, depth = 0): string | null {
   if (typeof value === 'string') return value.includes('\u0000') ? at : null;
   if (depth > 64 || value === null || typeof value !== 'object') return null;
   // The path is built only on the way out of a hit: the common, clean input allocates nothing here.

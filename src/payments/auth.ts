@@ -17,7 +17,7 @@ declare module 'fastify' {
   }
 }
 
-export const SIGNATURE_ALG = 'HMAC-SHA256';
+const SIGNATURE_ALG = 'HMAC-SHA256';
 
 /** The payment client of an authenticated payment route. */
 export function payClientOf(req: FastifyRequest): PayClientRow {

@@ -61,7 +61,7 @@ const feedResponse = z.object({
 }).describe('The notification was accepted and stored; result says what became of it.');
 
 /** JSON with object keys sorted at every depth: what Casso signs. */
-export function sortKeysDeep(v: unknown): unknown {
+function sortKeysDeep(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortKeysDeep);
   if (v && typeof v === 'object') {
     return Object.fromEntries(
@@ -74,7 +74,7 @@ export function sortKeysDeep(v: unknown): unknown {
 }
 
 /** X-Casso-Signature value for `body` at `t` (Unix ms): HMAC-SHA512 over t "." JSON of the key-sorted body. */
-export function cassoSignature(key: string, t: number | string, body: unknown): string {
+function cassoSignature(key: string, t: number | string, body: unknown): string {
   return createHmac('sha512', key).update(`${t}.${JSON.stringify(sortKeysDeep(body))}`, 'utf8').digest('hex');
 }
 

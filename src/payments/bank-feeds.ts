@@ -28,7 +28,7 @@ export type BankNotification = {
 };
 
 /** Banks rewrite the transfer note (case, spaces, punctuation, text around it): compare on upper-case letters and digits only. */
-export function normalizeTransferText(s: string): string {
+function normalizeTransferText(s: string): string {
   return s.toUpperCase().replace(/[^A-Z0-9]/g, '');
 }
 

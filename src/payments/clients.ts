@@ -32,7 +32,7 @@ const HOST_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]
 const invalid = (message: string, path: string): AppError => fieldError('invalid_request', path, message);
 
 /** A project domain as the admin types it ("Shop.example.com", "https://shop.example.com/") -> "shop.example.com". */
-export function normalizeDomain(raw: string): string {
+function normalizeDomain(raw: string): string {
   const d = raw.trim().toLowerCase().replace(/^https?:\/\//, '').replace(/\/.*$/, '').replace(/\.$/, '');
   if (!HOST_RE.test(d) && d !== 'localhost') throw invalid(`${JSON.stringify(raw)} is not a domain name`, 'domain');
   return d;
@@ -53,10 +53,10 @@ export function webhookOnDomain(webhookUrl: string, domain: string): boolean {
 }
 
 /** Webhook events a client can subscribe to; payment.approved is the spec's outcome and is always sent. */
-export const WEBHOOK_EVENTS = ['payment.approved', 'payment.expired', 'payment.cancelled', 'payment.rejected'] as const;
+const WEBHOOK_EVENTS = ['payment.approved', 'payment.expired', 'payment.cancelled', 'payment.rejected'] as const;
 
 /** The events list as stored: known names only, payment.approved always first, no repeats. */
-export function subscribedEvents(list: readonly string[]): string[] {
+function subscribedEvents(list: readonly string[]): string[] {
   const names = list.map((e) => e.trim()).filter(Boolean);
   const bad = names.filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
   if (bad.length > 0) throw invalid(`Unknown webhook event ${bad.map((b) => JSON.stringify(b)).join(', ')}; known: ${WEBHOOK_EVENTS.join(', ')}`, 'events');

@@ -7,6 +7,7 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { sha256Hex } from '../shared/crypto.js';
 import { newPaymentId } from '../shared/ids.js';
+import { compareMoney } from '../shared/money.js';
 import { asActor, type Lifecycle } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
 import type { Prepare } from './prepare.js';
@@ -60,8 +61,8 @@ export function createCreate(deps: CreateDeps) {
     if (known) return replay(known);
     const s = await settings.all();
     if (s.currency === 'VND' && !/^\d+$/.test(input.amount)) throw validation('amount must be a whole number of VND', 'body.amount');
-    if (Number(input.amount) < Number(s.payment_min_amount)) throw validation(`amount must be at least ${s.payment_min_amount}`, 'body.amount');
-    if (Number(input.amount) > Number(s.payment_max_amount)) throw validation(`amount must be at most ${s.payment_max_amount}`, 'body.amount');
+    if (compareMoney(input.amount, s.payment_min_amount) < 0) throw validation(`amount must be at least ${s.payment_min_amount}`, 'body.amount');
+    if (compareMoney(input.amount, s.payment_max_amount) > 0) throw validation(`amount must be at most ${s.payment_max_amount}`, 'body.amount');
     const method = await methods.resolve(input.payment_method_code);
     if (!method) {
       throw new AppError('PAYMENT_METHOD_INVALID', input.payment_method_code ? `No active payment method ${JSON.stringify(input.payment_method_code)}` : 'No default payment method is active');

@@ -29,7 +29,7 @@ export type MethodInput = {
   make_default?: boolean;
 };
 
-export function methodView(m: MethodRow): MethodView {
+function methodView(m: MethodRow): MethodView {
   return {
     code: m.code,
     name: m.name,

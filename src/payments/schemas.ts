@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { moneyInput } from '../shared/money.js';
+import { compareMoney, moneyInput } from '../shared/money.js';
 import { PAYMENT_STATUSES } from './statuses.js';
 
 export const paymentData = z.object({
@@ -28,7 +28,7 @@ export const paymentResponse = z.object({
 
 export const createPaymentBody = z.object({
   merchant_invoice_id: z.string().min(1).max(64),
-  amount: moneyInput.refine((s) => Number(s) > 0, 'must be positive'),
+  amount: moneyInput.refine((s) => compareMoney(s, '0') > 0, 'must be positive'),
   description: z.string().max(255).optional(),
   payment_method_code: z.string().min(1).max(32).optional(),
 });

@@ -11,7 +11,7 @@ export function crc16CcittFalse(input: string): string {
 }
 
 /** One EMVCo TLV field: 2-digit id, 2-digit length, value. */
-export function tlv(id: string, value: string): string {
+function tlv(id: string, value: string): string {
   const len = Buffer.byteLength(value, 'utf8');
   if (len > 99) throw new Error(`EMVCo field ${id} is longer than 99 bytes`);
   return `${id}${String(len).padStart(2, '0')}${value}`;

@@ -19,6 +19,8 @@ export function createSettingsService(deps: SettingsDeps) {
   const refreshMs = deps.refreshMs ?? 1000;
   let snapshot: { values: SettingValues; raw: Map<SettingKey, string>; at: number } | null = null;
   let loading: Promise<SettingValues> | null = null;
+  // The invalid value each key was last warned about: a reload (every refreshMs) repeats no warning until it changes.
+  const warned = new Map<SettingKey, string>();
   deps.bus.subscribe('settings', () => {
     snapshot = null;
   });
@@ -28,17 +30,26 @@ export function createSettingsService(deps: SettingsDeps) {
     const raw = new Map<SettingKey, string>();
     const values = {} as Record<SettingKey, unknown>;
     for (const key of settingKeys) values[key] = (parseSetting(key, deps.defaults[key]) as { value: unknown }).value;
+    const invalid = new Set<SettingKey>();
     for (const row of rows) {
       if (!isSettingKey(row.key)) continue;
       const parsed = parseSetting(row.key, row.value);
       if (parsed.ok) {
         values[row.key] = parsed.value;
         raw.set(row.key, row.value);
-      } else {
-        // A bad value written by SQL must not take the service down: keep the default and say so.
-        deps.logger.warn({ setting: row.key, problem: parsed.message }, 'ignoring invalid setting value from the database');
+        continue;
       }
+      // A bad value written by SQL (the admin API refuses it) must not take the service down: keep the default and say
+      // so once, not on every reload. The value itself is not logged: it may be a secret (cron_token, API keys).
+      invalid.add(row.key);
+      if (warned.get(row.key) === row.value) continue;
+      warned.set(row.key, row.value);
+      deps.logger.warn(
+        { setting: row.key, problem: parsed.message },
+        `setting ${row.key} in the database is invalid (${parsed.message}); the default applies until it is changed with \`setting set ${row.key}\``,
+      );
     }
+    for (const key of warned.keys()) if (!invalid.has(key)) warned.delete(key);
     snapshot = { values: values as SettingValues, raw, at: deps.clock.now().getTime() };
     return snapshot.values;
   }

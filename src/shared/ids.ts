@@ -15,7 +15,7 @@ export function randomBase62(length: number): string {
 }
 
 /** Ordering API keys: recognisable prefix + 40 base62 chars (~238 bits). */
-export const API_KEY_PREFIX = 'rgk_';
+const API_KEY_PREFIX = 'rgk_';
 export function newApiKey(): string {
   return API_KEY_PREFIX + randomBase62(40);
 }

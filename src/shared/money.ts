@@ -29,3 +29,18 @@ function numberToPlain(n: number): string | null {
 export function moneyOut(v: string | number): number {
   return typeof v === 'number' ? v : Number(v);
 }
+
+/** An amount matching MONEY_RE as an integer of the minor unit (hundredths): exact at every size numeric(18,2) holds. */
+function minorUnits(amount: string): bigint {
+  const m = /^(-?)(\d{1,16})(?:\.(\d{1,2}))?$/.exec(amount.trim());
+  if (!m) throw new TypeError(`Not an amount with at most 2 decimals: ${JSON.stringify(amount)}`);
+  const v = BigInt(m[2]!) * 100n + BigInt((m[3] ?? '').padEnd(2, '0'));
+  return m[1] ? -v : v;
+}
+
+/** Exact order of two amounts (-1, 0, 1), compared as integers of the minor unit: Number() loses cents past 2^53. */
+export function compareMoney(a: string, b: string): -1 | 0 | 1 {
+  const x = minorUnits(a);
+  const y = minorUnits(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}

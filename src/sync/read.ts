@@ -48,7 +48,7 @@ function priceOf(v: unknown): string | null {
   return /[1-9]/.test(s) ? s : null;
 }
 
-export function parseCategory(r: unknown): SourceCategory | null {
+function parseCategory(r: unknown): SourceCategory | null {
   if (typeof r !== 'object' || r === null) return null;
   const c = r as Record<string, unknown>;
   const id = idOf(c.id);
@@ -57,7 +57,7 @@ export function parseCategory(r: unknown): SourceCategory | null {
   return { id, name, parentId: c.parent_id === null || c.parent_id === undefined ? null : idOf(c.parent_id), sort: intIn(c.sort, -1e9, 1e9) ?? 0 };
 }
 
-export function parseProduct(r: unknown): SourceProduct | null {
+function parseProduct(r: unknown): SourceProduct | null {
   if (typeof r !== 'object' || r === null) return null;
   const p = r as Record<string, unknown>;
   const id = idOf(p.id);

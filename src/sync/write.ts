@@ -26,6 +26,8 @@ export async function writeCatalogue(db: Db, cat: SourceCatalogue, full: boolean
   return withTx(db, async (tx) => {
     // Belt to the cron lease: even a run that outlived its lease cannot interleave its writes with another's.
     await tx.execute(sql`SELECT pg_advisory_xact_lock(7007001)`);
+    // Categories missing before this run: one the source lists again comes back, and its products with it.
+    const wasMissing = new Set(rowsOf<{ id: number }>(await tx.execute(sql`SELECT id FROM categories WHERE source = 'api' AND missing`)).map((r) => r.id));
     const catIds = new Map<string, number>();
     for (const c of cat.categories) {
       const [row] = rowsOf<{ id: number }>(
@@ -40,7 +42,15 @@ export async function writeCatalogue(db: Db, cat: SourceCatalogue, full: boolean
       await tx.execute(sql`UPDATE categories SET parent_id = ${parent} WHERE id = ${catIds.get(c.id)!} AND parent_id IS DISTINCT FROM ${parent}`);
     }
     const seenCats = [...catIds.keys()];
-    await tx.execute(sql`UPDATE categories SET missing = true, updated_at = now() WHERE source = 'api' AND NOT missing AND source_id NOT IN ${idSet(seenCats)}`);
+    const wentMissing = rowsOf<{ id: number }>(
+      await tx.execute(sql`UPDATE categories SET missing = true, updated_at = now() WHERE source = 'api' AND NOT missing AND source_id NOT IN ${idSet(seenCats)} RETURNING id`),
+    ).map((r) => r.id);
+    // A category's visibility is part of what its products show (catalog/queries.ts `visible`), but not of their rows:
+    // bump them, or a delta reader (updated_after) never learns that they disappeared or came back.
+    const flipped = [...wentMissing, ...[...catIds.values()].filter((id) => wasMissing.has(id))];
+    if (flipped.length > 0) {
+      await tx.execute(sql`UPDATE products SET updated_at = now() WHERE category_id IN (SELECT x::int FROM jsonb_array_elements_text(${JSON.stringify(flipped)}::jsonb) x)`);
+    }
 
     let skipped = cat.skipped;
     let created = 0;

@@ -13,11 +13,11 @@ import { sendWebhook, type AttemptResult } from './send.js';
 import { CONNECT_TIMEOUT_MS, createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
 
 /** A claim outlives the longest attempt (15 s) with margin; a process that dies mid-attempt frees its row after it. */
-export const LEASE_MS = 60_000;
+const LEASE_MS = 60_000;
 /** Deliveries in flight per client in one process: one slow receiver never holds up the others. */
 export const PER_CLIENT_IN_FLIGHT = 4;
 /** Deliveries in flight in one process. */
-export const MAX_IN_FLIGHT = 64;
+const MAX_IN_FLIGHT = 64;
 /** A drain stops claiming after this long (a cron call must end); what is left goes to the next call. */
 const DRAIN_BUDGET_MS = 50_000;
 

@@ -4,12 +4,12 @@ import { hmacSha256Hex } from '../shared/crypto.js';
 import { TargetRefusedError } from './target.js';
 
 /** Total time one attempt may take, connection included (issue 8). */
-export const TOTAL_TIMEOUT_MS = 15_000;
+const TOTAL_TIMEOUT_MS = 15_000;
 /** How much of the receiver's answer is kept with the attempt. */
-export const RESPONSE_EXCERPT_BYTES = 1024;
+const RESPONSE_EXCERPT_BYTES = 1024;
 
 /** X-Webhook-Signature (DESIGN 5): lowercase hex HMAC-SHA256 of TIMESTAMP "." RAW_BODY, keyed with the webhook secret. */
-export function webhookSignature(secret: string, timestamp: string, rawBody: string): string {
+function webhookSignature(secret: string, timestamp: string, rawBody: string): string {
   return hmacSha256Hex(secret, `${timestamp}.${rawBody}`);
 }
 
@@ -28,7 +28,7 @@ export type AttemptResult = {
 export type Delivery = { url: string; eventId: string; event: string; body: string; secret: string; timestamp: number; totalTimeoutMs?: number };
 
 /** Retry-After as seconds or an HTTP date; bounded to [1 s, 1 day]. */
-export function parseRetryAfter(value: string | string[] | undefined, now: Date): number | undefined {
+function parseRetryAfter(value: string | string[] | undefined, now: Date): number | undefined {
   const v = Array.isArray(value) ? value[0] : value;
   if (!v) return undefined;
   let seconds: number;

@@ -248,6 +248,14 @@ describe('reseller-admin CLI', () => {
       expect(await ok('setting', 'get', 'cron_token')).toEqual({ key: 'cron_token', value: '', default: '', source: 'default', secret: true, help });
       expect(await ok('setting', 'set', 'cron_token', 's3cret-cron-0123456789')).toEqual({ key: 'cron_token', value: 's3cret-cron-0123456789', default: '', source: 'database', secret: true, help });
       expect(await ok('setting', 'get', 'cron_token')).toEqual({ key: 'cron_token', value: 's3cret-cron-0123456789', default: '', source: 'database', secret: true, help });
+      // A short token is refused with the reason, and the stored one stays.
+      expect(await fails('setting', 'set', 'cron_token', 'too-short')).toEqual({
+        ok: false,
+        error: 'invalid_request',
+        message: 'Invalid value for cron_token: must be empty (endpoint off) or at least 16 characters',
+        details: [{ path: 'cron_token', message: 'must be empty (endpoint off) or at least 16 characters' }],
+      });
+      expect(await ok('setting', 'get', 'cron_token')).toMatchObject({ value: 's3cret-cron-0123456789' });
       const listed = await ok<Record<string, unknown>[]>('setting', 'list');
       expect(listed).toContainEqual({ key: 'cron_token', value: '********', default: '', source: 'database', secret: true, help });
       expect(JSON.stringify(listed)).not.toContain('s3cret-cron-0123456789');

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { eventually } from '../helpers/assert.js';
 
 // Issue 9 item 8 and issue 11 item 2: logged URLs keep only the values of known harmless query parameters, and
 // redaction hides delivered codes but not the error codes an operator needs (SQLSTATE, errno, the AppError code).
@@ -27,20 +28,43 @@ describe('log redaction', () => {
     expect(urls).toContain('/api/v1/order/status?order_code=OD123&x=[REDACTED]&id=7&limit=5&category_id=3');
   });
 
-  it("logs a database error's SQLSTATE and never a delivered code", async () => {
+  it('the real requests that deliver codes (create, delivery, status, ZIP, admin show) log their lines, and no line holds a code', async () => {
     const user = await makeUser(t, { balance: 100_000 });
     const cat = await makeCategory(t, 'Logged');
     const product = await makeProduct(t, { category_id: cat.id, price: 1000 });
-    const delivered = 'DELIVERED-CODE-7f3a9c';
-    await importCodes(t, product.id, [delivered]);
-    const order = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: bearer(user.api_key), payload: { product_id: product.id, quantity: 1 } });
-    expect(order.statusCode).toBe(200);
-    const code = (order.json() as { order_code: string }).order_code;
-    const delivery = await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${code}`, headers: bearer(user.api_key) });
-    expect(delivery.json()).toMatchObject({ delivery_codes: [delivered] });
-    // What a handler might log about a delivery: the codes must not reach the log, whatever the shape.
-    t.deps.logger.info({ order: { order_code: code, delivery_codes: [delivered], delivery_codes_detail: [{ code: delivered, used: false }], codes: [delivered] } }, 'delivered');
+    const delivered = ['DELIVERED-CODE-7f3a9c', 'DELIVERED-CODE-0b2e4d'];
+    await importCodes(t, product.id, delivered);
+    const base = await t.listen();
+    const from = t.logs.length;
+    // Over a real socket, each request with a request id of ours, to find its lines in what the app logger wrote.
+    const call = (id: string, path: string, init: RequestInit & { admin?: boolean } = {}) =>
+      fetch(`${base}${path}`, { ...init, headers: { ...(init.admin ? { authorization: `Bearer ${ADMIN_TOKEN}` } : bearer(user.api_key)), 'x-request-id': id, ...(init.body ? { 'content-type': 'application/json' } : {}) } });
 
+    const created = await call('redact-create', '/api/v1/order/create', { method: 'POST', body: JSON.stringify({ product_id: product.id, quantity: 2 }) });
+    expect(created.status).toBe(200);
+    const code = ((await created.json()) as { order_code: string }).order_code;
+    const delivery = (await (await call('redact-delivery', `/api/v1/order/delivery?order_code=${code}`)).json()) as { delivery_codes: string[]; delivery_codes_detail: { code: string }[] };
+    expect([...delivery.delivery_codes].sort()).toEqual([...delivered].sort());
+    expect(delivery.delivery_codes_detail.map((d) => d.code).sort()).toEqual([...delivered].sort());
+    expect((await call('redact-status', `/api/v1/order/status?order_code=${code}`)).status).toBe(200);
+    const zip = await call('redact-zip', `/api/v1/order-download?order_code=${code}`);
+    expect(zip.status).toBe(200);
+    expect(zip.headers.get('content-type')).toBe('application/zip');
+    await zip.arrayBuffer();
+    const shown = await call('redact-admin', `/admin/v1/orders/${code}`, { admin: true });
+    expect(JSON.stringify(await shown.json())).toContain(delivered[0]);
+
+    const ids = ['redact-create', 'redact-delivery', 'redact-status', 'redact-zip', 'redact-admin'];
+    const linesOf = (id: string) => t.logs.slice(from).filter((l) => (JSON.parse(l) as { reqId?: string }).reqId === id).map((l) => (JSON.parse(l) as { msg?: string }).msg);
+    // The capture is not empty: each request wrote its lines. "request completed" comes when the server's side of the
+    // response finishes, which can be a moment after the client has read the last byte.
+    expect(await eventually(() => ids.every((id) => linesOf(id).includes('request completed')))).toBe(true);
+    for (const id of ids) expect(linesOf(id)).toEqual(expect.arrayContaining(['incoming request', 'request completed']));
+    const all = t.logs.slice(from).join('\n');
+    for (const c of delivered) expect(all).not.toContain(c);
+  });
+
+  it("logs a database error's SQLSTATE, unredacted", async () => {
     // A failure PostgreSQL reports with its own SQLSTATE (a trigger raising check_violation on category inserts).
     await t.deps.db.execute(sql.raw(`CREATE FUNCTION rg_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by test' USING ERRCODE = '23514'; END $$`));
     await t.deps.db.execute(sql.raw('CREATE TRIGGER rg_test_refuse BEFORE INSERT ON categories FOR EACH ROW EXECUTE FUNCTION rg_test_refuse()'));
@@ -52,7 +76,6 @@ describe('log redaction', () => {
     expect(errLine).toBeDefined();
     expect(errLine).toContain('"23514"');
     expect(errLine).not.toContain('[REDACTED]');
-    expect(t.logs.join('\n')).not.toContain(delivered);
   });
 
   it('keeps the errno of a system error and the code of a 5xx answer in the log', async () => {

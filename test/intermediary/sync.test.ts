@@ -2,10 +2,10 @@ import http from 'node:http';
 import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
-import { createTestApp, makeProduct, type TestApp } from '../harness.js';
+import { createTestApp, makeCategory, makeProduct, type TestApp } from '../harness.js';
 import { CRON_TOKEN, httpProxy, midId, seedSource, twoShops, type Shops } from './kit.js';
 
-type P = { id: string; name: string; price: number; category_id: string; status: string; description: string; description2: string };
+type P = { id: string; name: string; price: number; category_id: string; status: string; description: string; description2: string; updated_at: string };
 
 describe('catalogue sync from a source site (two app instances)', () => {
   let s: Shops | undefined;
@@ -115,6 +115,38 @@ describe('catalogue sync from a source site (two app instances)', () => {
       expect(res.statusCode).toBe(502);
       expect(res.json()).toMatchObject({ ok: false, error: 'sync_failed' });
       expect((await s.get('/api/v1/products')).json()).toEqual(before);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a source category that goes missing (or comes back) bumps its products for delta readers', async () => {
+    s = await twoShops();
+    const src = await seedSource(s.source);
+    const other = await makeCategory(s.source, 'Other');
+    await makeProduct(s.source, { category_id: other.id, name: 'Steam 20', price: 300 });
+    await s.syncNow();
+    const stamps = () => s!.get('/api/v1/products?limit=100').then((r) => (r.json() as { data: P[] }).data.map((p) => p.updated_at).sort().at(-1)!);
+    const since = await stamps();
+    // The source stops listing "Other" (its products are not reported as gone: a delta only lists changed products).
+    let dropOther = true;
+    const proxy = await httpProxy(s.sourceUrl, (req, res) => {
+      if (!dropOther || !req.url?.startsWith('/api/v1/categories')) return false;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: true, data: [{ id: Number(src.cat.id), name: 'Games', parent_id: null, sort: 0, source: 'local' }] }));
+      return true;
+    });
+    try {
+      await s.set('source_url', proxy.url);
+      expect(await s.syncNow()).toMatchObject({ jobs: { sync: { mode: 'delta' } } });
+      const delta = async (after: string, extra = '') => ((await s!.get(`/api/v1/products?updated_after=${encodeURIComponent(after)}${extra}`)).json() as { data: P[] }).data;
+      expect((await s.get('/api/v1/products?limit=100')).json()).toMatchObject({ total: 2 });
+      expect((await delta(since, '&include_missing=true')).map((p) => [p.name, p.status])).toEqual([['Steam 20', 'unavailable']]);
+
+      const hiddenAt = (await delta(since, '&include_missing=true'))[0]!.updated_at;
+      dropOther = false;
+      expect(await s.syncNow()).toMatchObject({ jobs: { sync: { mode: 'delta' } } });
+      expect((await delta(hiddenAt)).map((p) => [p.name, p.status])).toEqual([['Steam 20', 'out_of_stock']]);
     } finally {
       await proxy.close();
     }

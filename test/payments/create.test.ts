@@ -133,6 +133,28 @@ describe('payment request creation', () => {
       }
     });
 
+    it('the bounds compare exact decimals: one unit past a bound is refused where floats cannot tell the two apart', async () => {
+      // 2^53 + 1 and 2^53 are the same double: a Number() comparison lets both through.
+      await setSetting(t, 'payment_max_amount', '9007199254740992');
+      try {
+        const over = await createRaw(t, c, { ...base, merchant_invoice_id: uniq(), amount: '9007199254740993' });
+        expectValidation(over, ['body.amount']);
+        expect(over.json()).toMatchObject({ message: expect.stringContaining('at most 9007199254740992') });
+      } finally {
+        await setSetting(t, 'payment_max_amount', '');
+      }
+      await setSetting(t, 'payment_min_amount', '9007199254740993');
+      await setSetting(t, 'payment_max_amount', '9999999999999999');
+      try {
+        const under = await createRaw(t, c, { ...base, merchant_invoice_id: uniq(), amount: '9007199254740992' });
+        expectValidation(under, ['body.amount']);
+        expect(under.json()).toMatchObject({ message: expect.stringContaining('at least 9007199254740993') });
+      } finally {
+        await setSetting(t, 'payment_min_amount', '');
+        await setSetting(t, 'payment_max_amount', '');
+      }
+    });
+
     it('the limits themselves are accepted: 64-char invoice, 255-char description, min and max amount, no description', async () => {
       for (const body of [
         { merchant_invoice_id: `A${uniq()}`.padEnd(64, 'x'), amount: 20000 },

@@ -113,13 +113,13 @@ export const get = (p: string): HttpCall => ({ method: 'GET', path: p });
 export const post = (p: string, json?: unknown): HttpCall => ({ method: 'POST', path: p, json });
 
 /** Time allowed for an upload: the usual 30 s plus one second a megabyte, so a large ZIP on a slow link is not cut off. */
-export const uploadTimeout = (bytes: number) => 30_000 + Math.ceil(bytes / 1_000_000) * 1000;
+const uploadTimeout = (bytes: number) => 30_000 + Math.ceil(bytes / 1_000_000) * 1000;
 
 /**
  * FILE as the multipart field `file` (named by its basename), read lazily by openAsBlob so that fetch streams it
  * from disk instead of loading it into memory.
  */
-export async function fileUpload(file: string, type: string, hint: string): Promise<{ form: FormData; timeoutMs: number }> {
+async function fileUpload(file: string, type: string, hint: string): Promise<{ form: FormData; timeoutMs: number }> {
   let blob: Blob;
   try {
     // openAsBlob answers a bare ERR_INVALID_ARG_VALUE for a missing file; stat first to say what is wrong.

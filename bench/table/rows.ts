@@ -4,7 +4,7 @@ import { loadWith, type LoadResult } from '../lib.js';
 import { PRODUCTS_PATH, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
 import { syncRow, webhooksRow } from './feature-rows.js';
-import { pgbench } from './pgbench.js';
+import { pgbench, pgbenchStatement } from './pgbench.js';
 
 /** One line of the table. `ours` and `limit` are measured in the same run; `met` is null when the row has no target. */
 export type Row = { name: string; ours: string; limit: string; ratio: number | null; target: string; met: boolean | null; note: string };
@@ -78,9 +78,25 @@ export const balance: RowFn = async (ctx) => {
   return { name: 'GET /api/v1/balance', ours: rate(ours), limit: `bare Fastify + one pg primary-key SELECT: ${rate(limit)}`, ratio, target: '≥ 0.8', met: ratio >= 0.8, note: cpuNote(ours, limit) };
 };
 
+/**
+ * PostgreSQL alone running the one statement an order sends (order_create_local, the statement of
+ * src/ordering/create-local.ts) for the same reseller and product, from pgbench with as many connections as our pool:
+ * the database's own speed on our transaction, next to its speed on TPC-B's.
+ */
+async function orderStatementLimit(ctx: BenchContext): Promise<{ tps: number; clients: number }> {
+  const productId = Number(await ctx.codeProduct(ctx.seconds * 4000));
+  const clients = Number(process.env.BENCH_POOL_SIZE ?? 10);
+  const statement =
+    `SELECT order_code FROM order_create_local(${Number(ctx.user.id)}, 'pgb-' || md5(random()::text), ${productId}, 1, ` +
+    `'OD' || md5(random()::text), 'Order completed: 1 code(s) delivered', 'Order completed: files ready to download');`;
+  const r = await pgbenchStatement(ctx.dbUrl, statement, clients, ctx.seconds);
+  return { tps: r.tps, clients };
+}
+
 export const orders: RowFn = async (ctx) => {
   const ours = await orderLoad(ctx, { signed: false });
   const limit = await pgbench(ctx.serverUrl, ctx.connections, ctx.seconds);
+  const own = await orderStatementLimit(ctx);
   const ratio = ratioOf(ours.okRps, limit.tps);
   return {
     name: 'POST /api/v1/order/create (one reseller, one code product, unique request_ids)',
@@ -89,7 +105,7 @@ export const orders: RowFn = async (ctx) => {
     ratio,
     target: '≥ 0.8, p99 < 100 ms',
     met: ratio >= 0.8 && ours.p99 < 100,
-    note: problems(ours).trim(),
+    note: `PostgreSQL alone running our order statement (pgbench, ${own.clients} clients = our pool): ${own.tps} tps, so ours is ${ratioOf(ours.okRps, own.tps)} of it${problems(ours)}`,
   };
 };
 

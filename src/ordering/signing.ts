@@ -31,6 +31,17 @@ export type SignatureHeaders = { timestamp?: string; nonce?: string; signature?:
  */
 export function createSignatureVerifier(deps: { db: Db; clock: Clock }) {
   let sinceCleanup = 0;
+  // Burning the nonce is on the path of every signed order: built once and prepared by name.
+  const burn = deps.db
+    .insert(apiNonces)
+    .values({
+      userId: sql.placeholder('userId') as unknown as number,
+      nonce: sql.placeholder('nonce') as unknown as string,
+      expiresAt: sql`${sql.placeholder('expiresAt')}::timestamptz` as unknown as Date,
+    })
+    .onConflictDoNothing()
+    .returning({ nonce: apiNonces.nonce })
+    .prepare('api_nonce_burn');
   return async function verify(input: { userId: number; apiKey: string; method: string; path: string; rawBody: string; headers: SignatureHeaders; windowSeconds: number }): Promise<void> {
     const { timestamp, nonce, signature } = input.headers;
     if (!timestamp || !nonce || !signature) throw invalid('Signed requests need X-Api-Timestamp, X-Api-Nonce and X-Api-Signature');
@@ -44,11 +55,7 @@ export function createSignatureVerifier(deps: { db: Db; clock: Clock }) {
     if (!safeEqual(m[1]!.toLowerCase(), expected)) throw invalid('Signature does not match; sign METHOD, PATH (no query string), TIMESTAMP, NONCE and the raw body with the API key');
     // The nonce must outlive every timestamp that the window still accepts.
     const expiresAt = new Date((Math.max(now, Number(timestamp)) + input.windowSeconds + 1) * 1000);
-    const inserted = await deps.db
-      .insert(apiNonces)
-      .values({ userId: input.userId, nonce, expiresAt })
-      .onConflictDoNothing()
-      .returning({ nonce: apiNonces.nonce });
+    const inserted = await burn.execute({ userId: input.userId, nonce, expiresAt: expiresAt.toISOString() });
     if (inserted.length === 0) {
       // A row for this nonce may be expired but not yet deleted: a timestamp inside the window still makes it a replay.
       throw invalid('X-Api-Nonce was already used');

@@ -46,6 +46,7 @@ async function startOurs(dbUrl: string, dataDir: string): Promise<Ours> {
       ORDER_RATE_LIMIT_PER_MINUTE: '1000000',
       PAYMENT_RATE_LIMIT_PER_MINUTE: '1000000',
       ...(process.env.BENCH_POOL_SIZE ? { DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE } : {}),
+      ...(process.env.ORDERS_IN_FLIGHT_PER_USER ? { ORDERS_IN_FLIGHT_PER_USER: process.env.ORDERS_IN_FLIGHT_PER_USER } : {}),
     },
     { readyPath: '/readyz', nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [], timeoutMs: 120_000 },
   );

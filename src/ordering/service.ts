@@ -10,6 +10,7 @@ import type { EventBus } from '../shared/events.js';
 import { newOrderCode } from '../shared/ids.js';
 import { MONEY_LIMIT, moneyOut } from '../shared/money.js';
 import { createLocalOrders, LocalOrderRefused } from './create-local.js';
+import { createLanes } from '../shared/lanes.js';
 
 export type OrderRow = typeof orders.$inferSelect;
 
@@ -47,12 +48,20 @@ export function orderSummary(o: OrderRow): OrderSummary {
 
 export type OrderInput = { product_id: string; quantity: number; request_id?: string };
 
-export type OrderServiceDeps = { db: Db; bus: EventBus; clock: Clock; settings: SettingsService };
+export type OrderServiceDeps = {
+  db: Db;
+  bus: EventBus;
+  clock: Clock;
+  settings: SettingsService;
+  /** Local orders of one user in flight at once in this process (ORDERS_IN_FLIGHT_PER_USER; shared/lanes.ts). */
+  inFlightPerUser?: number;
+};
 
 /** Order creation and refund: where balance and stock move, each in exactly one transaction. */
 export function createOrderService(deps: OrderServiceDeps) {
   const { db, bus } = deps;
   const createLocal = createLocalOrders(db);
+  const lanes = createLanes(deps.inFlightPerUser ?? 2);
 
   async function byRequestId(userId: number, requestId: string): Promise<OrderRow | undefined> {
     const rows = await db.select().from(orders).where(and(eq(orders.userId, userId), eq(orders.requestId, requestId))).limit(1);
@@ -84,7 +93,8 @@ export function createOrderService(deps: OrderServiceDeps) {
     }
     const orderCode = newOrderCode();
     try {
-      const order = await createLocal({ userId, requestId, productId, quantity: input.quantity, orderCode, codesMessage: codesMessage(input.quantity), filesMessage: FILES_MESSAGE });
+      const args = { userId, requestId, productId, quantity: input.quantity, orderCode, codesMessage: codesMessage(input.quantity), filesMessage: FILES_MESSAGE };
+      const order = await lanes.run(userId, () => createLocal(args));
       return order.orderCode === orderCode ? { order, replay: false } : replayOf(order, input);
     } catch (err) {
       if (!(err instanceof LocalOrderRefused)) throw err;

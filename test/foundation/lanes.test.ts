@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { createLanes } from '../../src/shared/lanes.js';
+
+// Per-reseller lanes of order creation (issue 10): at most `limit` calls of a key at once, the others in arrival order.
+
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { opened, open };
+}
+
+describe('lanes', () => {
+  it('runs at most `limit` calls of one key at once, the rest in arrival order; other keys are not held up', async () => {
+    const lanes = createLanes(2);
+    const gates = Array.from({ length: 5 }, gate);
+    const started: number[] = [];
+    const done = gates.map((g, i) =>
+      lanes.run('u1', async () => {
+        started.push(i);
+        await g.opened;
+        return i;
+      }),
+    );
+    let other = false;
+    await lanes.run('u2', async () => {
+      other = true;
+    });
+    await Promise.resolve();
+    expect(other).toBe(true);
+    expect(started).toEqual([0, 1]);
+    expect(lanes.load('u1')).toEqual({ running: 2, waiting: 3 });
+    gates[1]!.open();
+    await done[1];
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual([0, 1, 2]);
+    for (const g of gates) g.open();
+    expect(await Promise.all(done)).toEqual([0, 1, 2, 3, 4]);
+    expect(started).toEqual([0, 1, 2, 3, 4]);
+    expect(lanes.load('u1')).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('frees the slot when a call throws, and passes the error to its caller only', async () => {
+    const lanes = createLanes(1);
+    const first = lanes.run(7, async () => {
+      throw new Error('refused');
+    });
+    const second = lanes.run(7, async () => 'ok');
+    await expect(first).rejects.toThrow('refused');
+    await expect(second).resolves.toBe('ok');
+    expect(lanes.load(7)).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('refuses a limit that is not a positive integer', () => {
+    expect(() => createLanes(0)).toThrow(/positive integer/);
+    expect(() => createLanes(1.5)).toThrow(/positive integer/);
+  });
+});

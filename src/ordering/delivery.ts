@@ -95,10 +95,9 @@ export function createDeliveryService(deps: DeliveryDeps) {
     own,
     codesOf,
     markDelivered,
+    /** The order's state only: no code usage in it, so the source site is not asked (a polling client cost a call each). */
     async status(userId: number, ref: { order_code?: string; request_id?: string }): Promise<OrderView> {
-      const order = await own(userId, ref);
-      await refresh(order);
-      return orderView(order);
+      return orderView(await own(userId, ref));
     },
     async delivery(userId: number, orderCode: string, baseUrl: string): Promise<Delivery> {
       const order = await refresh(await own(userId, { order_code: orderCode }));

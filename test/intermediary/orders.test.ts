@@ -56,6 +56,12 @@ describe('orders of source products', () => {
 
     const d = (await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json() as Delivery;
     expect(d).toMatchObject({ status: 'success', delivery_codes: ['SRC-A1', 'SRC-A2'], usage_checked_at: expect.any(String) });
+    // The order's status holds no code usage: polling it never asks the source (each poll cost a source call before).
+    const sourceDeliveries = () => s!.source.logs.filter((l) => l.includes('/api/v1/order/delivery')).length;
+    const asked = sourceDeliveries();
+    expect(asked).toBeGreaterThan(0);
+    for (let i = 0; i < 3; i++) expect((await s.get(`/api/v1/order/status?order_code=${created.order_code}`)).json()).toMatchObject({ data: { status: 'success' } });
+    expect(sourceDeliveries()).toBe(asked);
     const stored = rowsOf<{ code_enc: string }>(await s.mid.deps.db.execute(sql`SELECT code_enc FROM codes WHERE order_id = (SELECT id FROM orders WHERE order_code = ${created.order_code})`));
     expect(stored).toHaveLength(2);
     for (const r of stored) expect(r.code_enc).not.toContain('SRC-A');

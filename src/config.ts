@@ -35,7 +35,7 @@ export const envSchema = z.object({
     .optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   // Orders of one reseller serialise on its balance row: more in flight only queue in PostgreSQL (src/shared/lanes.ts).
-  ORDERS_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(200).default(2),
+  ORDERS_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(200).default(3),
   APP_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters').optional(),
   ADMIN_ALLOWED_IPS: ipList.default(['127.0.0.1', '::1']),

@@ -61,7 +61,7 @@ export type OrderServiceDeps = {
 export function createOrderService(deps: OrderServiceDeps) {
   const { db, bus } = deps;
   const createLocal = createLocalOrders(db);
-  const lanes = createLanes(deps.inFlightPerUser ?? 2);
+  const lanes = createLanes(deps.inFlightPerUser ?? 3);
 
   async function byRequestId(userId: number, requestId: string): Promise<OrderRow | undefined> {
     const rows = await db.select().from(orders).where(and(eq(orders.userId, userId), eq(orders.requestId, requestId))).limit(1);

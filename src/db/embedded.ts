@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import { MIGRATIONS_DIR, openPglite, type Database } from './client.js';
 import type { PGlite } from '@electric-sql/pglite';
+import { extractTar } from './tar.js';
 
 /**
  * Where the migrated snapshot is cached when PGLITE_SNAPSHOT_DIR is unset: beside the installed packages, so that it
@@ -128,8 +129,11 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<Database & { 
   try {
     if (bytes) {
       try {
-        // Unzipped here, not by PGlite: its gunzip leaves an unhandled rejection on a damaged file, which ends the process.
-        const database = await openPglite({ dataDir: pgdata, loadDataDir: new Blob([zlib.gunzipSync(bytes)]) });
+        // Unpacked here rather than by PGlite (loadDataDir): the database then opens like any later start, without
+        // PGlite's copies of the archive in memory, and PGlite's gunzip would leave an unhandled rejection (which ends
+        // the process) on a damaged file.
+        extractTar(zlib.gunzipSync(bytes), pgdata);
+        const database = await openPglite({ dataDir: pgdata });
         fs.rmSync(marker, { force: true });
         return database;
       } catch (err) {
@@ -140,7 +144,8 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<Database & { 
     }
     const built = await buildSnapshot(opts.migrationsDir);
     if (snapshotDir) saveSnapshot(snapshotDir, key, built, log);
-    const database = await openPglite({ dataDir: pgdata, loadDataDir: new Blob([built]) });
+    extractTar(built, pgdata);
+    const database = await openPglite({ dataDir: pgdata });
     fs.rmSync(marker, { force: true });
     return database;
   } catch (err) {

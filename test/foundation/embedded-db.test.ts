@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS_DIR } from '../../src/db/client.js';
 import { openEmbedded, snapshotFile, snapshotKey } from '../../src/db/embedded.js';
+import { extractTar } from '../../src/db/tar.js';
 
 // The embedded database's first start (src/db/embedded.ts): it loads a migrated snapshot, cached by a key of the
 // migrations, and never leaves a half-created data folder behind. Each build of a snapshot runs initdb (seconds).
@@ -173,4 +174,48 @@ describe('the embedded database on disk', () => {
     }
     expect(fs.readFileSync(notADir, 'utf8')).toBe('x');
   }, BUILD_MS);
+});
+
+/** One ustar entry: a 512-byte header and the data padded to 512 bytes. */
+function entry(name: string, data: string, type = '0'): Buffer {
+  const h = Buffer.alloc(512);
+  h.write(name, 0, 'utf8');
+  h.write('0000600\0', 100);
+  h.write(`${Buffer.byteLength(data).toString(8).padStart(11, '0')}\0`, 124);
+  h.write(type, 156);
+  h.write('ustar\u000000', 257);
+  h.fill(' ', 148, 156);
+  let sum = 0;
+  for (const b of h) sum += b;
+  h.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+  const body = Buffer.alloc(Math.ceil(Buffer.byteLength(data) / 512) * 512);
+  body.write(data);
+  return Buffer.concat([h, body]);
+}
+const end = Buffer.alloc(1024);
+
+describe('extractTar (the snapshot unpacker)', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-tar-'));
+  });
+  afterAll(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes files and folders, names with a leading / included', () => {
+    const dest = path.join(dir, 'ok');
+    extractTar(Buffer.concat([entry('/base', '', '5'), entry('/base/1/PG_VERSION', '17\n'), end]), dest);
+    expect(fs.readFileSync(path.join(dest, 'base/1/PG_VERSION'), 'utf8')).toBe('17\n');
+  });
+
+  it('refuses a name that leaves the folder, a damaged header, a truncated archive, and a link', () => {
+    expect(() => extractTar(Buffer.concat([entry('../escape', 'x'), end]), path.join(dir, 'a'))).toThrow('outside');
+    expect(fs.existsSync(path.join(dir, 'escape'))).toBe(false);
+    const damaged = Buffer.concat([entry('f', 'x'), end]);
+    damaged[3] = 0x41;
+    expect(() => extractTar(damaged, path.join(dir, 'b'))).toThrow('checksum');
+    expect(() => extractTar(entry('f', 'x'.repeat(2000)).subarray(0, 1024), path.join(dir, 'c'))).toThrow('truncated');
+    expect(() => extractTar(Buffer.concat([entry('l', '', '2'), end]), path.join(dir, 'd'))).toThrow('entry type');
+  });
 });

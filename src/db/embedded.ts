@@ -115,7 +115,7 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<Database & { 
     // no snapshot yet
   }
   log.info(
-    { dir: pgdata, snapshot: bytes ? cached : null },
+    bytes ? { dir: pgdata, snapshot: cached } : { dir: pgdata },
     bytes
       ? `creating the embedded database in ${pgdata} from the migrated snapshot ${cached}`
       : `creating the embedded database in ${pgdata}: the first start of this install takes up to a minute`,

@@ -29,6 +29,8 @@ export const envSchema = z.object({
   PORT: z.string().regex(/^\d{1,5}$/, 'must be a port number').transform(Number).pipe(z.number().max(65535)).default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
   DATA_DIR: z.string().min(1).default('./data'),
+  // Cache of the migrated embedded database that a first start loads (src/db/embedded.ts); "off" keeps none.
+  PGLITE_SNAPSHOT_DIR: z.string().min(1).optional(),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://')

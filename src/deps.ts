@@ -1,9 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { createCatalogService } from './catalog/service.js';
 import type { Config } from './config.js';
-import { openPg, openPglite, type Database } from './db/client.js';
+import { openPg, type Database } from './db/client.js';
+import { DEFAULT_SNAPSHOT_DIR, openEmbedded } from './db/embedded.js';
 import { createLogger } from './http/logger.js';
 import { createSettingsService } from './settings/service.js';
 import { systemClock, type Clock } from './shared/clock.js';
@@ -66,15 +66,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
       const unlock = lockDataDir(config.dataDir);
       cleanups.push(unlock);
       const pgdata = path.join(config.dataDir, 'pgdata');
-      // Creating the embedded database takes 10-60 s and prints nothing by itself: say what is going on.
-      logger.info(
-        { dir: pgdata },
-        fs.existsSync(path.join(pgdata, 'PG_VERSION'))
-          ? `opening the embedded database in ${pgdata}`
-          : `creating the embedded database in ${pgdata}: the first start takes up to a minute`,
-      );
+      const snapshotDir = config.PGLITE_SNAPSHOT_DIR === 'off' ? null : path.resolve(config.PGLITE_SNAPSHOT_DIR ?? DEFAULT_SNAPSHOT_DIR);
       try {
-        database = await openPglite({ dataDir: pgdata });
+        // openEmbedded logs one line before the slow part, so that a first start never looks hung.
+        database = await openEmbedded({ pgdata, snapshotDir, log: logger });
       } catch (err) {
         unlock();
         throw err;

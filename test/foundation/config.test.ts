@@ -39,9 +39,9 @@ describe('loadConfig', () => {
     });
     expect(c.settingDefaults).toEqual(Object.fromEntries(settingKeys.map((k) => [k, settingDefs[k].default])));
     expect(c.settingDefaults).toMatchObject({ products_max_limit: '100', products_cache_seconds: '30', currency: 'VND', maintenance: 'false' });
-    // Only the optional connections and secrets are left unset; every other variable has a value.
+    // Only the optional connections, secrets and the snapshot folder (its default is beside the install) are left unset.
     const unset = Object.keys(envSchema.shape).filter((k) => c[k as keyof typeof c] === undefined);
-    expect(unset.sort()).toEqual(['ADMIN_TOKEN', 'APP_SECRET', 'DATABASE_URL', 'REDIS_URL']);
+    expect(unset.sort()).toEqual(['ADMIN_TOKEN', 'APP_SECRET', 'DATABASE_URL', 'PGLITE_SNAPSHOT_DIR', 'REDIS_URL']);
   });
 
   it('reads set values, treats an empty value as unset, and takes setting defaults from upper-case variables', () => {

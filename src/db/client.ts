@@ -13,7 +13,7 @@ export type Schema = typeof schema;
 /** Both drivers share this type; a transaction is a Db too, so queries take `Db` and work inside or outside one. */
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 
-const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations', import.meta.url));
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations', import.meta.url));
 
 
 export type Database = {

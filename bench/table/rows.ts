@@ -5,6 +5,7 @@ import { PRODUCTS_PATH, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
 import { syncRow, webhooksRow } from './feature-rows.js';
 import { pgbench, pgbenchStatement } from './pgbench.js';
+import { pgServerCpuMs } from './pgcpu.js';
 
 /** One line of the table. `ours` and `limit` are measured in the same run; `met` is null when the row has no target. */
 export type Row = { name: string; ours: string; limit: string; ratio: number | null; target: string; met: boolean | null; note: string };
@@ -94,11 +95,27 @@ async function orderStatementLimit(ctx: BenchContext): Promise<{ tps: number; cl
   return { tps: r.tps, clients };
 }
 
+/** Runs `fn` and answers the CPU time (ms) PostgreSQL and our server spent meanwhile (null when not measurable here). */
+async function cpuDuring<T>(ctx: BenchContext, fn: () => Promise<T>): Promise<{ result: T; pgMs: number | null; serverMs: number }> {
+  const pg0 = await pgServerCpuMs(ctx.serverUrl);
+  const s0 = ctx.ours.cpuMs();
+  const result = await fn();
+  const s1 = ctx.ours.cpuMs();
+  const pg1 = await pgServerCpuMs(ctx.serverUrl);
+  return { result, pgMs: pg0 === null || pg1 === null ? null : pg1 - pg0, serverMs: s1 - s0 };
+}
+
+const perTx = (ms: number | null, n: number) => (ms === null || n === 0 ? '?' : `${Math.round((ms * 1000) / n)} µs`);
+
 export const orders: RowFn = async (ctx) => {
-  const ours = await orderLoad(ctx, { signed: false });
-  const limit = await pgbench(ctx.serverUrl, ctx.connections, ctx.seconds);
+  await ctx.codeProduct(ctx.seconds * 4000); // stock imported before the measured window
+  const o = await cpuDuring(ctx, () => orderLoad(ctx, { signed: false }));
+  const ours = o.result;
+  const t = await cpuDuring(ctx, () => pgbench(ctx.serverUrl, ctx.connections, ctx.seconds));
+  const limit = t.result;
   const own = await orderStatementLimit(ctx);
   const ratio = ratioOf(ours.okRps, limit.tps);
+  const tpcbCount = limit.tps * ctx.seconds;
   return {
     name: 'POST /api/v1/order/create (one reseller, one code product, unique request_ids)',
     ours: rate(ours, 'orders/s'),
@@ -106,7 +123,9 @@ export const orders: RowFn = async (ctx) => {
     ratio,
     target: '≥ 0.8, p99 < 100 ms',
     met: ratio >= 0.8 && ours.p99 < 100,
-    note: `PostgreSQL alone running our order statement (pgbench, ${own.clients} clients, as many as we send one reseller's orders at once): ${own.tps} tps, so ours is ${ratioOf(ours.okRps, own.tps)} of it${problems(ours)}`,
+    note:
+      `CPU per order: PostgreSQL ${perTx(o.pgMs, ours.total)}, our server ${perTx(o.serverMs, ours.total)} (PostgreSQL per tpcb-like transaction: ${perTx(t.pgMs, tpcbCount)}). ` +
+      `PostgreSQL alone running our order statement (pgbench, ${own.clients} clients, as many as we send one reseller's orders at once): ${own.tps} tps, so ours is ${ratioOf(ours.okRps, own.tps)} of it${problems(ours)}`,
   };
 };
 

@@ -48,7 +48,9 @@ export const orders = pgTable(
 export const apiNonces = pgTable(
   'api_nonces',
   {
-    userId: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    // No foreign key to users: a nonce is a short-lived replay cache, not business data. A key on it made every signed
+    // request take a key-share lock on the reseller's row, the row every order updates (docs/PERFORMANCE.md).
+    userId: integer('user_id').notNull(),
     nonce: text('nonce').notNull(),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
   },

@@ -75,8 +75,10 @@ function saveSnapshot(dir: string, key: string, tar: Buffer, log: Log): void {
     fs.writeFileSync(tmp, zlib.gzipSync(tar));
     // Written under another name, then renamed: a reader never sees half a file.
     fs.renameSync(tmp, snapshotFile(dir, key));
+    // Snapshots of other migrations or PGlite versions, and the temporary files of writes that never finished (a crash).
     for (const name of fs.readdirSync(dir)) {
-      if (/^pglite-[0-9a-f]+\.tar\.gz$/.test(name) && name !== path.basename(snapshotFile(dir, key))) fs.rmSync(path.join(dir, name), { force: true });
+      const stale = /^pglite-[0-9a-f]+\.tar\.gz$/.test(name) ? name !== path.basename(snapshotFile(dir, key)) : /^\.pglite-[0-9a-f]+\.\d+\.tmp$/.test(name) && name !== path.basename(tmp);
+      if (stale) fs.rmSync(path.join(dir, name), { force: true });
     }
   } catch (err) {
     log.warn({ dir, code: (err as NodeJS.ErrnoException).code }, 'could not cache the migrated database snapshot; the next first start creates it again');
@@ -122,8 +124,9 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<Database & { 
   );
 
   const reset = () => fs.rmSync(pgdata, { recursive: true, force: true });
-  // A leftover of an interrupted creation: its files are not a database anyone wrote to.
-  if (fs.existsSync(marker)) reset();
+  // No complete database is here (no PG_VERSION, or the marker of an interrupted creation): whatever files are, nobody
+  // wrote to them as a database, and the snapshot must not be unpacked over them.
+  reset();
   fs.mkdirSync(path.dirname(pgdata), { recursive: true });
   fs.writeFileSync(marker, `${process.pid}\n`);
   try {

@@ -54,7 +54,18 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       if (req.body.request_id === undefined && (await deps.settings.get('require_request_id'))) {
         throw new AppError('missing_request_id', 'This shop requires a request_id on every order');
       }
-      const created = await deps.orders.create(user.id, req.body);
+      // A client that goes away while its order waits for its lane: the order is not started later (shared/lanes.ts).
+      const gone = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      };
+      reply.raw.once('close', onClose);
+      let created: Awaited<ReturnType<OrderService['create']>>;
+      try {
+        created = await deps.orders.create(user.id, req.body, { signal: gone.signal });
+      } finally {
+        reply.raw.off('close', onClose);
+      }
       const { replay } = created;
       let { order } = created;
       // A source product: paid and committed as pending; now ask the source (same request_id on every retry).

@@ -10,7 +10,7 @@ import type { EventBus } from '../shared/events.js';
 import { newOrderCode } from '../shared/ids.js';
 import { MONEY_LIMIT, moneyOut } from '../shared/money.js';
 import { createLocalOrders, LocalOrderRefused } from './create-local.js';
-import { createLanes } from '../shared/lanes.js';
+import { createLanes, LaneWaitEnded, type LaneOptions } from '../shared/lanes.js';
 
 export type OrderRow = typeof orders.$inferSelect;
 
@@ -29,6 +29,9 @@ const FAIL_MESSAGES: Record<OrderFailReason, string> = {
 export function orderFailed(reason: OrderFailReason, detail?: string): AppError {
   return new AppError('order_failed', detail ? `${FAIL_MESSAGES[reason]}: ${detail}` : FAIL_MESSAGES[reason], { reason });
 }
+
+/** How long an order waits for its reseller's lane: as long as the pool waits for a connection. */
+export const LANE_MAX_WAIT_MS = 10_000;
 
 const codesMessage = (quantity: number) => `Order completed: ${quantity} code(s) delivered`;
 const FILES_MESSAGE = 'Order completed: files ready to download';
@@ -53,7 +56,7 @@ export type OrderServiceDeps = {
   bus: EventBus;
   clock: Clock;
   settings: SettingsService;
-  /** Local orders of one user in flight at once in this process (ORDERS_IN_FLIGHT_PER_USER; shared/lanes.ts). */
+  /** Orders of one user sent to the database at once by this process (ORDERS_IN_FLIGHT_PER_USER; shared/lanes.ts). */
   inFlightPerUser?: number;
 };
 
@@ -82,7 +85,17 @@ export function createOrderService(deps: OrderServiceDeps) {
    * transaction whose order row (unique per user and request_id) is written first, so a racing duplicate waits on it
    * and then replays; the source site is asked after the commit (sync/upstream.ts).
    */
-  async function create(userId: number, input: OrderInput): Promise<{ order: OrderRow; replay: boolean }> {
+  /** Runs the database part of an order in its reseller's lane; a wait that ends before it starts changes nothing. */
+  async function inLane<T>(userId: number, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    try {
+      return await lanes.run(userId, fn, { maxWaitMs: LANE_MAX_WAIT_MS, signal } satisfies LaneOptions);
+    } catch (err) {
+      if (!(err instanceof LaneWaitEnded)) throw err;
+      throw new AppError('unavailable', 'Too many orders of this account are waiting; nothing was charged, retry with the same request_id', { headers: { 'Retry-After': '1' } });
+    }
+  }
+
+  async function create(userId: number, input: OrderInput, opts: { signal?: AbortSignal } = {}): Promise<{ order: OrderRow; replay: boolean }> {
     const requestId = input.request_id ?? null;
     const productId = parseProductId(input.product_id);
     if (productId === null) {
@@ -94,7 +107,7 @@ export function createOrderService(deps: OrderServiceDeps) {
     const orderCode = newOrderCode();
     try {
       const args = { userId, requestId, productId, quantity: input.quantity, orderCode, codesMessage: codesMessage(input.quantity), filesMessage: FILES_MESSAGE };
-      const order = await lanes.run(userId, () => createLocal(args));
+      const order = await inLane(userId, () => createLocal(args), opts.signal);
       return order.orderCode === orderCode ? { order, replay: false } : replayOf(order, input);
     } catch (err) {
       if (!(err instanceof LocalOrderRefused)) throw err;
@@ -105,7 +118,7 @@ export function createOrderService(deps: OrderServiceDeps) {
     // connection held by an order waiting the same way, the pool deadlocks until its connection timeout.
     const markup = await deps.settings.get('price_markup_percent');
     try {
-      const order = await withTx(db, async (tx) => {
+      const order = await inLane(userId, () => withTx(db, async (tx) => {
         // The product as the public sees it (overrides, markup, hidden, missing): the one catalogue read path.
         const [product] = await selectShown(tx, markup)
           .where(and(eq(products.id, productId), visible))
@@ -154,7 +167,7 @@ export function createOrderService(deps: OrderServiceDeps) {
           actor: `user:${userId}`,
         });
         return created;
-      });
+      }), opts.signal);
       // No catalogue event: an order changes only stock, which cached pages re-read on their own (catalog/public.ts).
       return { order, replay: false };
     } catch (err) {
@@ -209,7 +222,10 @@ export function createOrderService(deps: OrderServiceDeps) {
     return result;
   }
 
-  return { create, refund };
+  /** Orders of a user running and waiting for its lane in this process (tests). */
+  const inFlight = (userId: number) => lanes.load(userId);
+
+  return { create, refund, inFlight };
 }
 
 export type OrderService = ReturnType<typeof createOrderService>;

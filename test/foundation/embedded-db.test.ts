@@ -106,6 +106,20 @@ describe('the embedded database on disk', () => {
     expect(fs.existsSync(`${pgdata}.creating`)).toBe(false);
   }, BUILD_MS);
 
+  it('a data folder with files but no database (no PG_VERSION, no marker) is emptied before the snapshot is unpacked', async () => {
+    const pgdata = path.join(dir, 'stray', 'pgdata');
+    fs.mkdirSync(pgdata, { recursive: true });
+    fs.writeFileSync(path.join(pgdata, 'stray-file'), 'not a database file');
+    const rec = recorder();
+    const db = await openEmbedded({ pgdata, snapshotDir: cache, log: rec.log });
+    try {
+      expect(await tables(db)).toEqual(migratedTables);
+    } finally {
+      await db.close();
+    }
+    expect(fs.existsSync(path.join(pgdata, 'stray-file'))).toBe(false);
+  }, BUILD_MS);
+
   it('a corrupt cached snapshot is removed, and the database is created anew and works', async () => {
     const file = snapshotFile(cache, snapshotKey());
     const good = fs.readFileSync(file);

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { createLanes } from '../../src/shared/lanes.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createLanes, LaneWaitEnded } from '../../src/shared/lanes.js';
 
 // Per-reseller lanes of order creation (issue 10): at most `limit` calls of a key at once, the others in arrival order.
 
@@ -48,6 +48,52 @@ describe('lanes', () => {
     await expect(first).rejects.toThrow('refused');
     await expect(second).resolves.toBe('ok');
     expect(lanes.load(7)).toEqual({ running: 0, waiting: 0 });
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('ends a wait after maxWaitMs without running the call, and the queue behind it moves on', async () => {
+    vi.useFakeTimers();
+    const lanes = createLanes(1);
+    const g = gate();
+    const first = lanes.run('u', () => g.opened.then(() => 'first'));
+    let ran = false;
+    const late = lanes.run('u', async () => {
+      ran = true;
+    }, { maxWaitMs: 10_000 });
+    const after = lanes.run('u', async () => 'after');
+    const lateResult = late.catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(10_000);
+    const err = await lateResult;
+    expect(err).toBeInstanceOf(LaneWaitEnded);
+    expect((err as LaneWaitEnded).why).toBe('timeout');
+    expect(lanes.load('u')).toEqual({ running: 1, waiting: 1 });
+    g.open();
+    expect(await first).toBe('first');
+    expect(await after).toBe('after');
+    expect(ran).toBe(false);
+    expect(lanes.load('u')).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('ends a wait at once when its signal aborts, and never runs the call', async () => {
+    const lanes = createLanes(1);
+    const g = gate();
+    const first = lanes.run('u', () => g.opened);
+    const gone = new AbortController();
+    let ran = false;
+    const waiting = lanes.run('u', async () => {
+      ran = true;
+    }, { signal: gone.signal });
+    gone.abort();
+    await expect(waiting).rejects.toMatchObject({ why: 'aborted' });
+    await expect(lanes.run('u', async () => 1, { signal: gone.signal })).rejects.toMatchObject({ why: 'aborted' });
+    expect(lanes.load('u')).toEqual({ running: 1, waiting: 0 });
+    g.open();
+    await first;
+    expect(ran).toBe(false);
+    expect(lanes.load('u')).toEqual({ running: 0, waiting: 0 });
   });
 
   it('refuses a limit that is not a positive integer', () => {

@@ -54,6 +54,22 @@ describe(`orders under concurrency (${RACE})`, () => {
     expect(delivered.sort()).toEqual([...codes].sort());
   });
 
+  it("sends at most ORDERS_IN_FLIGHT_PER_USER (3) of one reseller's orders to the database at once; another reseller is not held up", async () => {
+    const [a, b] = [await makeUser(t, { balance: '1000000' }), await makeUser(t, { balance: '1000000' })];
+    const cat = await makeCategory(t, 'Lanes');
+    const p = await makeProduct(t, { category_id: cat.id, price: 10, max_qty: 1 });
+    await importCodes(t, p.id, Array.from({ length: 12 }, (_, i) => `LANE-${i}-${Math.random().toString(36).slice(2)}`));
+    // The service takes each call as far as its lane synchronously: the first 3 run, the others wait in order.
+    const calls = Array.from({ length: 8 }, (_, i) => t.deps.orders.create(a.id, { product_id: p.id, quantity: 1, request_id: `lane-a-${i}` }));
+    expect(t.deps.orders.inFlight(a.id)).toEqual({ running: 3, waiting: 5 });
+    const other = t.deps.orders.create(b.id, { product_id: p.id, quantity: 1, request_id: 'lane-b' });
+    expect(t.deps.orders.inFlight(b.id)).toEqual({ running: 1, waiting: 0 });
+    const done = await Promise.all([...calls, other]);
+    expect(done.every((d) => d.order.status === 'success' && !d.replay)).toBe(true);
+    expect(new Set(done.map((d) => d.order.orderCode)).size).toBe(9);
+    expect(t.deps.orders.inFlight(a.id)).toEqual({ running: 0, waiting: 0 });
+  });
+
   it('50 concurrent requests with one request_id: one order, one debit, 50 identical answers', async () => {
     const user = await makeUser(t, { balance: '100000' });
     const cat = await makeCategory(t);

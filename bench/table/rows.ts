@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 import { loadWith, type LoadResult } from '../lib.js';
-import { PRODUCTS_PATH, type BenchContext } from './context.js';
+import { PRODUCTS_PATH, queryOn, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
 import { syncRow, webhooksRow } from './feature-rows.js';
 import { pgbench, pgbenchStatement } from './pgbench.js';
@@ -39,6 +39,10 @@ async function warm(url: string, headers: Record<string, string> = {}): Promise<
 /** Order creation at full speed: one reseller, one code product, quantity 1, a unique request_id per request. */
 async function orderLoad(ctx: BenchContext, opts: { signed: boolean; connections?: number }): Promise<LoadResult> {
   const productId = await ctx.codeProduct(ctx.seconds * 4000);
+  // Every order load starts from vacuumed tables, as pgbench vacuums its own before each run: otherwise a load pays
+  // for the dead row versions the loads before it left (the reseller's row, the sold codes' index entries), and the
+  // order of the rows in the table, not the code, decides a comparison such as signed against unsigned.
+  await queryOn(ctx.dbUrl, 'VACUUM users, codes, orders, balance_ledger, api_nonces');
   const tag = randomBytes(4).toString('hex');
   let n = 0;
   const key = ctx.user.api_key;

@@ -1,7 +1,8 @@
 import jsQRModule from 'jsqr';
 import pngjs from 'pngjs';
+import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crc16CcittFalse, vietQrPayload } from '../../src/payments/vietqr.js';
+import { crc16CcittFalse, qrPngDataUrl, vietQrPayload } from '../../src/payments/vietqr.js';
 import { crc16, crc16Hex } from '../helpers/crc16.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, type PayCreds } from './helpers.js';
@@ -40,6 +41,20 @@ function decodeQrImage(dataUrl: string): string | null {
   const code = jsQR(new Uint8ClampedArray(png.data.buffer, png.data.byteOffset, png.data.length), png.width, png.height);
   return code ? code.data : null;
 }
+
+describe('the QR PNG (src/payments/qr-png.ts, 1 bit per pixel from the QR matrix)', () => {
+  it("is a valid PNG with exactly the pixels of qrcode's own renderer, and decodes to the payload", async () => {
+    const payloads = ['00020101021238570010A000000727012700069704360113012345678901202', 'x', 'Thanh toán đơn hàng RG7F3A9C', 'A'.repeat(300)];
+    for (const payload of payloads) {
+      const ours = await qrPngDataUrl(payload);
+      const png = pngjs.PNG.sync.read(Buffer.from(ours.slice('data:image/png;base64,'.length), 'base64'));
+      const reference = pngjs.PNG.sync.read(await QRCode.toBuffer(payload, { errorCorrectionLevel: 'M', margin: 2, scale: 6 }));
+      expect([png.width, png.height]).toEqual([reference.width, reference.height]);
+      expect(png.data.equals(reference.data)).toBe(true);
+      expect(decodeQrImage(ours)).toBe(payload);
+    }
+  });
+});
 
 describe('test/helpers/crc16 (independent CRC-16/CCITT-FALSE)', () => {
   it('gives the catalogue check value 29B1 for "123456789"', () => {

@@ -40,11 +40,14 @@ export const raisedByDatabasePool = (err: unknown): boolean => err !== null && t
 
 type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void;
 
+/** How long a statement waits for a pool connection before it fails (an outage answers 503 after this). */
+export const POOL_CONNECT_TIMEOUT_MS = 10_000;
+
 // Arbitrary but fixed: serialises migrations of processes starting together on one PostgreSQL.
 const MIGRATION_LOCK_KEY = 724_611_001;
 
 export async function openPg(url: string, poolSize: number): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000 });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: POOL_CONNECT_TIMEOUT_MS });
   // An idle client that loses its connection emits 'error'; without a listener that would kill the process.
   pool.on('error', () => {});
   // pg-pool drops its own 'error' listener while a client is checked out: a connection that dies then (a restart, a

@@ -1,5 +1,5 @@
 import { and, eq, sql } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
+import { POOL_CONNECT_TIMEOUT_MS, type Db } from '../db/client.js';
 import { balanceLedger, codes, orders, products, users } from '../db/schema/index.js';
 import { fulfilmentOf, selectShown, visible } from '../catalog/queries.js';
 import type { SettingsService } from '../settings/service.js';
@@ -31,7 +31,7 @@ export function orderFailed(reason: OrderFailReason, detail?: string): AppError 
 }
 
 /** How long an order waits for its reseller's lane: as long as the pool waits for a connection. */
-export const LANE_MAX_WAIT_MS = 10_000;
+export const LANE_MAX_WAIT_MS = POOL_CONNECT_TIMEOUT_MS;
 
 const codesMessage = (quantity: number) => `Order completed: ${quantity} code(s) delivered`;
 const FILES_MESSAGE = 'Order completed: files ready to download';
@@ -79,12 +79,6 @@ export function createOrderService(deps: OrderServiceDeps) {
     return { order: existing, replay: true };
   }
 
-  /**
-   * Takes an order exactly once. A local product: the SQL function order_create_local does it all in one statement
-   * (create-local.ts), replays included. A source product: checked, paid and committed as `pending` here, in one
-   * transaction whose order row (unique per user and request_id) is written first, so a racing duplicate waits on it
-   * and then replays; the source site is asked after the commit (sync/upstream.ts).
-   */
   /** Runs the database part of an order in its reseller's lane; a wait that ends before it starts changes nothing. */
   async function inLane<T>(userId: number, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     try {
@@ -95,6 +89,12 @@ export function createOrderService(deps: OrderServiceDeps) {
     }
   }
 
+  /**
+   * Takes an order exactly once. A local product: the SQL function order_create_local does it all in one statement
+   * (create-local.ts), replays included. A source product: checked, paid and committed as `pending` here, in one
+   * transaction whose order row (unique per user and request_id) is written first, so a racing duplicate waits on it
+   * and then replays; the source site is asked after the commit (sync/upstream.ts).
+   */
   async function create(userId: number, input: OrderInput, opts: { signal?: AbortSignal } = {}): Promise<{ order: OrderRow; replay: boolean }> {
     const requestId = input.request_id ?? null;
     const productId = parseProductId(input.product_id);

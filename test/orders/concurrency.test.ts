@@ -1,6 +1,7 @@
+import net from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rowsOf } from '../../src/db/tx.js';
+import { rowsOf, withTx } from '../../src/db/tx.js';
 import { bearer, createTestApp, createTestDatabase, importCodes, makeCategory, makeProduct, makeUser, onPostgres, type TestApp, type TestDatabase } from '../harness.js';
 
 // Only PostgreSQL runs these transactions at the same time. PGlite runs one transaction at a time, so there the
@@ -139,5 +140,63 @@ describe(`one request_id racing on two app instances sharing one database (${RAC
     expect(new Set(answers.map((x) => x.json().order_code)).size).toBe(1);
     expect(await count(a, sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id}`)).toBe(1);
     expect(await count(a, sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(49500);
+  });
+});
+
+describe.skipIf(!onPostgres())('an order whose client goes away while it waits for its lane (PostgreSQL)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  /** Waits (a bounded number of event-loop turns with short pauses) until `cond` holds. */
+  async function until(cond: () => boolean, what: string): Promise<void> {
+    for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+    if (!cond()) throw new Error(`never happened: ${what}`);
+  }
+
+  it('is never started: no order row and no debit, while the orders ahead of it succeed', async () => {
+    const base = await t.listen();
+    const user = await makeUser(t, { balance: '1000' });
+    const cat = await makeCategory(t, 'Gone');
+    const p = await makeProduct(t, { category_id: cat.id, price: 10, max_qty: 1 });
+    await importCodes(t, p.id, Array.from({ length: 5 }, (_, i) => `GONE-${i}-${Math.random().toString(36).slice(2)}`));
+    const body = (rid: string) => JSON.stringify({ product_id: p.id, quantity: 1, request_id: rid });
+    const headers = { ...bearer(user.api_key), 'content-type': 'application/json' };
+
+    // The reseller's row held by another transaction: the 3 orders of its lane block inside PostgreSQL.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = withTx(t.deps.db, async (tx) => {
+      await tx.execute(sql`SELECT 1 FROM users WHERE id = ${user.id} FOR UPDATE`);
+      locked();
+      await held;
+    });
+    await isLocked;
+    const ahead = [0, 1, 2].map((i) => fetch(`${base}/api/v1/order/create`, { method: 'POST', headers, body: body(`ahead-${i}`) }));
+    await until(() => t.deps.orders.inFlight(user.id).running === 3, 'three orders running');
+
+    // The fourth waits in the lane; its client then drops the connection.
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
+    socket.on('error', () => {});
+    const payload = body('gone');
+    socket.write(`POST /api/v1/order/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.api_key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+    await until(() => t.deps.orders.inFlight(user.id).waiting === 1, 'the fourth order waiting');
+    socket.destroy();
+    await until(() => t.deps.orders.inFlight(user.id).waiting === 0, 'the fourth order leaving the lane');
+
+    release();
+    await holder;
+    const answers = await Promise.all(ahead);
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    await until(() => t.deps.orders.inFlight(user.id).running === 0, 'the lane empty');
+    expect(await count(t, sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id} AND request_id = 'gone'`)).toBe(0);
+    expect(await count(t, sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id}`)).toBe(3);
+    expect(await count(t, sql`SELECT (balance * 100)::int AS n FROM users WHERE id = ${user.id}`)).toBe(97_000);
   });
 });

@@ -58,6 +58,15 @@ export const settingDefs = {
   source_api_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'our API key on the source site' }),
   sync_timeout_seconds: def({ schema: int(1, 600), default: '15', help: 'bound of each call to the source site' }),
   sync_interval_seconds: def({ schema: int(0, 86_400), default: '60', help: 'minimum time between two syncs' }),
+  source_max_answer_bytes: def({
+    schema: int(65_536, 268_435_456),
+    default: '16777216',
+    help: 'most bytes read of one answer of the source site, counted as they arrive (16 MiB holds a page of 1,000 products with long descriptions); a larger answer fails the call',
+  }),
+  sync_max_pages: def({ schema: int(1, 100_000), default: '1000', help: 'most product pages one sync reads; a source that keeps answering more fails the run' }),
+  sync_max_products: def({ schema: int(1, 10_000_000), default: '200000', help: 'most product records one sync reads; a source that sends more fails the run' }),
+  sync_run_timeout_seconds: def({ schema: int(10, 3600), default: '600', help: 'total time one sync may take, every source call included; a slower run fails and keeps the previous catalogue' }),
+  upstream_stuck_minutes: def({ schema: int(1, 10_080), default: '60', help: 'a source order still pending this long after it was placed is flagged for the admin (order list --status pending --stuck); never refunded automatically' }),
   sync_full_every: def({ schema: int(1, 1000), default: '10', help: 'every Nth sync reads the whole source catalogue (the others only its changes, when the source supports updated_after)' }),
   price_markup_percent: def({ schema: z.string().trim().regex(/^\d{1,4}(\.\d{1,2})?$/, 'must be a percentage >= 0 with at most 2 decimals'), default: '0', help: 'markup on source prices' }),
   payment_lifetime_minutes: def({ schema: int(1, 10_080), default: '30', help: 'lifetime of a payment request' }),
@@ -75,6 +84,7 @@ export const settingDefs = {
   }),
   webhook_retention_days: def({ schema: int(1, 3650), default: '30', help: 'delivered webhook events (and their attempts) older than this are removed by the clean-up job' }),
   sepay_api_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'API key SePay sends as Authorization: Apikey <key> (empty = SePay feed off)' }),
+  bank_feed_require_account: def({ schema: bool, default: 'true', help: 'a bank-feed notification without an account number matches no payment request (off: it may match by content and amount alone)' }),
   casso_checksum_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'Casso webhook v2 checksum key for X-Casso-Signature (empty = Casso feed off)' }),
 } as const;
 

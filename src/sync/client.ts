@@ -72,7 +72,7 @@ export function createSourceClient(deps: SourceClientDeps) {
    * One JSON call, bounded by sync_timeout_seconds in total (rate-limit waits included). A `rate_limited` answer is
    * retried after its Retry-After while the budget lasts. Any non-2xx envelope becomes a SourceError.
    */
-  async function call(method: 'GET' | 'POST', path: string, opts: { query?: Record<string, string>; json?: unknown } = {}): Promise<SourceAnswer> {
+  async function call(method: 'GET' | 'POST', path: string, opts: { query?: Record<string, string>; json?: unknown; signal?: AbortSignal } = {}): Promise<SourceAnswer> {
     const { base, key, timeoutMs } = await target();
     const deadline = Date.now() + timeoutMs;
     const qs = opts.query ? `?${new URLSearchParams(opts.query).toString()}` : '';
@@ -91,7 +91,8 @@ export function createSourceClient(deps: SourceClientDeps) {
           dispatcher: agent,
           headers: headersFor(key, method, path, rawBody, sign),
           body: method === 'POST' ? rawBody : undefined,
-          signal: AbortSignal.timeout(left),
+          // The caller's signal (a sync run's own deadline) ends the call too.
+          signal: opts.signal ? AbortSignal.any([opts.signal, AbortSignal.timeout(left)]) : AbortSignal.timeout(left),
         })) as Dispatcher.ResponseData;
         const len = Number(res.headers['content-length'] ?? 0);
         if (len > MAX_BODY_BYTES) {

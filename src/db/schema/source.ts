@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, check, integer, numeric, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, boolean, check, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
 
 /**
  * Admin overrides of source products, keyed by the source's product id so that they outlive a product going missing
@@ -45,4 +45,38 @@ export const syncRuns = pgTable('sync_runs', {
   /** Latest updated_at the source showed us (its clock): the next delta run asks for changes after it. */
   watermark: timestamp('watermark', { withTimezone: true, mode: 'date' }),
   error: text('error'),
+  /** Why a failed run stopped, as a stable word (answer_too_large, too_many_pages, ...); error is the sentence. */
+  errorCode: text('error_code'),
+  /** Source records left out, by reason ({"price_out_of_range": 2}); `skipped` is their total. */
+  skippedReasons: jsonb('skipped_reasons').$type<Record<string, number>>().notNull().default({}),
+  /** Source records kept after their text was cleaned, by reason ({"control_characters": 1}). */
+  cleanedReasons: jsonb('cleaned_reasons').$type<Record<string, number>>().notNull().default({}),
 });
+
+/**
+ * Product records of the sync run in progress, written page by page as they are read and checked, so that a run holds
+ * one page in memory whatever the size of the source catalogue. The run's last step merges them into the cache in one
+ * transaction; its rows are deleted when it ends. `gone`: a delta run's report of a product hidden or gone upstream
+ * (only source_id is set). Unlogged: nothing here outlives a crash that is worth keeping.
+ */
+export const syncStaging = pgTable(
+  'sync_staging',
+  {
+    runId: bigint('run_id', { mode: 'number' }).notNull(),
+    seq: integer('seq').notNull(),
+    sourceId: text('source_id').notNull(),
+    gone: boolean('gone').notNull().default(false),
+    categorySourceId: text('category_source_id'),
+    name: text('name'),
+    searchText: text('search_text'),
+    type: text('type'),
+    price: numeric('price', { precision: 18, scale: 2 }),
+    minQty: integer('min_qty'),
+    maxQty: integer('max_qty'),
+    description: text('description'),
+    description2: text('description2'),
+    stock: integer('stock'),
+    status: text('status'),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+);

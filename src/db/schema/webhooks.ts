@@ -49,6 +49,6 @@ export const bankTransactions = pgTable(
     index('bank_transactions_status_idx').on(t.status, t.id),
     check('bank_transactions_feed', sql`${t.feed} IN ('sepay', 'casso')`),
     check('bank_transactions_direction', sql`${t.direction} IN ('in', 'out')`),
-    check('bank_transactions_status', sql`${t.status} IN ('approved', 'unmatched', 'amount_mismatch', 'late', 'ignored')`),
+    check('bank_transactions_status', sql`${t.status} IN ('approved', 'unmatched', 'amount_mismatch', 'late', 'ignored', 'ambiguous')`),
   ],
 );

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { eq } from 'drizzle-orm';
 import { expect } from 'vitest';
 import { products } from '../../src/db/schema/index.js';
@@ -113,7 +113,7 @@ export async function fakeSource() {
     },
   };
 
-  const sockets = new Set<import('node:net').Socket>();
+  const sockets = new Set<Socket>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));

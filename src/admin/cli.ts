@@ -164,7 +164,16 @@ function unreachable(err: unknown, conn: Connection, timeoutMs: number): CliErro
 
 type Outcome = { ok: true; data: unknown } | { ok: false; envelope: Record<string, unknown> };
 
-async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch): Promise<Outcome> {
+/** How long to wait for a call: its own bound, or the setting it names (read from the server first) plus a margin. */
+async function timeoutOf(call: HttpCall, conn: Connection, fetchFn: typeof fetch): Promise<number> {
+  if (!call.waitsFor) return call.timeoutMs ?? TIMEOUT_MS;
+  const { setting, marginSeconds, fallbackSeconds } = call.waitsFor;
+  const got = await send({ method: 'GET', path: `/admin/v1/settings/${setting}` }, conn, fetchFn);
+  const seconds = got.ok ? Number((got.data as { value?: unknown }).value) : NaN;
+  return ((Number.isFinite(seconds) && seconds > 0 ? seconds : fallbackSeconds) + marginSeconds) * 1000;
+}
+
+async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch, timeoutMs = call.timeoutMs ?? TIMEOUT_MS): Promise<Outcome> {
   const headers: Record<string, string> = { authorization: `Bearer ${conn.token}`, accept: 'application/json' };
   let body: string | FormData | undefined;
   if (call.form) body = call.form;
@@ -174,7 +183,6 @@ async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch): Pr
   }
   let status: number;
   let text: string;
-  const timeoutMs = call.timeoutMs ?? TIMEOUT_MS;
   try {
     const res = await fetchFn(conn.base + call.path, { method: call.method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
     status = res.status;
@@ -220,7 +228,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     const conn = connection(io.env);
     token = conn.token;
-    const outcome = await send(call, conn, io.fetch ?? globalThis.fetch);
+    const fetchFn = io.fetch ?? globalThis.fetch;
+    const outcome = await send(call, conn, fetchFn, await timeoutOf(call, conn, fetchFn));
     if (!outcome.ok) return fail(refusedToken(outcome.envelope, conn));
     const data = r.command.output ? r.command.output(outcome.data) : outcome.data;
     io.stdout(JSON.stringify(data, null, 2) + '\n');

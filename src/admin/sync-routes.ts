@@ -2,13 +2,15 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
+import { allowSilence, LONG_ACTION_MARGIN_SECONDS } from '../http/server-options.js';
 import type { CronService } from '../jobs/cron.js';
+import type { SettingsService } from '../settings/service.js';
 import { moneyInput } from '../shared/money.js';
 import type { OverridesService } from '../sync/overrides.js';
 import type { SyncService } from '../sync/service.js';
 import { ok, productIdParams } from './schemas.js';
 
-export type AdminSyncDeps = { cron: CronService; sync: SyncService; overrides: OverridesService };
+export type AdminSyncDeps = { cron: CronService; sync: SyncService; overrides: OverridesService; settings: SettingsService };
 
 const syncOutcome = z.object({
   ran: z.boolean(),
@@ -70,7 +72,11 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
       body: z.object({ force: z.boolean().default(false) }).default({ force: false }),
       response: { 200: ok(syncOutcome, 'What the run did (ran, reason, counts), under data.'), ...errs('sync_failed') },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.cron.syncNow(req.body.force) }),
+    handler: async (req) => {
+      // The answer comes when the run ends, which may be long after IDLE_TIMEOUT_MS of silence on this connection.
+      allowSilence(req.raw, ((await deps.settings.get('sync_run_timeout_seconds')) + LONG_ACTION_MARGIN_SECONDS) * 1000);
+      return { ok: true as const, data: await deps.cron.syncNow(req.body.force) };
+    },
   });
   r.get('/admin/v1/sync/status', {
     schema: { operationId: 'adminSyncStatus', summary: 'Last catalogue sync runs', description: 'The 10 most recent runs, newest first, with counts and errors.', response: { 200: ok(z.array(syncRun), 'The most recent sync runs, under data.'), ...errs() } },

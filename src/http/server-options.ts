@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type ServerOptions } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Config } from '../config.js';
 import { errorBody, type ErrorCode } from './errors.js';
@@ -20,6 +20,19 @@ export function timeoutOptions(c: Timeouts): { connectionTimeout: number; keepAl
     requestTimeout: c.REQUEST_TIMEOUT_MS,
     http: { headersTimeout, connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(shortest / 4))) },
   };
+}
+
+/** What a long admin action adds to its own bound, for the write of its result and a loaded machine. */
+export const LONG_ACTION_MARGIN_SECONDS = 60;
+
+/**
+ * A request whose answer may take longer than IDLE_TIMEOUT_MS (a forced sync): its connection may stay silent for
+ * `ms` instead (docs/operations.md, "Socket timeouts"). REQUEST_TIMEOUT_MS and HEADERS_TIMEOUT_MS bound only the
+ * receiving of the request, so they do not cut it. Node puts the keep-alive timeout back once the answer is sent.
+ */
+export function allowSilence(req: IncomingMessage, ms: number): void {
+  // An injected request (light-my-request) has a stand-in socket without timers.
+  if (typeof req.socket?.setTimeout === 'function') req.socket.setTimeout(ms);
 }
 
 /** What Node's parser refused, as the envelope: status and code (DESIGN 3 names no timeout code; 408 reuses invalid_request). */

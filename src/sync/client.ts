@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { SettingsService } from '../settings/service.js';
 import { signRequest } from '../ordering/signing.js';
+import { AnswerTooLarge, peek, readBounded, ZIP_CONTENT_TYPES, ZIP_LOCAL_HEADER } from './answer.js';
 
 const CONNECT_TIMEOUT_MS = 5_000;
-const MAX_BODY_BYTES = 64 * 1024 * 1024;
 const RATE_LIMIT_RETRIES = 3;
+/** An error answer of the download route is an envelope of a few hundred bytes; more is not worth reading. */
+const ERROR_BODY_BYTES = 64 * 1024;
 
 /**
  * How sure we are of what a failed call did upstream: `refused` = the source answered a definite no (nothing was
@@ -27,8 +30,17 @@ export class SourceError extends Error {
 
 export type SourceAnswer = { status: number; body: Record<string, unknown> };
 
-/** Turns a transport error into a message without its address (undici's messages name host and port). */
-function transportError(err: unknown): SourceError {
+/**
+ * Turns a transport error into a message without its address (undici's messages name host and port). A call the
+ * caller's signal ended is that signal's reason when it is a SourceError (a sync run aborts with its own
+ * `run_timeout`), else `aborted`.
+ */
+function transportError(err: unknown, signal?: AbortSignal): SourceError {
+  if (signal?.aborted) {
+    if (signal.reason instanceof SourceError) return signal.reason;
+    return new SourceError('unknown', 'The call to the source site was stopped before it finished', 'aborted');
+  }
+  if (err instanceof AnswerTooLarge) return tooLarge(err.max);
   // An AbortSignal.timeout() reason is a DOMException: its `code` is a number (23), its name says TimeoutError.
   const e = err as { code?: unknown; name?: unknown };
   const code = typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : '';
@@ -41,7 +53,9 @@ function transportError(err: unknown): SourceError {
   return new SourceError('unknown', 'The connection to the source site failed', 'connection_failed');
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+function tooLarge(max: number): SourceError {
+  return new SourceError('unknown', `The source site sent an answer larger than ${max} bytes (source_max_answer_bytes)`, 'answer_too_large');
+}
 
 export type SourceClientDeps = { settings: SettingsService; logger: Logger };
 
@@ -49,10 +63,10 @@ export type SourceClientDeps = { settings: SettingsService; logger: Logger };
 export function createSourceClient(deps: SourceClientDeps) {
   const agent = new Agent({ connect: { timeout: CONNECT_TIMEOUT_MS }, keepAliveTimeout: 10_000 });
 
-  async function target(): Promise<{ base: string; key: string; timeoutMs: number }> {
+  async function target(): Promise<{ base: string; key: string; timeoutMs: number; maxBytes: number }> {
     const s = await deps.settings.all();
     if (!s.source_url || !s.source_api_key) throw new SourceError('config', 'Intermediary mode is off: set source_url and source_api_key', 'not_configured');
-    return { base: s.source_url, key: s.source_api_key, timeoutMs: s.sync_timeout_seconds * 1000 };
+    return { base: s.source_url, key: s.source_api_key, timeoutMs: s.sync_timeout_seconds * 1000, maxBytes: s.source_max_answer_bytes };
   }
 
   function headersFor(key: string, method: string, path: string, rawBody: string, sign = false): Record<string, string> {
@@ -69,11 +83,13 @@ export function createSourceClient(deps: SourceClientDeps) {
   }
 
   /**
-   * One JSON call, bounded by sync_timeout_seconds in total (rate-limit waits included). A `rate_limited` answer is
-   * retried after its Retry-After while the budget lasts. Any non-2xx envelope becomes a SourceError.
+   * One JSON call, bounded by sync_timeout_seconds in total (rate-limit waits included) and by source_max_answer_bytes
+   * counted as the bytes arrive. A `rate_limited` answer is retried after its Retry-After while the budget lasts.
+   * Any non-2xx envelope becomes a SourceError; so does the caller's signal (see transportError).
    */
   async function call(method: 'GET' | 'POST', path: string, opts: { query?: Record<string, string>; json?: unknown; signal?: AbortSignal } = {}): Promise<SourceAnswer> {
-    const { base, key, timeoutMs } = await target();
+    const { base, key, timeoutMs, maxBytes } = await target();
+    const { signal } = opts;
     const deadline = Date.now() + timeoutMs;
     const qs = opts.query ? `?${new URLSearchParams(opts.query).toString()}` : '';
     const rawBody = opts.json === undefined ? '' : JSON.stringify(opts.json);
@@ -81,6 +97,7 @@ export function createSourceClient(deps: SourceClientDeps) {
     // does anything (invalid_signature), so the one signed retry cannot act twice.
     let sign = false;
     for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw transportError(signal.reason, signal);
       const left = deadline - Date.now();
       if (left <= 0) throw new SourceError('unknown', 'The source site did not answer in time', 'timeout');
       let res: Dispatcher.ResponseData;
@@ -92,17 +109,19 @@ export function createSourceClient(deps: SourceClientDeps) {
           headers: headersFor(key, method, path, rawBody, sign),
           body: method === 'POST' ? rawBody : undefined,
           // The caller's signal (a sync run's own deadline) ends the call too.
-          signal: opts.signal ? AbortSignal.any([opts.signal, AbortSignal.timeout(left)]) : AbortSignal.timeout(left),
+          signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(left)]) : AbortSignal.timeout(left),
         })) as Dispatcher.ResponseData;
+        // A declared length over the cap is refused before a byte of the body is read; a missing or lying one is
+        // caught by the count in readBounded.
         const len = Number(res.headers['content-length'] ?? 0);
-        if (len > MAX_BODY_BYTES) {
+        if (len > maxBytes) {
           res.body.destroy();
-          throw new SourceError('unknown', 'The source site answered more than we accept', 'bad_answer');
+          throw tooLarge(maxBytes);
         }
-        text = await res.body.text();
+        text = await readBounded(res.body, maxBytes);
       } catch (err) {
         if (err instanceof SourceError) throw err;
-        throw transportError(err);
+        throw transportError(err, signal);
       }
       let body: Record<string, unknown>;
       try {
@@ -118,7 +137,10 @@ export function createSourceClient(deps: SourceClientDeps) {
         const wait = Math.min(Number.isFinite(after) && after > 0 ? after * 1000 : 1000, deadline - Date.now() - 100);
         if (wait > 0) {
           deps.logger.warn({ source_error: code, wait_ms: wait }, 'source site rate-limited us; backing off');
-          await sleep(wait);
+          // The caller's signal (a run's deadline) ends the wait too.
+          await sleep(wait, undefined, { signal }).catch((err: unknown) => {
+            throw transportError(err, signal);
+          });
           continue;
         }
       }
@@ -130,7 +152,11 @@ export function createSourceClient(deps: SourceClientDeps) {
     }
   }
 
-  /** The source's ZIP of an order, streamed; headers within the timeout, then no more than the timeout between chunks. */
+  /**
+   * The source's ZIP of an order, streamed; headers within the timeout, then no more than the timeout between chunks.
+   * The answer must say it is a ZIP (ZIP_CONTENT_TYPES) and start with a local file header; anything else is refused
+   * here, before the caller has sent a byte, and its socket closed (docs/operations.md, "Source limits").
+   */
   async function download(orderCode: string): Promise<Readable> {
     const { base, key, timeoutMs } = await target();
     const path = '/api/v1/order-download';
@@ -147,7 +173,7 @@ export function createSourceClient(deps: SourceClientDeps) {
       throw transportError(err);
     }
     if (res.statusCode !== 200) {
-      const text = await res.body.text().catch(() => '');
+      const text = await readBounded(res.body, ERROR_BODY_BYTES).catch(() => '');
       let code = 'unknown';
       try {
         code = String((JSON.parse(text) as { error?: unknown }).error ?? 'unknown').slice(0, 64);
@@ -156,10 +182,30 @@ export function createSourceClient(deps: SourceClientDeps) {
       }
       throw mapEnvelope(res.statusCode, code, {});
     }
+    const type = String(res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (!ZIP_CONTENT_TYPES.has(type)) {
+      res.body.destroy();
+      throw notZip(`a ${type ? type.slice(0, 64) : 'missing'} content type`);
+    }
+    let head: Buffer;
+    try {
+      head = await peek(res.body, ZIP_LOCAL_HEADER.length);
+    } catch (err) {
+      res.body.destroy();
+      throw transportError(err);
+    }
+    if (!head.equals(ZIP_LOCAL_HEADER)) {
+      res.body.destroy();
+      throw notZip(head.length === 0 ? 'an empty body' : head.subarray(0, 4).equals(Buffer.from('PK\x05\x06', 'latin1')) ? 'an empty archive' : 'bytes that do not start a ZIP file');
+    }
     return res.body;
   }
 
   return { call, download, configured: async () => (await target().then(() => true).catch(() => false)), close: () => agent.close() };
+}
+
+function notZip(what: string): SourceError {
+  return new SourceError('unknown', `The source site answered the download with ${what}, not a ZIP file`, 'not_a_zip');
 }
 
 /** The source's error codes, as our own clear local errors: which ones are a definite no, and what they mean for us. */

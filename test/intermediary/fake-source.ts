@@ -1,4 +1,5 @@
 import http from 'node:http';
+import archiver from 'archiver';
 import type { AddressInfo, Socket } from 'node:net';
 import { eq } from 'drizzle-orm';
 import { expect } from 'vitest';
@@ -42,6 +43,21 @@ export function fakeProduct(id: string | number, over: Record<string, unknown> =
     updated_at: '2026-11-01T00:00:00.000Z',
     ...over,
   };
+}
+
+/** A ZIP archive (built with archiver, as our own server builds them) holding these files. */
+export async function zipOf(files: Record<string, string | Buffer>): Promise<Buffer> {
+  const zip = archiver('zip', { zlib: { level: 0 } });
+  const chunks: Buffer[] = [];
+  zip.on('data', (c: Buffer) => chunks.push(c));
+  const ended = new Promise<void>((resolve, reject) => {
+    zip.on('end', resolve);
+    zip.on('error', reject);
+  });
+  for (const [name, content] of Object.entries(files)) zip.append(content, { name });
+  await zip.finalize();
+  await ended;
+  return Buffer.concat(chunks);
 }
 
 export async function fakeSource() {
@@ -104,12 +120,11 @@ export async function fakeSource() {
         desc2: '',
       });
     },
-    'GET /api/v1/order-download': (_req, res) => {
-      // An empty ZIP: the end-of-central-directory record alone, a valid archive that `unzip -t` accepts.
-      const eocd = Buffer.alloc(22);
-      eocd.writeUInt32LE(0x06054b50, 0);
-      res.writeHead(200, { 'content-type': 'application/zip', 'content-length': eocd.length });
-      res.end(eocd);
+    'GET /api/v1/order-download': async (req, res) => {
+      // A real ZIP with one file (a paid file order that holds nothing is no delivery, and an empty archive is refused).
+      const zip = await zipOf({ 'file.txt': `the file of order ${req.query.get('order_code') ?? ''}\n` });
+      res.writeHead(200, { 'content-type': 'application/zip', 'content-length': zip.length });
+      res.end(zip);
     },
   };
 
@@ -168,9 +183,10 @@ export const FAKE_CRON_TOKEN = 'cron-token-for-fake-source-tests';
  * An intermediary (our real app on its own database) in front of a fake source, configured as an admin would, with a
  * buyer account. `cron()` runs the cron endpoint; `syncNow()` forces a sync through the admin API.
  */
-export async function midOnFake(opts: { markup?: string; timeoutSeconds?: number } = {}) {
+export async function midOnFake(opts: { markup?: string; timeoutSeconds?: number; env?: Record<string, string> } = {}) {
   const fake = await fakeSource();
-  const mid: TestApp = await createTestApp();
+  // `env`: the intermediary's environment (socket timeouts, say), as for createTestApp.
+  const mid: TestApp = await createTestApp(opts.env ? { env: opts.env } : {});
   const set = (k: string, v: string) => mid.adminData('PUT', `/admin/v1/settings/${k}`, { value: v });
   await set('source_url', fake.url);
   await set('source_api_key', 'rgk_fake_source_key_for_tests_0123456789');

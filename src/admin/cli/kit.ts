@@ -21,6 +21,11 @@ export type HttpCall = {
   form?: FormData;
   /** How long the whole exchange may take; uploads get longer than the default (cli.ts TIMEOUT_MS). */
   timeoutMs?: number;
+  /**
+   * An action the server bounds by a setting (a forced sync: sync_run_timeout_seconds): the CLI reads that setting
+   * first and waits that long plus `marginSeconds`; `fallbackSeconds` when the server does not know the setting.
+   */
+  waitsFor?: { setting: string; marginSeconds: number; fallbackSeconds: number };
 };
 
 export type OptionSpec = { type: 'string' } | { type: 'boolean' };

@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import { count, eq } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/admin/cli.js';
 import { orders, products } from '../../src/db/schema/index.js';
 import { cliKit } from '../foundation/cli-kit.js';
 import { fakeProduct, midOnFake, zipOf, type MidOnFake } from './fake-source.js';
@@ -221,5 +222,23 @@ describe('a source whose answers are too large or not what they claim', () => {
     expect(ms).toBeGreaterThan(1_400);
     const [n] = await s.mid.deps.db.select({ n: count() }).from(products);
     expect(n!.n).toBe(2);
+  });
+
+  it('sync run reads sync_run_timeout_seconds first and waits that long plus 60 s (the setting\'s largest value when the server does not know it)', async () => {
+    for (const [answer, seconds] of [[{ status: 200, body: { ok: true, data: { key: 'sync_run_timeout_seconds', value: '1200' } } }, 1260], [{ status: 404, body: { ok: false, error: 'not_found', message: 'no such setting' } }, 3660]] as const) {
+      const seen: string[] = [];
+      // The admin API as the CLI sees it: the setting, then a run that outlasts the CLI's wait.
+      const fetchFn = (async (input: string | URL | Request, init?: RequestInit) => {
+        const url = new URL(String(input));
+        seen.push(`${init?.method} ${url.pathname}`);
+        if (url.pathname === '/admin/v1/settings/sync_run_timeout_seconds') return new Response(JSON.stringify(answer.body), { status: answer.status });
+        throw new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+      }) as typeof fetch;
+      let err = '';
+      const code = await runCli(['sync', 'run', '--force'], { env: { ADMIN_URL: 'http://127.0.0.1:9', ADMIN_TOKEN: 'drill-token' }, stdout: () => {}, stderr: (t) => void (err += t), fetch: fetchFn });
+      expect(code).toBe(1);
+      expect(JSON.parse(err)).toEqual({ ok: false, error: 'unreachable', message: expect.stringContaining(`within ${seconds} s`) });
+      expect(seen).toEqual(['GET /admin/v1/settings/sync_run_timeout_seconds', 'POST /admin/v1/sync/run']);
+    }
   });
 });

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/admin/cli.js';
 import { orders, products } from '../../src/db/schema/index.js';
 import { cliKit } from '../foundation/cli-kit.js';
-import { fakeProduct, midOnFake, zipOf, type MidOnFake } from './fake-source.js';
+import { FAKE_CRON_TOKEN, fakeProduct, midOnFake, zipOf, type MidOnFake } from './fake-source.js';
 
 /**
  * A source that answers too much, or the wrong thing: every byte is counted as it arrives (source_max_answer_bytes,
@@ -222,6 +222,11 @@ describe('a source whose answers are too large or not what they claim', () => {
     expect(ms).toBeGreaterThan(1_400);
     const [n] = await s.mid.deps.db.select({ n: count() }).from(products);
     expect(n!.n).toBe(2);
+    // The scheduler's call, on a real socket, waits for a slow sync too.
+    s.mid.clock.advance(3_600_000);
+    const cron = await timed(() => fetch(`${adminUrl}/api-sync-cron.php?token=${FAKE_CRON_TOKEN}`).then(async (r) => ({ status: r.status, body: (await r.json()) as unknown })));
+    expect(cron.value).toMatchObject({ status: 200, body: { ok: true, ran: true, products: 2 } });
+    expect(cron.ms).toBeGreaterThan(1_400);
   });
 
   it('sync run reads sync_run_timeout_seconds first and waits that long plus 60 s (the setting\'s largest value when the server does not know it)', async () => {

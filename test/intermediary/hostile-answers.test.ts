@@ -2,6 +2,7 @@ import type http from 'node:http';
 import { count, eq } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/admin/cli.js';
+import { SourceError } from '../../src/sync/client.js';
 import { orders, products } from '../../src/db/schema/index.js';
 import { cliKit } from '../foundation/cli-kit.js';
 import { FAKE_CRON_TOKEN, fakeProduct, midOnFake, zipOf, type MidOnFake } from './fake-source.js';
@@ -245,5 +246,40 @@ describe('a source whose answers are too large or not what they claim', () => {
       expect(JSON.parse(err)).toEqual({ ok: false, error: 'unreachable', message: expect.stringContaining(`within ${seconds} s`) });
       expect(seen).toEqual(['GET /admin/v1/settings/sync_run_timeout_seconds', 'POST /admin/v1/sync/run']);
     }
+  });
+
+  it("the caller's signal ends a 429 back-off and a body still arriving: its SourceError reason, else `aborted`; the connection closed", async () => {
+    s = await midOnFake({ timeoutSeconds: 15 });
+    const client = s.mid.deps.source;
+    // Rate-limited with a 30 s Retry-After: the wait is cut by the signal, not served.
+    s.fake.on('GET /api/v1/categories', (_req, res) => {
+      const text = JSON.stringify({ ok: false, error: 'rate_limited', message: 'slow down' });
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30', 'content-length': Buffer.byteLength(text) }).end(text);
+    });
+    const runOut = new SourceError('unknown', 'The sync took longer than sync_run_timeout_seconds', 'run_timeout');
+    const limited = await timed(() => client.call('GET', '/api/v1/categories', { signal: AbortSignal.timeout(300) }).catch((e: unknown) => e));
+    expect(limited.value).toBeInstanceOf(SourceError);
+    expect(limited.value).toMatchObject({ kind: 'unknown', code: 'aborted', message: 'The call to the source site was stopped before it finished' });
+    expect(limited.ms).toBeLessThan(BOUND_MS);
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(runOut), 300);
+    const withReason = await timed(() => client.call('GET', '/api/v1/categories', { signal: stop.signal }).catch((e: unknown) => e));
+    expect(withReason.value).toBe(runOut);
+    expect(withReason.ms).toBeLessThan(BOUND_MS);
+
+    // A body still arriving (slowly, under the byte cap) when the signal fires.
+    const answer = { closed: false, sent: 0 };
+    s.fake.on('GET /api/v1/products', (_req, res) => {
+      res.on('close', () => void (answer.closed = true));
+      res.writeHead(200, { 'content-type': 'application/json' }).write('{"ok":true,"data":[');
+      const tick = setInterval(() => (answer.closed ? clearInterval(tick) : res.write(' ')), 50);
+    });
+    const cut = new AbortController();
+    setTimeout(() => cut.abort(runOut), 300);
+    const body = await timed(() => client.call('GET', '/api/v1/products', { signal: cut.signal }).catch((e: unknown) => e));
+    expect(body.value).toBe(runOut);
+    expect(body.ms).toBeLessThan(BOUND_MS);
+    await until(() => answer.closed);
+    expect(answer.closed).toBe(true);
   });
 });

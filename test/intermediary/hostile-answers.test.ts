@@ -126,7 +126,7 @@ describe('a source whose answers are too large or not what they claim', () => {
     expect((await s.get('/api/v1/products')).json()).toEqual(before);
   });
 
-  it('a delivery answer that never ends leaves the order pending within the bound (paid once, one upstream order), connection closed', async () => {
+  it('a delivery or order answer that never ends leaves the order pending within the bound (paid once, one upstream order), connection closed', async () => {
     const s = await synced();
     const answer = { closed: false, sent: 0 };
     s.fake.on('GET /api/v1/order/delivery', (_req, res) => {
@@ -144,6 +144,18 @@ describe('a source whose answers are too large or not what they claim', () => {
     expect(s.mid.logs.some((l) => l.includes('"source_error":"answer_too_large"'))).toBe(true);
     await until(() => answer.closed);
     expect(answer.closed).toBe(true);
+
+    // The order/create answer itself never ends: the source may hold the order, so it stays pending (no refund).
+    const created = { closed: false, sent: 0 };
+    s.fake.on('POST /api/v1/order/create', (_req, res) => {
+      endless(() => res.writeHead(200, { 'content-type': 'application/json' }).write('{"ok":true,"order_code":"SRC9","status":"success","message":"'), res, Buffer.alloc(65_536, 'm'), created);
+    });
+    const second = await timed(() => s.order({ product_id: id, quantity: 1, request_id: 'huge-create' }));
+    expect(second.ms).toBeLessThan(BOUND_MS);
+    expect(second.value.json()).toMatchObject({ ok: true, status: 'pending' });
+    expect(await s.balance()).toBe(998_000);
+    await until(() => created.closed);
+    expect(created.closed).toBe(true);
   });
 
   describe('ZIP passthrough', () => {

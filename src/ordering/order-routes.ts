@@ -154,8 +154,9 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
 
 /**
  * The source's ZIP of a file order, streamed through (never buffered whole, never a link to the source). A source
- * failure before the first byte is an error envelope; one mid-stream destroys our response too, so the client sees a
- * cut transfer rather than a ZIP that looks complete.
+ * failure before the first byte is an error envelope, and so is an answer that is not a ZIP (download() checks its
+ * type and first bytes before it returns, docs/operations.md "Source limits"); one mid-stream destroys our response
+ * too, so the client sees a cut transfer rather than a ZIP that looks complete.
  */
 async function passThrough(req: FastifyRequest, reply: FastifyReply, upstream: UpstreamOrders, order: OrderRow): Promise<FastifyReply> {
   let body: Readable;

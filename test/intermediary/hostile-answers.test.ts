@@ -216,6 +216,20 @@ describe('a source whose answers are too large or not what they claim', () => {
         }
       }
       expect(s.mid.logs.filter((l) => l.includes('"source_error":"not_a_zip"'))).toHaveLength(cases.length);
+
+      // Headers that say ZIP, then silence before the first byte: the look at the first bytes is bounded too.
+      await s.set('sync_timeout_seconds', '1');
+      const silent = { closed: false };
+      s.fake.on('GET /api/v1/order-download', (_req, res) => {
+        res.on('close', () => void (silent.closed = true));
+        res.writeHead(200, { 'content-type': 'application/zip' }).flushHeaders();
+      });
+      const { value: res, ms } = await timed(() => s.get(path));
+      expect(ms).toBeLessThan(BOUND_MS);
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toEqual({ ok: false, error: 'unavailable', message: 'The source site did not answer in time; retry the download later' });
+      await until(() => silent.closed);
+      expect(silent.closed).toBe(true);
     });
   });
 

@@ -85,10 +85,16 @@ export function createDeliveryService(deps: DeliveryDeps) {
     });
   }
 
-  /** Records the first time codes were shown: from then on a refund keeps them out of stock. */
-  async function markDelivered(order: OrderRow): Promise<void> {
-    if (order.deliveredAt || order.status !== 'success') return;
+  /**
+   * Records the first time codes were shown: from then on a refund keeps them out of stock. Answers the order as it
+   * stands after the mark: a refund that committed since the order was read has put the codes back on sale unseen, and
+   * the answer must then say `refunded` (with no codes), not the `success` read before.
+   */
+  async function markDelivered(order: OrderRow): Promise<OrderRow> {
+    if (order.deliveredAt || order.status !== 'success') return order;
     await db.update(orders).set({ deliveredAt: clock.now() }).where(and(eq(orders.id, order.id), isNull(orders.deliveredAt), eq(orders.status, 'success')));
+    const [now] = await db.select().from(orders).where(eq(orders.id, order.id)).limit(1);
+    return now ?? order;
   }
 
   return {
@@ -100,9 +106,9 @@ export function createDeliveryService(deps: DeliveryDeps) {
       return orderView(await own(userId, ref));
     },
     async delivery(userId: number, orderCode: string, baseUrl: string): Promise<Delivery> {
-      const order = await refresh(await own(userId, { order_code: orderCode }));
-      // Recorded before the codes are read: a refund committing in between then keeps them out of stock.
-      await markDelivered(order);
+      // Recorded before the codes are read: a refund committing in between then keeps them out of stock, and one that
+      // committed just before shows here as `refunded`.
+      const order = await markDelivered(await refresh(await own(userId, { order_code: orderCode })));
       const detail = order.status === 'success' || order.status === 'refunded' ? await codesOf(order) : [];
       // Through the one catalogue read path: a source product's description2 may be overridden by the admin.
       const [product] = await selectShown(db, await settings.get('price_markup_percent')).where(eq(products.id, order.productId)).limit(1);

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, isNotNull, isNull, not } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { codes, orders, products, users } from '../db/schema/index.js';
 import { selectShown } from '../catalog/queries.js';
@@ -53,6 +53,17 @@ export function orderView(o: OrderRow): OrderView {
     updated_at: o.updatedAt.toISOString(),
   };
 }
+
+/**
+ * Where a source order stands with the source, for the admin (docs/operations.md, "Source orders stuck pending"): on the
+ * orders the source was asked about only, so a local order reads as before. `stuck`: pending and flagged.
+ */
+function upstreamState(o: OrderRow): { upstream_issue?: string | null; stuck?: boolean } {
+  if (o.upstreamAttemptedAt === null && o.upstreamOrderCode === null) return {};
+  return { upstream_issue: o.upstreamIssue, stuck: o.status === 'pending' && o.upstreamStuckAt !== null };
+}
+
+export type AdminOrderFilter = { userId?: number; status?: OrderStatus; stuck?: boolean };
 
 export type DeliveryDeps = {
   db: Db;
@@ -135,16 +146,34 @@ export function createDeliveryService(deps: DeliveryDeps) {
       if (!rows[0]) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
       const order = await refresh(rows[0]);
       const [owner] = await db.select({ name: users.name }).from(users).where(eq(users.id, order.userId));
-      return { ...orderView(order), user_id: order.userId, user_name: owner?.name ?? '', message: order.message, delivered_at: order.deliveredAt?.toISOString() ?? null, codes: await codesOf(order), ...(order.upstreamOrderCode ? { upstream: true, usage_checked_at: order.usageCheckedAt?.toISOString() ?? null } : {}) };
+      const state = upstreamState(order);
+      return {
+        ...orderView(order),
+        user_id: order.userId,
+        user_name: owner?.name ?? '',
+        message: order.message,
+        delivered_at: order.deliveredAt?.toISOString() ?? null,
+        codes: await codesOf(order),
+        ...(order.upstreamOrderCode ? { upstream: true, usage_checked_at: order.usageCheckedAt?.toISOString() ?? null } : {}),
+        ...(state.stuck === undefined ? {} : { ...state, upstream_attempted_at: order.upstreamAttemptedAt?.toISOString() ?? null, upstream_stuck_at: order.upstreamStuckAt?.toISOString() ?? null }),
+      };
     },
-    async adminList(userId: number | undefined, limit = 100): Promise<(OrderView & { user_id: number })[]> {
+    /** Newest first; `stuck`: pending orders flagged after upstream_stuck_minutes (false: every other order). */
+    async adminList(filter: AdminOrderFilter = {}, limit = 100): Promise<(OrderView & { user_id: number; upstream_issue?: string | null; stuck?: boolean })[]> {
+      const isStuck = and(eq(orders.status, 'pending'), isNotNull(orders.upstreamStuckAt));
       const rows = await db
         .select()
         .from(orders)
-        .where(userId !== undefined ? eq(orders.userId, userId) : sql`true`)
+        .where(
+          and(
+            filter.userId !== undefined ? eq(orders.userId, filter.userId) : undefined,
+            filter.status !== undefined ? eq(orders.status, filter.status) : undefined,
+            filter.stuck === undefined ? undefined : filter.stuck ? isStuck : not(isStuck!),
+          ),
+        )
         .orderBy(desc(orders.id))
         .limit(limit);
-      return rows.map((o) => ({ ...orderView(o), user_id: o.userId }));
+      return rows.map((o) => ({ ...orderView(o), user_id: o.userId, ...upstreamState(o) }));
     },
   };
 }

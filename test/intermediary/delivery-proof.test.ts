@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
+import { cliKit } from '../foundation/cli-kit.js';
 import { fakeProduct, midOnFake, sendJson, type MidOnFake } from './fake-source.js';
 
 /**
@@ -196,5 +197,72 @@ describe('a source order is success only when its delivery is proven', () => {
       { code: 'USE-2', used: true, used_at: '25/11/2026 17:00:00', status_label: '25/11/2026 17:00:00' },
     ]);
     expect(await rowOf(s, code)).toMatchObject({ status: 'success', codes: 2 });
+  });
+
+  it('pending past upstream_stuck_minutes: flagged once with one log line, counted by the cron, listed by order list --status pending --stuck; never refunded', async () => {
+    const set = await setUp();
+    s = set.s;
+    await s.set('upstream_stuck_minutes', '5');
+    // Two codes for quantity 1: what they are must reach no log line.
+    s.fake.state.codesFor = () => ['SECRET-A', 'SECRET-B'];
+    const old = await pendingOrder(s, { product_id: set.id, quantity: 1 }, 1000);
+    await ageOrders(s, 10);
+    const fresh = await pendingOrder(s, { product_id: set.id, quantity: 1 }, 1000);
+    await ageOrders(s, 1);
+    const issue = 'the source delivered 2 code(s) for quantity 1';
+
+    expect(await reconcile(s)).toEqual({ checked: 2, settled: 0, still_pending: 2, newly_stuck: 1, stuck: 1 });
+    const stuckLines = () => s!.mid.logs.filter((l) => l.includes('stuck pending')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(stuckLines()).toEqual([expect.objectContaining({ level: 40, order_code: old.order_code, reason: issue })]);
+    // Flagged once: the next passes ask the source again but neither flag nor log it again.
+    expect(await reconcile(s)).toEqual({ checked: 2, settled: 0, still_pending: 2, newly_stuck: 0, stuck: 1 });
+    expect(stuckLines()).toHaveLength(1);
+    for (const line of s.mid.logs) {
+      expect(line).not.toContain('SECRET-');
+      expect(line).not.toContain(s.fake.url);
+    }
+
+    // The admin API and the CLI (its thin client) list the stuck one only.
+    const listed = await s.mid.admin('GET', '/admin/v1/orders?status=pending&stuck=true');
+    expect(listed.statusCode, listed.body).toBe(200);
+    const row = { order_code: old.order_code, request_id: null, status: 'pending', product_id: set.id, product_name: 'Product 1', quantity: 1, unit_price: 1000, total: 1000, created_at: expect.any(String), updated_at: expect.any(String), user_id: s.buyer.id, upstream_issue: issue, stuck: true };
+    expect(listed.json()).toEqual({ ok: true, data: [row] });
+    const adminUrl = await s.mid.listen();
+    const { ok } = cliKit(() => adminUrl);
+    expect(await ok('order', 'list', '--status', 'pending', '--stuck')).toEqual([row]);
+    expect(await ok('order', 'list', '--status', 'pending')).toEqual([{ ...row, order_code: fresh.order_code, stuck: false }, row]);
+    expect(await ok('order', 'show', old.order_code)).toMatchObject({ status: 'pending', upstream_issue: issue, stuck: true, upstream_stuck_at: expect.any(String), upstream_attempted_at: expect.any(String), codes: [] });
+
+    // Not refunded, by the cron or by hand: the source holds (and charged) it.
+    const refused = await s.mid.admin('POST', `/admin/v1/orders/${old.order_code}/refund`);
+    expect({ status: refused.statusCode, error: (refused.json() as { error: string }).error }).toEqual({ status: 409, error: 'conflict' });
+    s.mid.clock.advance(86_400_000);
+    await ageOrders(s, 24 * 60);
+    expect(await reconcile(s)).toMatchObject({ settled: 0, newly_stuck: 1, stuck: 2 });
+    expect(await rowOf(s, old.order_code)).toMatchObject({ status: 'pending', stuck: true, codes: 0 });
+    expect(await ledgerOf(s, old.order_code)).toEqual([{ kind: 'order', amount: '-1000.00' }]);
+    expect(await s.balance()).toBe(998_000);
+  });
+
+  it('old bad orders do not starve a new one: the reconciler asks the least recently asked first', async () => {
+    const set = await setUp();
+    s = set.s;
+    s.fake.state.codesFor = () => [];
+    const bad = await pendingOrder(s, { product_id: set.id, quantity: 1 }, 1000);
+    // A hundred more that the source never delivers, all asked about just now.
+    await s.mid.deps.db.execute(sql`
+      INSERT INTO orders (order_code, user_id, product_id, product_name, product_type, quantity, unit_price, total, status, message, upstream_order_code, upstream_issue, upstream_attempted_at)
+      SELECT 'CLONE' || g, user_id, product_id, product_name, product_type, quantity, unit_price, total, 'pending', message, upstream_order_code, upstream_issue, now()
+      FROM orders, generate_series(1, 100) g WHERE order_code = ${bad.order_code}`);
+    const late = await pendingOrder(s, { product_id: set.id, quantity: 1 }, 1000);
+    s.fake.state.orders.get('SRC2')!.codes = ['FAIR-1'];
+    await ageOrders(s);
+    let passes = 0;
+    while ((await rowOf(s, late.order_code)).status === 'pending' && passes < 3) {
+      expect((await reconcile(s)).checked).toBeGreaterThan(0);
+      passes++;
+    }
+    expect(await rowOf(s, late.order_code)).toMatchObject({ status: 'success', codes: 1 });
+    expect(passes).toBeLessThanOrEqual(2);
   });
 });

@@ -28,6 +28,7 @@ const adminOrder = orderView.extend({
   upstream: z.boolean().optional(),
   usage_checked_at: z.string().nullable().optional(),
   ...upstreamState,
+  upstream_order_code: z.string().nullable().optional().describe("the source's order code, to ask the source about it (null: the source has not answered yet)"),
   upstream_attempted_at: z.string().nullable().optional().describe('last time the source was asked about the order'),
   upstream_stuck_at: z.string().nullable().optional().describe('when the order was flagged stuck'),
 });

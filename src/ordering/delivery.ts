@@ -155,7 +155,7 @@ export function createDeliveryService(deps: DeliveryDeps) {
         delivered_at: order.deliveredAt?.toISOString() ?? null,
         codes: await codesOf(order),
         ...(order.upstreamOrderCode ? { upstream: true, usage_checked_at: order.usageCheckedAt?.toISOString() ?? null } : {}),
-        ...(state.stuck === undefined ? {} : { ...state, upstream_attempted_at: order.upstreamAttemptedAt?.toISOString() ?? null, upstream_stuck_at: order.upstreamStuckAt?.toISOString() ?? null }),
+        ...(state.stuck === undefined ? {} : { ...state, upstream_order_code: order.upstreamOrderCode, upstream_attempted_at: order.upstreamAttemptedAt?.toISOString() ?? null, upstream_stuck_at: order.upstreamStuckAt?.toISOString() ?? null }),
       };
     },
     /** Newest first; `stuck`: pending orders flagged after upstream_stuck_minutes (false: every other order). */

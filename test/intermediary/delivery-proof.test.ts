@@ -231,7 +231,7 @@ describe('a source order is success only when its delivery is proven', () => {
     const { ok } = cliKit(() => adminUrl);
     expect(await ok('order', 'list', '--status', 'pending', '--stuck')).toEqual([row]);
     expect(await ok('order', 'list', '--status', 'pending')).toEqual([{ ...row, order_code: fresh.order_code, stuck: false }, row]);
-    expect(await ok('order', 'show', old.order_code)).toMatchObject({ status: 'pending', upstream_issue: issue, stuck: true, upstream_stuck_at: expect.any(String), upstream_attempted_at: expect.any(String), codes: [] });
+    expect(await ok('order', 'show', old.order_code)).toMatchObject({ status: 'pending', upstream_issue: issue, stuck: true, upstream_order_code: 'SRC1', upstream_stuck_at: expect.any(String), upstream_attempted_at: expect.any(String), codes: [] });
 
     // Not refunded, by the cron or by hand: the source holds (and charged) it.
     const refused = await s.mid.admin('POST', `/admin/v1/orders/${old.order_code}/refund`);

@@ -144,7 +144,8 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
       if (order.upstreamOrderCode !== null) return await settle(order, order.upstreamOrderCode, await deliveryOf(order, order.upstreamOrderCode));
       const { body } = await client.call('POST', '/api/v1/order/create', { json: { product_id: sourceId, quantity: order.quantity, request_id: order.orderCode } });
       answered = true;
-      const upstreamCode = typeof body.order_code === 'string' && body.order_code.length > 0 && body.order_code.length <= 100 ? body.order_code : '';
+      // Stored, sent back as a query parameter and shown to the admin: printable ASCII only, bounded.
+      const upstreamCode = typeof body.order_code === 'string' && /^[\x21-\x7e]{1,100}$/.test(body.order_code) ? body.order_code : '';
       if (!upstreamCode) throw new SourceError('unknown', 'The source site answered the order without an order_code', 'bad_answer');
       await db.update(orders).set({ upstreamOrderCode: upstreamCode }).where(and(eq(orders.id, order.id), sql`${orders.upstreamOrderCode} IS NULL`));
       if (body.status === 'success') await settle(order, upstreamCode, await deliveryOf(order, upstreamCode));

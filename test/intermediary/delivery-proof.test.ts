@@ -127,9 +127,16 @@ describe('a source order is success only when its delivery is proven', () => {
     const ok = await s.order({ product_id: set.id, quantity: 2 });
     expect(ok.json()).toMatchObject({ ok: true, status: 'success', message: 'Order completed: 2 code(s) delivered' });
     expect((await s.get(`/api/v1/order/delivery?order_code=${(ok.json() as Created).order_code}`)).json()).toMatchObject({ status: 'success', delivery_codes: edge });
-    // No answer of the source, no reason and no code in any log line of ours with the source's address.
+
+    // A delivery for another order than ours proves nothing about ours.
+    s.fake.state.codesFor = null;
+    s.fake.on('GET /api/v1/order/delivery', (_req, res) => sendJson(res, 200, { ok: true, order_code: 'SRC1', status: 'success', delivery_codes: ['X'], delivery_codes_detail: [{ code: 'X', used: false, used_at: null, status_label: 'Unused' }] }));
+    const other = await pendingOrder(s, { product_id: set.id, quantity: 1 }, 1000);
+    expect(await rowOf(s, other.order_code)).toMatchObject({ status: 'pending', upstream_issue: 'the source answered the delivery of another order', codes: 0 });
+    // No log line of ours holds the source's address.
     for (const line of s.mid.logs) expect(line).not.toContain(s.fake.url);
-  });
+    // A dozen orders through a real HTTP source, one of them a 1 MB answer: more than the default on a loaded machine.
+  }, 90_000);
 
   it('a file order needs the download in hand: no download_url is pending, the cron settles it once the source gives one', async () => {
     const set = await setUp();
@@ -264,5 +271,6 @@ describe('a source order is success only when its delivery is proven', () => {
     }
     expect(await rowOf(s, late.order_code)).toMatchObject({ status: 'success', codes: 1 });
     expect(passes).toBeLessThanOrEqual(2);
-  });
+    // Two hundred source calls in two passes.
+  }, 90_000);
 });

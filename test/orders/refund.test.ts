@@ -188,17 +188,15 @@ describe('admin refund of an order', () => {
     // say so (refunded, no codes). A `success` with the codes here (read before the mark), or with none, breaks the rule.
     expect(delivery.statusCode).toBe(200);
     expect(delivery.json()).toEqual({ ok: true, order_code: code, status: 'refunded', delivery_codes: [], delivery_codes_detail: [], product_desc2: '', desc2: '' });
-    const shown = f.codes.slice(0, 2);
-    // another customer buys the whole stock: none of the codes the first client was shown may be among them
+    // Another customer buys the whole stock.
     const other = await makeUser(t, { balance: '10000' });
     const stock = await stockOf(t, f);
     const res = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(other.api_key), 'content-type': 'application/json' }, payload: JSON.stringify({ product_id: f.productId, quantity: stock }) });
     expect(res.statusCode).toBe(200);
     const theirs = (await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${res.json().order_code}`, headers: bearer(other.api_key) })).json().delivery_codes as string[];
-    // The codes the order held are back on sale (nobody saw them), and only once: the whole stock, each code once.
+    // The two codes the order held are back on sale (nobody saw them): the whole stock again, each code once.
     expect(stock).toBe(3);
     expect([...theirs].sort()).toEqual([...f.codes].sort());
-    expect(shown.every((c) => theirs.includes(c))).toBe(true);
   });
 
   it('refusing a second refund: 409 conflict, one credit only', async () => {

@@ -14,7 +14,29 @@ import { uploadedFile } from './upload.js';
 
 export type AdminOrderDeps = { guard: Guard; orders: OrderService; delivery: DeliveryService; files: FilesService; catalog: CatalogService; users: UsersService };
 
-const adminOrder = orderView.extend({ user_id: z.number().int(), user_name: z.string(), message: z.string(), delivered_at: z.string().nullable(), codes: z.array(codeDetail), upstream: z.boolean().optional(), usage_checked_at: z.string().nullable().optional() });
+/** Where a source order stands with the source: on orders the source was asked about (docs/operations.md). */
+const upstreamState = {
+  upstream_issue: z.string().nullable().optional().describe('why a source order is still pending (null: nothing wrong known)'),
+  stuck: z.boolean().optional().describe('pending past upstream_stuck_minutes and flagged for the admin'),
+};
+const adminOrder = orderView.extend({
+  user_id: z.number().int(),
+  user_name: z.string(),
+  message: z.string(),
+  delivered_at: z.string().nullable(),
+  codes: z.array(codeDetail),
+  upstream: z.boolean().optional(),
+  usage_checked_at: z.string().nullable().optional(),
+  ...upstreamState,
+  upstream_order_code: z.string().nullable().optional().describe("the source's order code, to ask the source about it (null: the source has not answered yet)"),
+  upstream_attempted_at: z.string().nullable().optional().describe('last time the source was asked about the order'),
+  upstream_stuck_at: z.string().nullable().optional().describe('when the order was flagged stuck'),
+});
+const adminOrderQuery = z.object({
+  user: z.string().max(100).optional(),
+  status: z.enum(['pending', 'success', 'failed', 'refunded']).optional(),
+  stuck: z.enum(['true', 'false']).transform((v) => v === 'true').optional().describe('true: only pending orders flagged stuck'),
+});
 const orderCodeParams = z.object({ code: z.string().min(1).max(64) });
 const fileView = z.object({ id: z.number().int(), product_id: z.string(), filename: z.string(), size_bytes: z.number().int(), sha256: z.string(), created_at: z.string() });
 
@@ -47,13 +69,13 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
     schema: {
       operationId: 'adminListOrders',
       summary: 'List orders',
-      description: 'Newest 100 orders, of one user with ?user=ID|NAME.',
-      querystring: z.object({ user: z.string().max(100).optional() }),
-      response: { 200: ok(z.array(orderView.extend({ user_id: z.number().int() })), 'The newest 100 orders, under data.'), ...errs('not_found') },
+      description: 'Newest 100 orders; of one user with ?user=ID|NAME, of one status with ?status=, and ?stuck=true for the source orders pending past upstream_stuck_minutes.',
+      querystring: adminOrderQuery,
+      response: { 200: ok(z.array(orderView.extend({ user_id: z.number().int(), ...upstreamState })), 'The newest 100 orders, under data.'), ...errs('not_found', 'invalid_request') },
     },
     handler: async (req) => {
       const userId = req.query.user !== undefined ? (await deps.users.find(req.query.user)).id : undefined;
-      return { ok: true as const, data: await deps.delivery.adminList(userId) };
+      return { ok: true as const, data: await deps.delivery.adminList({ userId, status: req.query.status, stuck: req.query.stuck }) };
     },
   });
   r.get('/admin/v1/orders/:code', {

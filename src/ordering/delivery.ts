@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, isNotNull, isNull, not } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { codes, orders, products, users } from '../db/schema/index.js';
 import { selectShown } from '../catalog/queries.js';
@@ -54,6 +54,17 @@ export function orderView(o: OrderRow): OrderView {
   };
 }
 
+/**
+ * Where a source order stands with the source, for the admin (docs/operations.md, "Source orders stuck pending"): on the
+ * orders the source was asked about only, so a local order reads as before. `stuck`: pending and flagged.
+ */
+function upstreamState(o: OrderRow): { upstream_issue?: string | null; stuck?: boolean } {
+  if (o.upstreamAttemptedAt === null && o.upstreamOrderCode === null) return {};
+  return { upstream_issue: o.upstreamIssue, stuck: o.status === 'pending' && o.upstreamStuckAt !== null };
+}
+
+export type AdminOrderFilter = { userId?: number; status?: OrderStatus; stuck?: boolean };
+
 export type DeliveryDeps = {
   db: Db;
   cipher: Cipher;
@@ -85,10 +96,16 @@ export function createDeliveryService(deps: DeliveryDeps) {
     });
   }
 
-  /** Records the first time codes were shown: from then on a refund keeps them out of stock. */
-  async function markDelivered(order: OrderRow): Promise<void> {
-    if (order.deliveredAt || order.status !== 'success') return;
+  /**
+   * Records the first time codes were shown: from then on a refund keeps them out of stock. Answers the order as it
+   * stands after the mark: a refund that committed since the order was read has put the codes back on sale unseen, and
+   * the answer must then say `refunded` (with no codes), not the `success` read before.
+   */
+  async function markDelivered(order: OrderRow): Promise<OrderRow> {
+    if (order.deliveredAt || order.status !== 'success') return order;
     await db.update(orders).set({ deliveredAt: clock.now() }).where(and(eq(orders.id, order.id), isNull(orders.deliveredAt), eq(orders.status, 'success')));
+    const [now] = await db.select().from(orders).where(eq(orders.id, order.id)).limit(1);
+    return now ?? order;
   }
 
   return {
@@ -100,9 +117,9 @@ export function createDeliveryService(deps: DeliveryDeps) {
       return orderView(await own(userId, ref));
     },
     async delivery(userId: number, orderCode: string, baseUrl: string): Promise<Delivery> {
-      const order = await refresh(await own(userId, { order_code: orderCode }));
-      // Recorded before the codes are read: a refund committing in between then keeps them out of stock.
-      await markDelivered(order);
+      // Recorded before the codes are read: a refund committing in between then keeps them out of stock, and one that
+      // committed just before shows here as `refunded`.
+      const order = await markDelivered(await refresh(await own(userId, { order_code: orderCode })));
       const detail = order.status === 'success' || order.status === 'refunded' ? await codesOf(order) : [];
       // Through the one catalogue read path: a source product's description2 may be overridden by the admin.
       const [product] = await selectShown(db, await settings.get('price_markup_percent')).where(eq(products.id, order.productId)).limit(1);
@@ -129,16 +146,34 @@ export function createDeliveryService(deps: DeliveryDeps) {
       if (!rows[0]) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
       const order = await refresh(rows[0]);
       const [owner] = await db.select({ name: users.name }).from(users).where(eq(users.id, order.userId));
-      return { ...orderView(order), user_id: order.userId, user_name: owner?.name ?? '', message: order.message, delivered_at: order.deliveredAt?.toISOString() ?? null, codes: await codesOf(order), ...(order.upstreamOrderCode ? { upstream: true, usage_checked_at: order.usageCheckedAt?.toISOString() ?? null } : {}) };
+      const state = upstreamState(order);
+      return {
+        ...orderView(order),
+        user_id: order.userId,
+        user_name: owner?.name ?? '',
+        message: order.message,
+        delivered_at: order.deliveredAt?.toISOString() ?? null,
+        codes: await codesOf(order),
+        ...(order.upstreamOrderCode ? { upstream: true, usage_checked_at: order.usageCheckedAt?.toISOString() ?? null } : {}),
+        ...(state.stuck === undefined ? {} : { ...state, upstream_order_code: order.upstreamOrderCode, upstream_attempted_at: order.upstreamAttemptedAt?.toISOString() ?? null, upstream_stuck_at: order.upstreamStuckAt?.toISOString() ?? null }),
+      };
     },
-    async adminList(userId: number | undefined, limit = 100): Promise<(OrderView & { user_id: number })[]> {
+    /** Newest first; `stuck`: pending orders flagged after upstream_stuck_minutes (false: every other order). */
+    async adminList(filter: AdminOrderFilter = {}, limit = 100): Promise<(OrderView & { user_id: number; upstream_issue?: string | null; stuck?: boolean })[]> {
+      const isStuck = and(eq(orders.status, 'pending'), isNotNull(orders.upstreamStuckAt));
       const rows = await db
         .select()
         .from(orders)
-        .where(userId !== undefined ? eq(orders.userId, userId) : sql`true`)
+        .where(
+          and(
+            filter.userId !== undefined ? eq(orders.userId, filter.userId) : undefined,
+            filter.status !== undefined ? eq(orders.status, filter.status) : undefined,
+            filter.stuck === undefined ? undefined : filter.stuck ? isStuck : not(isStuck!),
+          ),
+        )
         .orderBy(desc(orders.id))
         .limit(limit);
-      return rows.map((o) => ({ ...orderView(o), user_id: o.userId }));
+      return rows.map((o) => ({ ...orderView(o), user_id: o.userId, ...upstreamState(o) }));
     },
   };
 }

@@ -75,6 +75,8 @@ export async function fakeSource() {
   };
   const routes = new Map<string, FakeHandler>();
   let seq = 0;
+  // Set once the server listens (handlers run only after that).
+  let url = '';
 
   const defaults: Record<string, FakeHandler> = {
     'GET /api/v1/categories': (_req, res) => sendJson(res, 200, { ok: true, data: state.categories }),
@@ -109,13 +111,16 @@ export async function fakeSource() {
     'GET /api/v1/order/delivery': (req, res) => {
       const o = state.orders.get(req.query.get('order_code') ?? '');
       if (!o) return sendJson(res, 404, { ok: false, error: 'not_found', message: 'No such order for this key' });
-      const codes = o.status === 'success' ? o.codes : [];
+      // A file order is delivered as our API delivers one: no codes, a download_url while it is success.
+      const file = state.products.find((p) => p.id === o.product_id)?.type === 'file';
+      const codes = o.status === 'success' && !file ? o.codes : [];
       sendJson(res, 200, {
         ok: true,
         order_code: o.order_code,
         status: o.status,
         delivery_codes: codes,
         delivery_codes_detail: codes.map((code) => ({ code, used: false, used_at: null, status_label: 'Unused' })),
+        ...(file && o.status === 'success' ? { download_url: `${url}/api/v1/order-download?order_code=${encodeURIComponent(o.order_code)}` } : {}),
         product_desc2: '',
         desc2: '',
       });
@@ -147,7 +152,7 @@ export async function fakeSource() {
     s.on('close', () => sockets.delete(s));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   return {
     url,

@@ -1,14 +1,18 @@
-import { cmd, type Command, enc, get, post, S, str } from './kit.js';
+import { B, cmd, type Command, enc, get, post, S, str } from './kit.js';
 
 /** The `order` commands, in help order. */
 export const orderCommands: readonly Command[] = [
   cmd({ noun: 'order', verb: 'show', usage: 'CODE', summary: 'one order with its owner and codes (decrypted, usage refreshed)', args: ['CODE'], call: ({ CODE }) => get(`/admin/v1/orders/${enc(CODE)}`) }),
   cmd({
-    noun: 'order', verb: 'list', usage: '[--user U]', summary: 'newest 100 orders, of one user (id or name) with --user',
-    options: { user: S },
+    noun: 'order', verb: 'list', usage: '[--user U] [--status S] [--stuck]',
+    summary: 'newest 100 orders; of one user (id or name) with --user, one status with --status; --stuck: source orders pending past upstream_stuck_minutes',
+    options: { user: S, status: S, stuck: B },
     call: (_, o) => {
-      const u = str(o, 'user');
-      return get(u === undefined ? '/admin/v1/orders' : `/admin/v1/orders?user=${enc(u)}`);
+      const q = new URLSearchParams();
+      for (const k of ['user', 'status'] as const) if (str(o, k) !== undefined) q.set(k, str(o, k)!);
+      if (o.stuck) q.set('stuck', 'true');
+      const qs = q.toString();
+      return get(qs ? `/admin/v1/orders?${qs}` : '/admin/v1/orders');
     },
   }),
   cmd({

@@ -30,7 +30,7 @@ export const orders = pgTable(
     usageCheckedAt: timestamp('usage_checked_at', { withTimezone: true, mode: 'date' }),
     /** Who is forwarding a pending order to the source holds it until then (database time): one forward at a time. */
     upstreamLeaseUntil: timestamp('upstream_lease_until', { withTimezone: true, mode: 'date' }),
-    /** Why a source order is still pending (the source's answer that did not prove a delivery); null once settled. */
+    /** Why a source order is still pending (the source's answer that did not prove a delivery); cleared on success. */
     upstreamIssue: text('upstream_issue'),
     /** Last time a forward or the reconciler asked the source about this order: the reconciler asks the oldest first. */
     upstreamAttemptedAt: timestamp('upstream_attempted_at', { withTimezone: true, mode: 'date' }),

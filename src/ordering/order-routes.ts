@@ -123,8 +123,10 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
         if (missing.length > 0) throw new Error(`product ${order.productId}: ${missing.length} stored file(s) missing from DATA_DIR/files`);
         zip = deps.files.zipOf(files.map((f) => ({ kind: 'file' as const, storageName: f.storageName, filename: f.filename })));
       } else {
-        await deps.delivery.markDelivered(order);
-        const codes = await deps.delivery.codesOf(order);
+        // The order as it stands once marked: a refund that committed since the read above put the codes back on sale.
+        const marked = await deps.delivery.markDelivered(order);
+        if (marked.status !== 'success') throw new AppError('not_found', `Order ${marked.orderCode} is ${marked.status}: nothing to download`);
+        const codes = await deps.delivery.codesOf(marked);
         zip = deps.files.zipOf([{ kind: 'text', filename: 'codes.txt', content: codes.map((c) => c.code).join('\n') + (codes.length > 0 ? '\n' : '') }]);
       }
       zip.on('error', (err) => req.log.error({ err }, 'zip stream failed'));

@@ -52,6 +52,30 @@ async function refundLedger(t: TestApp, f: Fixture) {
   );
 }
 
+/**
+ * Runs `read` (a delivery or a ZIP of codes) with its delivered_at UPDATE held until an admin refund of `code` has
+ * committed: the interleaving two processes can produce for real.
+ */
+async function withRefundBeforeMark<T>(t: TestApp, code: string, read: () => Promise<T>): Promise<{ res: T; refunded: ReturnType<typeof refund> }> {
+  type Builder = { set(v: unknown): { where(w: unknown): unknown } };
+  const db = t.deps.db as unknown as { update(table: unknown): Builder };
+  const original = db.update;
+  let refunded: ReturnType<typeof refund> | undefined;
+  db.update = function (this: unknown, table: unknown): Builder {
+    const builder = original.call(this, table);
+    if (table !== orders || refunded) return builder;
+    refunded = refund(t, code);
+    return { set: (v) => ({ where: async (w) => { await refunded; return builder.set(v).where(w); } }) };
+  };
+  try {
+    const res = await read();
+    if (!refunded) throw new Error('the read never marked the order delivered');
+    return { res, refunded };
+  } finally {
+    db.update = original;
+  }
+}
+
 describe('admin refund of an order', () => {
   let t: TestApp;
   beforeAll(async () => {
@@ -160,30 +184,13 @@ describe('admin refund of an order', () => {
   });
 
   it('a refund that commits while the delivery is being read never puts the codes shown back on sale', async () => {
-    // BUG (src/ordering/delivery.ts, delivery()): the codes are read first and delivered_at is written afterwards,
-    // with no lock and no status condition; a refund committing in between still sees delivered_at null and returns
-    // to stock the codes this very response shows the client. The interleaving is forced here by holding the
+    // The codes must be read only after delivered_at is written, and the answer must be the order as it stands then:
+    // a refund committing in between returns the codes to stock unseen. The interleaving is forced by holding the
     // delivered_at UPDATE until the refund has committed (two processes can hit it for real).
     const f = await fixture(t, 3);
     const code = await order(t, f, 2);
-    type Builder = { set(v: unknown): { where(w: unknown): unknown } };
-    const db = t.deps.db as unknown as { update(table: unknown): Builder };
-    const original = db.update;
-    let refunded: ReturnType<typeof refund> | undefined;
-    db.update = function (this: unknown, table: unknown): Builder {
-      const builder = original.call(this, table);
-      if (table !== orders || refunded) return builder;
-      refunded = refund(t, code);
-      return { set: (v) => ({ where: async (w) => { await refunded; return builder.set(v).where(w); } }) };
-    };
-    let delivery;
-    try {
-      delivery = await get(t, f, `/api/v1/order/delivery?order_code=${code}`);
-    } finally {
-      db.update = original;
-    }
-    expect(refunded).toBeDefined();
-    expect((await refunded!).statusCode).toBe(200);
+    const { res: delivery, refunded } = await withRefundBeforeMark(t, code, () => get(t, f, `/api/v1/order/delivery?order_code=${code}`));
+    expect((await refunded).statusCode).toBe(200);
     // The refund committed before delivered_at was written: the codes went back to stock unseen, so this answer must
     // say so (refunded, no codes). A `success` with the codes here (read before the mark), or with none, breaks the rule.
     expect(delivery.statusCode).toBe(200);
@@ -197,6 +204,16 @@ describe('admin refund of an order', () => {
     // The two codes the order held are back on sale (nobody saw them): the whole stock again, each code once.
     expect(stock).toBe(3);
     expect([...theirs].sort()).toEqual([...f.codes].sort());
+  });
+
+  it('a refund that commits while a code ZIP is being prepared: no ZIP of an empty codes.txt, the order answers as refunded', async () => {
+    const f = await fixture(t, 3);
+    const code = await order(t, f, 2);
+    const { res: zip, refunded } = await withRefundBeforeMark(t, code, () => get(t, f, `/api/v1/order-download?order_code=${code}`));
+    expect((await refunded).statusCode).toBe(200);
+    expect(zip.statusCode, zip.body).toBe(404);
+    expect(zip.json()).toEqual({ ok: false, error: 'not_found', message: `Order ${code} is refunded: nothing to download` });
+    expect(await stockOf(t, f)).toBe(3);
   });
 
   it('refusing a second refund: 409 conflict, one credit only', async () => {

@@ -50,8 +50,11 @@ export async function mergeCatalogue(db: Db, runId: number, cats: SourceCategory
     }
 
     // The later copy wins: earlier copies of a source id leave the staging before anything reads it.
-    await tx.execute(sql`DELETE FROM sync_staging s WHERE s.run_id = ${runId}
-      AND EXISTS (SELECT 1 FROM sync_staging t WHERE t.run_id = ${runId} AND t.source_id = s.source_id AND t.seq > s.seq)`);
+    // One sort of the run's rows, then primary-key deletes: no self-join whose plan depends on table statistics.
+    await tx.execute(sql`DELETE FROM sync_staging s USING (
+        SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY source_id ORDER BY seq DESC) AS n FROM sync_staging WHERE run_id = ${runId}) z WHERE n > 1
+      ) older
+      WHERE s.run_id = ${runId} AND s.seq = older.seq`);
     // In a delta, `unavailable` is how the source reports a product hidden or gone since the last run.
     const listed = full ? sql`NOT s.gone` : sql`NOT s.gone AND s.status <> 'unavailable'`;
     const [up] = rowsOf<{ created: number; updated: number; listed: number }>(

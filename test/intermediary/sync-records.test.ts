@@ -72,7 +72,12 @@ describe('a source record is data to validate, one record at a time', () => {
 
   it('a 5 MB description and a 300-character name are cut (then sanitised: well-formed) and counted', { timeout: 120_000 }, async () => {
     s = await midOnFake();
-    s.fake.state.products = [fakeProduct(1, { name: 'N'.repeat(300), description: `<p><b>${'a'.repeat(5 * 1024 * 1024)}</b></p>`, description2: 'ok' }), fakeProduct(2)];
+    // Product 2 twice (it moved between pages while they were read): the later copy wins.
+    s.fake.state.products = [
+      fakeProduct(2, { name: 'Early copy' }),
+      fakeProduct(1, { name: 'N'.repeat(300), description: `<p><b>${'a'.repeat(5 * 1024 * 1024)}</b></p>`, description2: 'ok' }),
+      fakeProduct(2, { name: 'Later copy' }),
+    ];
     const res = await s.syncNow();
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ ok: true, data: { created: 2, skipped: 0, cleaned_reasons: { name_too_long: 1, description_too_long: 1 } } });
@@ -81,6 +86,7 @@ describe('a source record is data to validate, one record at a time', () => {
     expect(row!.description2).toBe('ok');
     // Cut to 20,000 characters inside the <b>: the sanitiser closes what the cut left open.
     expect(row!.description).toBe(`<p><b>${'a'.repeat(20_000 - 6)}</b></p>`);
-    expect(await lastRun(s)).toMatchObject({ ok: true, cleaned_reasons: { name_too_long: 1, description_too_long: 1 } });
+    expect(await lastRun(s)).toMatchObject({ ok: true, products: 2, cleaned_reasons: { name_too_long: 1, description_too_long: 1 } });
+    expect((await s.get(`/api/v1/product?id=${await s.idOf('2')}`)).json()).toMatchObject({ data: { name: 'Later copy' } });
   });
 });

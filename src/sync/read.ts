@@ -1,5 +1,5 @@
 import { foldForSearch, sanitizeDescription } from '../shared/text.js';
-import { SourceError, type SourceClient } from './client.js';
+import { SourceError, type SourceAnswer, type SourceClient } from './client.js';
 import { checkCategory, checkProduct, type SourceCategory } from './records.js';
 import type { StagedRow } from './staging.js';
 
@@ -15,6 +15,32 @@ export const totalOf = (m: Record<string, number>) => Object.values(m).reduce((a
 
 /** The caps of one run (settings sync_max_pages, sync_max_products) and its deadline (sync_run_timeout_seconds). */
 export type RunBounds = { maxPages: number; maxProducts: number; signal: AbortSignal; checkDeadline: () => void };
+
+type Caller = Pick<SourceClient, 'call'>;
+
+/**
+ * The client's calls, each ended by the run's signal or by its own bound (sync_timeout_seconds) on a timer held here.
+ * The client also bounds each call, but through AbortSignal.any([caller's signal, AbortSignal.timeout()]), and on
+ * Node 20 a timeout signal held only by such a composite can be garbage-collected before it fires (nodejs/node#57736):
+ * a hanging source would then hold the call until the run's deadline. docs/decisions.md, "Sync: one page at a time".
+ */
+export function boundedCalls(client: SourceClient, runSignal: AbortSignal, callMs: number): Caller {
+  return {
+    async call(method, path, opts = {}): Promise<SourceAnswer> {
+      runSignal.throwIfAborted();
+      const own = new AbortController();
+      const timer = setTimeout(() => own.abort(new SourceError('unknown', 'The source site did not answer in time', 'timeout')), callMs);
+      const follow = () => own.abort(runSignal.reason);
+      runSignal.addEventListener('abort', follow, { once: true });
+      try {
+        return await client.call(method, path, { ...opts, signal: own.signal });
+      } finally {
+        clearTimeout(timer);
+        runSignal.removeEventListener('abort', follow);
+      }
+    },
+  };
+}
 
 export type ReadResult = {
   /** Rows handed to `stage`, gone ones included. */
@@ -39,7 +65,7 @@ function arrayOf(body: Record<string, unknown>, what: string): unknown[] {
 }
 
 /** The categories: one answer, held whole (it is bounded by source_max_answer_bytes like any answer). */
-export async function readCategories(client: SourceClient, bounds: RunBounds, tally: Tally): Promise<SourceCategory[]> {
+export async function readCategories(client: Caller, bounds: RunBounds, tally: Tally): Promise<SourceCategory[]> {
   const byId = new Map<string, SourceCategory>();
   for (const r of arrayOf((await client.call('GET', '/api/v1/categories', { signal: bounds.signal })).body, 'the categories')) {
     const c = checkCategory(r);
@@ -59,7 +85,7 @@ export async function readCategories(client: SourceClient, bounds: RunBounds, ta
  * whatever the size of the catalogue. A page that cannot be read, or a cap passed, fails the whole run.
  */
 export async function readProducts(
-  client: SourceClient,
+  client: Caller,
   since: Date | null,
   opts: { categories: ReadonlySet<string>; markup: string; bounds: RunBounds; tally: Tally; stage: (rows: StagedRow[]) => Promise<void> },
 ): Promise<ReadResult> {

@@ -18,7 +18,8 @@ describe('a source record is data to validate, one record at a time', () => {
     s.fake.state.products = [fakeProduct(1), fakeProduct(2, { name: 'Huge', price: '9999999999999999' }), fakeProduct(3, { price: '99999999999999999' })];
     expect((await s.syncNow()).json()).toMatchObject({ ok: true, data: { ran: true, created: 2, skipped: 1, skipped_reasons: { price_out_of_range: 1 } } });
     const huge = await s.idOf('2');
-    expect((await s.get(`/api/v1/product?id=${huge}`)).json()).toMatchObject({ ok: true, data: { id: huge, price: 9999999999999999 } });
+    // Shown at markup 0 (a JSON number: 9999999999999999 is the double 1e16).
+    expect((await s.get(`/api/v1/product?id=${huge}`)).json()).toMatchObject({ ok: true, data: { id: huge, price: 1e16 } });
 
     // The markup changes after the sync: 9999999999999999 x 1.10 no longer fits numeric(18,2).
     await s.set('price_markup_percent', '10');

@@ -132,8 +132,12 @@ describe('a sync run is bounded: pages, records, time; a failed write keeps the 
     expect(await stagedRows(s)).toBe(0);
 
     await db.execute(sql`DROP TRIGGER test_refuse_row ON products`);
+    // Leftovers of a run whose process died mid-read two hours ago (started_at is on the app's clock): the next run clears them.
+    const [dead] = rowsOf<{ id: number }>(await db.execute(sql`INSERT INTO sync_runs (mode, started_at) VALUES ('full', ${new Date(s.mid.clock.now().getTime() - 7_200_000).toISOString()}::timestamptz) RETURNING id`));
+    await db.execute(sql`INSERT INTO sync_staging (run_id, seq, source_id, gone) VALUES (${dead!.id}, 0, 'left-over', true)`);
     s.mid.clock.advance(3_600_000);
     expect((await s.cron()).json()).toMatchObject({ ok: true, ran: true, categories: 1, products: 3, created: 2, updated: 1, missing: 2 });
+    expect(await stagedRows(s)).toBe(0);
     const names = rowsOf<{ name: string; missing: boolean }>(await db.execute(sql`SELECT name, missing FROM categories ORDER BY id`));
     expect(names).toEqual([
       { name: 'Games renamed', missing: false },

@@ -12,6 +12,8 @@ import { ok, productIdParams } from './schemas.js';
 
 export type AdminSyncDeps = { cron: CronService; sync: SyncService; overrides: OverridesService; settings: SettingsService };
 
+/** Reason -> number of source records (docs/operations.md, "Why a sync skipped or cleaned records"). */
+const reasons = z.record(z.string(), z.number().int());
 const syncOutcome = z.object({
   ran: z.boolean(),
   reason: z.string().optional(),
@@ -22,6 +24,8 @@ const syncOutcome = z.object({
   updated: z.number().int().optional(),
   missing: z.number().int().optional(),
   skipped: z.number().int().optional(),
+  skipped_reasons: reasons.optional(),
+  cleaned_reasons: reasons.optional(),
 });
 const syncRun = z.object({
   id: z.number().int(),
@@ -35,7 +39,10 @@ const syncRun = z.object({
   updated: z.number().int(),
   missing: z.number().int(),
   skipped: z.number().int(),
+  skipped_reasons: reasons.describe('records left out, by reason; skipped is their total'),
+  cleaned_reasons: reasons.describe('records kept after their text was cleaned, by reason'),
   error: z.string().nullable(),
+  error_code: z.string().nullable().describe('why a failed run stopped: too_many_pages, too_many_products, run_timeout, answer_too_large, timeout, ...'),
 });
 const overrideBody = z.object({
   // null sits on the number branch: OpenAPI 3.0 allows `nullable` only beside a `type` (redocly nullable-type-sibling).

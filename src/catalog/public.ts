@@ -5,7 +5,7 @@ import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { escapeLike, foldForSearch } from '../shared/text.js';
-import { countShown, fulfilmentOf, listFilter, productView, selectCategories, selectShown, shownSearch, visible, type ProductView } from './queries.js';
+import { countShown, fulfilmentOf, listFilter, productView, selectCategories, selectShown, shownSearch, visibleAt, type ProductView } from './queries.js';
 
 export type CategoryView = { id: string; name: string; parent_id: string | null; sort: number; source: 'local' | 'api' };
 
@@ -69,6 +69,7 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
     const page = q.page;
     if (q.category_id !== undefined && !/^\d{1,9}$/.test(q.category_id)) return { page: { data: [], page, limit, total: 0, has_more: false }, slots: [], counts: new Map() };
     const cond = listFilter({
+      markup,
       updatedAfter: q.updated_after,
       includeMissing: q.include_missing,
       categoryId: q.category_id === undefined ? undefined : Number(q.category_id),
@@ -152,7 +153,8 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
     /** One visible product; hidden, missing and unknown ones are the same not_found. */
     async getProduct(idRaw: string): Promise<ProductView> {
       const id = parseId(idRaw, 'product');
-      const rows = await selectShown(db, await settings.get('price_markup_percent')).where(and(eq(products.id, id), visible)).limit(1);
+      const markup = await settings.get('price_markup_percent');
+      const rows = await selectShown(db, markup).where(and(eq(products.id, id), visibleAt(markup))).limit(1);
       if (!rows[0]) throw new AppError('not_found', `No product ${JSON.stringify(idRaw)}`);
       return productView(rows[0]);
     },

@@ -1,7 +1,7 @@
 import { and, eq, gt, not, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, products, sourceCategoryOverrides, sourceOverrides } from '../db/schema/index.js';
-import { moneyOut } from '../shared/money.js';
+import { MONEY_LIMIT, moneyOut } from '../shared/money.js';
 
 /**
  * The one read path of the public catalogue: local products and the source cache, merged with the admin overrides.
@@ -38,17 +38,23 @@ const stockExpr = sql<number>`(SELECT count(*)::int FROM codes c WHERE c.product
 const hasFilesExpr = sql<boolean>`EXISTS (SELECT 1 FROM product_files f WHERE f.product_id = "products"."id")`;
 
 /**
- * DESIGN 4: source price x (1 + markup/100), rounded up to the whole currency unit, then + the adjustment, never below
- * 0; a fixed price replaces all of it. numeric throughout: no float touches money.
+ * Source price x (1 + markup/100), rounded up to the whole currency unit, then + the adjustment, never below 0; a
+ * fixed price replaces all of it. numeric throughout: no float touches money. A result numeric(18,2) cannot hold (a
+ * huge source price, a markup raised after the sync) is NULL, never an overflow error: such a product is not visible
+ * (`visibleAt`; docs/decisions.md, "A shown price that does not fit").
  */
-export function shownPrice(markup: string): SQL<string> {
-  return sql<string>`(CASE WHEN ${products.sourceId} IS NULL THEN ${products.price}
-    ELSE GREATEST(0, COALESCE(${o.fixedPrice}, CEIL(${products.price} * (100 + ${markup}::numeric) / 100) + COALESCE(${o.priceAdjust}, 0))) END)::numeric(18,2)`;
+export function shownPrice(markup: string): SQL<string | null> {
+  const raw = sql`(CASE WHEN ${products.sourceId} IS NULL THEN ${products.price}
+    ELSE GREATEST(0, COALESCE(${o.fixedPrice}, CEIL(${products.price} * (100 + ${markup}::numeric) / 100) + COALESCE(${o.priceAdjust}, 0))) END)`;
+  return sql<string | null>`(CASE WHEN ${raw} < ${MONEY_LIMIT}::numeric THEN ${raw}::numeric(18,2) END)`;
 }
 
 /** What makes a product invisible to the public: hidden locally or by override, gone upstream, or in an invisible category. */
 export const visible: SQL = sql`(NOT ${products.hidden} AND NOT ${products.missing} AND NOT COALESCE(${o.hidden}, false)
   AND NOT ${categories.missing} AND NOT COALESCE(${co.hidden}, false))`;
+
+/** Visible, and its price at this markup can be shown: what the public lists, reads and orders. */
+export const visibleAt = (markup: string): SQL => sql`(${visible} AND ${shownPrice(markup)} IS NOT NULL)`;
 
 /**
  * When the shown data last changed: the row itself, its override, or (source products) the markup setting, whose
@@ -71,7 +77,7 @@ function shownColumns(markup: string) {
     description: sql<string>`COALESCE(${o.description}, ${products.description})`,
     description2: sql<string>`COALESCE(${o.description2}, ${products.description2})`,
     hidden: products.hidden,
-    visible: sql<boolean>`${visible}`,
+    visible: sql<boolean>`${visibleAt(markup)}`,
     sourceId: products.sourceId,
     sourceStock: products.sourceStock,
     sourceStatus: products.sourceStatus,
@@ -130,7 +136,8 @@ export function productView(r: ShownRow, hiddenAsUnavailable = true): ProductVie
     id: String(r.id),
     name: r.name,
     category_id: String(r.categoryId),
-    price: moneyOut(r.price),
+    // Null only for a row that is not visible (visibleAt): the admin list and a delta's `unavailable` entry show 0.
+    price: r.price === null ? 0 : moneyOut(r.price),
     stock,
     status: r.visible || !hiddenAsUnavailable ? status : 'unavailable',
     min_qty: r.minQty,
@@ -143,8 +150,9 @@ export function productView(r: ShownRow, hiddenAsUnavailable = true): ProductVie
 }
 
 /** Filters of the public list: visible ones, or with include_missing also those hidden or gone since updated_after. */
-export function listFilter(opts: { updatedAfter?: Date; includeMissing?: boolean; categoryId?: number; search?: SQL }): SQL | undefined {
+export function listFilter(opts: { markup: string; updatedAfter?: Date; includeMissing?: boolean; categoryId?: number; search?: SQL }): SQL | undefined {
   const where: SQL[] = [];
+  const visible = visibleAt(opts.markup);
   if (opts.updatedAfter) {
     // At the millisecond the API shows, so that a client passing back the newest updated_at it saw gets nothing twice.
     where.push(gt(sql`date_trunc('milliseconds', ${shownUpdatedAt})`, opts.updatedAfter));

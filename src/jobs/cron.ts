@@ -7,7 +7,7 @@ import type { SettingsService } from '../settings/service.js';
 import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import type { WebhooksService } from '../webhooks/deliver.js';
-import type { SyncOutcome, SyncService } from '../sync/service.js';
+import { SYNC_RUN_MARGIN_SECONDS, type SyncOutcome, type SyncService } from '../sync/service.js';
 import type { UpstreamOrders } from '../sync/upstream.js';
 
 /** A job that is still running after this long is taken to have died with its process. */
@@ -38,11 +38,11 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
   const { db, clock } = deps;
 
   /** Runs fn only if it can take the job's lease (one statement, so two callers cannot both win); frees it after. */
-  async function locked<T>(name: string, fn: () => Promise<T>): Promise<T | 'busy'> {
+  async function locked<T>(name: string, fn: () => Promise<T>, leaseSeconds = LEASE_SECONDS): Promise<T | 'busy'> {
     await db.insert(jobLeases).values({ name }).onConflictDoNothing();
     const taken = await db
       .update(jobLeases)
-      .set({ lockedUntil: sql`now() + make_interval(secs => ${LEASE_SECONDS})`, lastStartedAt: sql`now()` })
+      .set({ lockedUntil: sql`now() + make_interval(secs => ${leaseSeconds})`, lastStartedAt: sql`now()` })
       .where(and(eq(jobLeases.name, name), or(isNull(jobLeases.lockedUntil), lt(jobLeases.lockedUntil, sql`now()`))))
       .returning({ name: jobLeases.name });
     if (taken.length === 0) return 'busy';
@@ -55,7 +55,9 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
 
   /** The sync under its lease: the cron endpoint and `sync run [--force]` share it, so one run at a time across processes. */
   async function syncNow(force: boolean): Promise<SyncOutcome> {
-    const r = await locked('sync', () => deps.sync.run(force));
+    // The sync's lease outlasts its own deadline (sync_run_timeout_seconds), so a live run never loses it to another.
+    const lease = (await deps.settings.get('sync_run_timeout_seconds')) + SYNC_RUN_MARGIN_SECONDS;
+    const r = await locked('sync', () => deps.sync.run(force), lease);
     return r === 'busy' ? { ran: false, reason: 'another sync is running' } : r;
   }
 
@@ -84,7 +86,7 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
         throw err;
       }
       const counts = sync.ran ? { categories: sync.categories, products: sync.products, created: sync.created, updated: sync.updated, missing: sync.missing } : NO_SYNC;
-      if (sync.ran) jobs.sync = { mode: sync.mode, skipped: sync.skipped };
+      if (sync.ran) jobs.sync = { mode: sync.mode, skipped: sync.skipped, skipped_reasons: sync.skipped_reasons, cleaned_reasons: sync.cleaned_reasons };
       return { ran: sync.ran, ...(sync.ran ? {} : { reason: sync.reason }), ...counts, duration_ms: Date.now() - started, jobs };
     },
   };

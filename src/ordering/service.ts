@@ -1,7 +1,7 @@
 import { and, eq, sql } from 'drizzle-orm';
 import { POOL_CONNECT_TIMEOUT_MS, type Db } from '../db/client.js';
 import { balanceLedger, codes, orders, products, users } from '../db/schema/index.js';
-import { fulfilmentOf, selectShown, visible } from '../catalog/queries.js';
+import { fulfilmentOf, selectShown, visibleAt } from '../catalog/queries.js';
 import type { SettingsService } from '../settings/service.js';
 import { rowsOf, withTx } from '../db/tx.js';
 import { AppError } from '../http/errors.js';
@@ -121,9 +121,10 @@ export function createOrderService(deps: OrderServiceDeps) {
       const order = await inLane(userId, () => withTx(db, async (tx) => {
         // The product as the public sees it (overrides, markup, hidden, missing): the one catalogue read path.
         const [product] = await selectShown(tx, markup)
-          .where(and(eq(products.id, productId), visible))
+          .where(and(eq(products.id, productId), visibleAt(markup)))
           .limit(1);
-        if (!product || fulfilmentOf(product) !== 'source') throw orderFailed('product_unavailable');
+        // A price that cannot be shown (null) is not visible either: visibleAt filters it, the check keeps the type honest.
+        if (!product || product.price === null || fulfilmentOf(product) !== 'source') throw orderFailed('product_unavailable');
         if (input.quantity < product.minQty || input.quantity > product.maxQty) {
           throw orderFailed('quantity_out_of_range', `allowed ${product.minQty}-${product.maxQty}`);
         }

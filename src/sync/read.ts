@@ -1,136 +1,145 @@
-import { PRODUCT_TYPES, type ProductType } from '../catalog/queries.js';
-import { MONEY_RE } from '../shared/money.js';
-import { SourceError, type SourceClient } from './client.js';
+import { foldForSearch, sanitizeDescription } from '../shared/text.js';
+import { SourceError, type SourceAnswer, type SourceClient } from './client.js';
+import { checkCategory, checkProduct, type SourceCategory } from './records.js';
+import type { StagedRow } from './staging.js';
 
-/** A source record checked and reduced to what we store; anything else in it is ignored. */
-export type SourceCategory = { id: string; name: string; parentId: string | null; sort: number };
-export type SourceProduct = {
-  id: string;
-  categoryId: string;
-  name: string;
-  type: ProductType;
-  price: string;
-  stock: number;
-  status: 'in_stock' | 'out_of_stock' | 'unavailable';
-  minQty: number;
-  maxQty: number;
-  description: string;
-  description2: string;
-  updatedAt: Date | null;
+export type { SourceCategory, SourceProduct } from './records.js';
+
+/** Reason -> count of the records a run skipped or cleaned (sync_runs.skipped_reasons / cleaned_reasons). */
+export type Tally = { skipped: Record<string, number>; cleaned: Record<string, number> };
+export const newTally = (): Tally => ({ skipped: {}, cleaned: {} });
+const count = (m: Record<string, number>, reason: string) => {
+  m[reason] = (m[reason] ?? 0) + 1;
 };
+export const totalOf = (m: Record<string, number>) => Object.values(m).reduce((a, b) => a + b, 0);
 
-export type SourceCatalogue = {
-  categories: SourceCategory[];
-  products: SourceProduct[];
-  skipped: number;
-  /** Ids of skipped product records (price 0, no price...): a delta run hides them, as a full run does by absence. */
-  rejectedIds: string[];
+/** The caps of one run (settings sync_max_pages, sync_max_products) and its deadline (sync_run_timeout_seconds). */
+export type RunBounds = { maxPages: number; maxProducts: number; signal: AbortSignal; checkDeadline: () => void };
+
+type Caller = Pick<SourceClient, 'call'>;
+
+/**
+ * The client's calls, each ended by the run's signal or by its own bound (sync_timeout_seconds) on a timer held here.
+ * The client also bounds each call, but through AbortSignal.any([caller's signal, AbortSignal.timeout()]), and on
+ * Node 20 a timeout signal held only by such a composite can be garbage-collected before it fires (nodejs/node#57736):
+ * a hanging source would then hold the call until the run's deadline. docs/decisions.md, "Sync: one page at a time".
+ */
+export function boundedCalls(client: SourceClient, runSignal: AbortSignal, callMs: number): Caller {
+  return {
+    async call(method, path, opts = {}): Promise<SourceAnswer> {
+      runSignal.throwIfAborted();
+      const own = new AbortController();
+      const timer = setTimeout(() => own.abort(new SourceError('unknown', 'The source site did not answer in time', 'timeout')), callMs);
+      const follow = () => own.abort(runSignal.reason);
+      runSignal.addEventListener('abort', follow, { once: true });
+      try {
+        return await client.call(method, path, { ...opts, signal: own.signal });
+      } finally {
+        clearTimeout(timer);
+        runSignal.removeEventListener('abort', follow);
+      }
+    },
+  };
+}
+
+export type ReadResult = {
+  /** Rows handed to `stage`, gone ones included. */
+  staged: number;
   /** Latest updated_at among the records; null when the source does not send updated_at (no delta support). */
   watermark: Date | null;
   deltaCapable: boolean;
 };
 
 const PAGE_LIMIT = 1000;
-const MAX_PAGES = 10_000;
-const STATUSES = ['in_stock', 'out_of_stock', 'unavailable'] as const;
 
-function idOf(v: unknown): string | null {
-  const s = typeof v === 'number' && Number.isInteger(v) ? String(v) : typeof v === 'string' ? v.trim() : '';
-  return s !== '' && s.length <= 64 ? s : null;
-}
-
-const intIn = (v: unknown, min: number, max: number): number | null => (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? v : null);
-
-/** A price of 0, a missing or malformed price: the record is skipped, never sold at 0. */
-function priceOf(v: unknown): string | null {
-  const s = typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' ? v.trim() : '';
-  if (!MONEY_RE.test(s) || s.startsWith('-')) return null;
-  return /[1-9]/.test(s) ? s : null;
-}
-
-function parseCategory(r: unknown): SourceCategory | null {
-  if (typeof r !== 'object' || r === null) return null;
-  const c = r as Record<string, unknown>;
-  const id = idOf(c.id);
-  const name = typeof c.name === 'string' ? c.name.trim().slice(0, 200) : '';
-  if (!id || !name) return null;
-  return { id, name, parentId: c.parent_id === null || c.parent_id === undefined ? null : idOf(c.parent_id), sort: intIn(c.sort, -1e9, 1e9) ?? 0 };
-}
-
-function parseProduct(r: unknown): SourceProduct | null {
-  if (typeof r !== 'object' || r === null) return null;
-  const p = r as Record<string, unknown>;
-  const id = idOf(p.id);
-  const categoryId = idOf(p.category_id);
-  const price = priceOf(p.price);
-  const name = typeof p.name === 'string' ? p.name.trim().slice(0, 200) : '';
-  const type = (PRODUCT_TYPES as readonly unknown[]).includes(p.type ?? 'code') ? ((p.type ?? 'code') as ProductType) : null;
-  const minQty = intIn(p.min_qty ?? 1, 1, 1_000_000);
-  const maxQty = intIn(p.max_qty ?? 100, 1, 1_000_000);
-  if (!id || !categoryId || !price || !name || !type || minQty === null || maxQty === null || maxQty < minQty) return null;
-  const status = (STATUSES as readonly unknown[]).includes(p.status) ? (p.status as SourceProduct['status']) : 'unavailable';
-  const updated = typeof p.updated_at === 'string' ? new Date(p.updated_at) : null;
-  return {
-    id,
-    categoryId,
-    name,
-    type,
-    price,
-    stock: intIn(p.stock, 0, 2_000_000_000) ?? 0,
-    status,
-    minQty,
-    maxQty,
-    description: typeof p.description === 'string' ? p.description : '',
-    description2: typeof p.description2 === 'string' ? p.description2 : '',
-    updatedAt: updated && !Number.isNaN(updated.getTime()) ? updated : null,
-  };
-}
+/**
+ * Text without markup characters comes out of the sanitiser unchanged (line breaks aside): skipping it there keeps
+ * a 50,000-product sync from spending most of its time parsing plain descriptions. Cut first (records.ts), then
+ * sanitised, so a cut tag is dropped or closed and the stored HTML stays well-formed.
+ */
+const clean = (s: string) => (/[<>&"]/.test(s) ? sanitizeDescription(s) : s);
 
 function arrayOf(body: Record<string, unknown>, what: string): unknown[] {
   if (!Array.isArray(body.data)) throw new SourceError('unknown', `The source site answered ${what} without a data list`, 'bad_answer');
   return body.data;
 }
 
-/**
- * Reads the whole answer before anything is written: categories, then every product page (or, with `since`, only
- * the changes, gone ones included). Any page that cannot be read fails the whole read.
- */
-export async function readSource(client: SourceClient, since: Date | null): Promise<SourceCatalogue> {
-  let skipped = 0;
-  const categories: SourceCategory[] = [];
-  for (const r of arrayOf((await client.call('GET', '/api/v1/categories')).body, 'the categories')) {
-    const c = parseCategory(r);
-    if (c) categories.push(c);
-    else skipped++;
+/** The categories: one answer, held whole (it is bounded by source_max_answer_bytes like any answer). */
+export async function readCategories(client: Caller, bounds: RunBounds, tally: Tally): Promise<SourceCategory[]> {
+  const byId = new Map<string, SourceCategory>();
+  for (const r of arrayOf((await client.call('GET', '/api/v1/categories', { signal: bounds.signal })).body, 'the categories')) {
+    const c = checkCategory(r);
+    if (!c.ok) {
+      count(tally.skipped, c.reason);
+      continue;
+    }
+    for (const reason of c.cleaned) count(tally.cleaned, reason);
+    byId.set(c.value.id, c.value);
   }
-  const products: SourceProduct[] = [];
-  const rejectedIds: string[] = [];
+  return [...byId.values()];
+}
+
+/**
+ * Reads the product pages (or, with `since`, only the changes, gone ones included) one page at a time: each record is
+ * checked alone and the page's rows handed to `stage` before the next page is asked for, so a run holds one page
+ * whatever the size of the catalogue. A page that cannot be read, or a cap passed, fails the whole run.
+ */
+export async function readProducts(
+  client: Caller,
+  since: Date | null,
+  opts: { categories: ReadonlySet<string>; markup: string; bounds: RunBounds; tally: Tally; stage: (rows: StagedRow[]) => Promise<void> },
+): Promise<ReadResult> {
+  const { bounds, tally } = opts;
   let watermark: Date | null = null;
   let withTimes = 0;
+  let kept = 0;
   let seen = 0;
+  let staged = 0;
   const query: Record<string, string> = { limit: String(PAGE_LIMIT) };
   if (since) Object.assign(query, { updated_after: since.toISOString(), include_missing: 'true' });
   for (let page = 1; ; page++) {
-    if (page > MAX_PAGES) throw new SourceError('unknown', `The source site kept answering more pages than ${MAX_PAGES}`, 'bad_answer');
-    const { body } = await client.call('GET', '/api/v1/products', { query: { ...query, page: String(page) } });
-    const rows = arrayOf(body, `product page ${page}`);
+    bounds.checkDeadline();
+    if (page > bounds.maxPages) throw new SourceError('unknown', `The source site kept answering more than ${bounds.maxPages} product pages (sync_max_pages)`, 'too_many_pages');
+    const { body } = await client.call('GET', '/api/v1/products', { query: { ...query, page: String(page) }, signal: bounds.signal });
+    const records = arrayOf(body, `product page ${page}`);
     if (typeof body.has_more !== 'boolean') throw new SourceError('unknown', `The source site answered product page ${page} without has_more`, 'bad_answer');
-    for (const r of rows) {
-      seen++;
-      const p = parseProduct(r);
-      if (!p) {
-        skipped++;
-        const id = typeof r === 'object' && r !== null ? idOf((r as { id?: unknown }).id) : null;
-        if (id) rejectedIds.push(id);
+    seen += records.length;
+    if (seen > bounds.maxProducts) throw new SourceError('unknown', `The source site sent more than ${bounds.maxProducts} product records (sync_max_products)`, 'too_many_products');
+    const rows: StagedRow[] = [];
+    for (const r of records) {
+      const p = checkProduct(r, opts.categories, opts.markup);
+      if (!p.ok) {
+        count(tally.skipped, p.reason);
+        // A delta run hides a product it can no longer read, as a full run does by its absence.
+        if (p.id) rows.push({ source_id: p.id, gone: true });
         continue;
       }
-      if (p.updatedAt) {
+      for (const reason of p.cleaned) count(tally.cleaned, reason);
+      const v = p.value;
+      kept++;
+      if (v.updatedAt) {
         withTimes++;
-        if (!watermark || p.updatedAt > watermark) watermark = p.updatedAt;
+        if (!watermark || v.updatedAt > watermark) watermark = v.updatedAt;
       }
-      products.push(p);
+      rows.push({
+        source_id: v.id,
+        gone: false,
+        category_source_id: v.categoryId,
+        name: v.name,
+        search_text: foldForSearch(v.name),
+        type: v.type,
+        price: v.price,
+        min_qty: v.minQty,
+        max_qty: v.maxQty,
+        description: clean(v.description),
+        description2: clean(v.description2),
+        stock: v.stock,
+        status: v.status,
+      });
     }
-    if (!body.has_more || rows.length === 0) break;
+    if (rows.length > 0) await opts.stage(rows);
+    staged += rows.length;
+    if (!body.has_more || records.length === 0) break;
   }
-  return { categories, products, skipped, rejectedIds, watermark, deltaCapable: seen > 0 && withTimes === seen - skipped };
+  return { staged, watermark, deltaCapable: kept > 0 && withTimes === kept };
 }

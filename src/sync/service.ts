@@ -7,10 +7,25 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { EventBus } from '../shared/events.js';
 import { SourceError, type SourceClient } from './client.js';
-import { readSource } from './read.js';
-import { writeCatalogue, type WriteCounts } from './write.js';
+import { boundedCalls, newTally, readCategories, readProducts, totalOf, type RunBounds, type Tally } from './read.js';
+import { clearStaging, clearStale, stagePage } from './staging.js';
+import { mergeCatalogue, type WriteCounts } from './write.js';
 
-export type SyncOutcome = ({ ran: true; mode: 'full' | 'delta' } & WriteCounts) | { ran: false; reason: string };
+export type SyncOutcome =
+  | ({ ran: true; mode: 'full' | 'delta'; skipped: number; skipped_reasons: Record<string, number>; cleaned_reasons: Record<string, number> } & WriteCounts)
+  | { ran: false; reason: string };
+
+/** How often the run's deadline is checked against the clock while a source call is in flight. */
+const DEADLINE_TICK_MS = 250;
+/** Time past its deadline after which a run that never finished is taken to have died (its staging is cleared). */
+export const SYNC_RUN_MARGIN_SECONDS = 120;
+
+/** The run passed sync_run_timeout_seconds. */
+class RunTimeout extends SourceError {
+  constructor(seconds: number) {
+    super('unknown', `The sync took longer than ${seconds} s (sync_run_timeout_seconds) and was stopped`, 'run_timeout');
+  }
+}
 
 /** Overlap of delta windows: a change committed upstream just before our last read is fetched again, not missed. */
 const DELTA_OVERLAP_MS = 5_000;
@@ -49,22 +64,69 @@ export function createSyncService(deps: SyncDeps) {
     }
     const from = await since();
     const mode = from ? ('delta' as const) : ('full' as const);
-    const [runRow] = await db.insert(syncRuns).values({ mode, startedAt: clock.now() }).returning({ id: syncRuns.id });
+    const startedAt = clock.now();
+    const [runRow] = await db.insert(syncRuns).values({ mode, startedAt }).returning({ id: syncRuns.id });
     const runId = runRow!.id;
+    const tally: Tally = newTally();
+    // The run's deadline, on the injected clock: checked between pages, and by a ticker that ends an in-flight source
+    // call through its signal (docs/decisions.md, "Sync: one page at a time").
+    const deadline = startedAt.getTime() + s.sync_run_timeout_seconds * 1000;
+    const timeout = new RunTimeout(s.sync_run_timeout_seconds);
+    const abort = new AbortController();
+    const ticker = setInterval(() => {
+      if (clock.now().getTime() >= deadline) abort.abort(timeout);
+    }, DEADLINE_TICK_MS);
+    ticker.unref();
+    const bounds: RunBounds = {
+      maxPages: s.sync_max_pages,
+      maxProducts: s.sync_max_products,
+      signal: abort.signal,
+      checkDeadline() {
+        if (abort.signal.aborted || clock.now().getTime() >= deadline) throw timeout;
+      },
+    };
     try {
-      const cat = await readSource(deps.client, from);
-      const counts = await writeCatalogue(db, cat, mode === 'full');
+      // Rows of runs that died with their process; a run still alive is younger than its own deadline plus the margin.
+      await clearStale(db, new Date(startedAt.getTime() - (s.sync_run_timeout_seconds + SYNC_RUN_MARGIN_SECONDS) * 1000));
+      const client = boundedCalls(deps.client, abort.signal, s.sync_timeout_seconds * 1000);
+      const cats = await readCategories(client, bounds, tally);
+      let seq = 0;
+      const read = await readProducts(client, from, {
+        categories: new Set(cats.map((c) => c.id)),
+        markup: s.price_markup_percent,
+        bounds,
+        tally,
+        stage: async (rows) => {
+          await stagePage(db, runId, seq, rows);
+          seq += rows.length;
+        },
+      });
+      bounds.checkDeadline();
+      const counts = await mergeCatalogue(db, runId, cats, mode === 'full', read.staged);
       const prev = from ? (await db.select({ w: syncRuns.watermark }).from(syncRuns).where(eq(syncRuns.ok, true)).orderBy(desc(syncRuns.id)).limit(1))[0]?.w : null;
-      const watermark = mode === 'full' ? (cat.deltaCapable ? cat.watermark : null) : [prev, cat.watermark].reduce<Date | null>((a, b) => (b && (!a || b > a) ? b : a), null);
-      await db.update(syncRuns).set({ ...counts, ok: true, finishedAt: clock.now(), watermark }).where(eq(syncRuns.id, runId));
+      const watermark = mode === 'full' ? (read.deltaCapable ? read.watermark : null) : [prev, read.watermark].reduce<Date | null>((a, b) => (b && (!a || b > a) ? b : a), null);
+      const skipped = totalOf(tally.skipped);
+      await db
+        .update(syncRuns)
+        .set({ ...counts, skipped, skippedReasons: tally.skipped, cleanedReasons: tally.cleaned, ok: true, finishedAt: clock.now(), watermark })
+        .where(eq(syncRuns.id, runId));
       await deps.bus.publish('catalog');
-      return { ran: true, mode, ...counts };
-    } catch (err) {
+      return { ran: true, mode, ...counts, skipped, skipped_reasons: tally.skipped, cleaned_reasons: tally.cleaned };
+    } catch (caught) {
+      // A call ended by the run's deadline reports itself as a call timeout: the run's own reason is the truer one.
+      const err = abort.signal.aborted && caught instanceof SourceError ? timeout : caught;
       const message = err instanceof SourceError ? err.message : 'The sync failed inside this server; see its log';
+      const code = err instanceof SourceError ? (err.code ?? 'source_error') : 'internal';
       if (!(err instanceof SourceError)) deps.logger.error({ err }, 'catalogue sync failed');
-      else deps.logger.warn({ source_error: err.code }, `catalogue sync failed: ${err.message}`);
-      await db.update(syncRuns).set({ ok: false, finishedAt: clock.now(), error: message }).where(eq(syncRuns.id, runId));
+      else deps.logger.warn({ source_error: code }, `catalogue sync failed: ${err.message}`);
+      await db
+        .update(syncRuns)
+        .set({ ok: false, finishedAt: clock.now(), error: message, errorCode: code, skipped: totalOf(tally.skipped), skippedReasons: tally.skipped, cleanedReasons: tally.cleaned })
+        .where(eq(syncRuns.id, runId));
       throw new AppError('sync_failed', `Sync failed, nothing was changed: ${message}`);
+    } finally {
+      clearInterval(ticker);
+      await clearStaging(db, runId).catch((err: unknown) => deps.logger.error({ err }, 'could not clear the staging rows of a sync run'));
     }
   }
 
@@ -82,7 +144,10 @@ export function createSyncService(deps: SyncDeps) {
       updated: r.updated,
       missing: r.missing,
       skipped: r.skipped,
+      skipped_reasons: r.skippedReasons,
+      cleaned_reasons: r.cleanedReasons,
       error: r.error,
+      error_code: r.errorCode,
     }));
   }
 

@@ -57,6 +57,27 @@ function tooLarge(max: number): SourceError {
   return new SourceError('unknown', `The source site sent an answer larger than ${max} bytes (source_max_answer_bytes)`, 'answer_too_large');
 }
 
+/**
+ * The signal of one call: aborted after `ms` (a TimeoutError, as AbortSignal.timeout gives) or when the caller's signal
+ * aborts (with its reason). A timer we hold, not AbortSignal.any([outer, AbortSignal.timeout(ms)]): on Node 20 the
+ * combined signal loses its timeout source at the next garbage collection and never fires (docs/decisions.md,
+ * "Sync: one page at a time"), which left a call waiting for the run's deadline instead of sync_timeout_seconds.
+ */
+export function callBound(ms: number, outer?: AbortSignal): { signal: AbortSignal; done(): void } {
+  const own = new AbortController();
+  const timer = setTimeout(() => own.abort(new DOMException('The source site did not answer in time', 'TimeoutError')), ms);
+  const follow = () => own.abort(outer?.reason);
+  if (outer?.aborted) follow();
+  else outer?.addEventListener('abort', follow, { once: true });
+  return {
+    signal: own.signal,
+    done() {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', follow);
+    },
+  };
+}
+
 export type SourceClientDeps = { settings: SettingsService; logger: Logger };
 
 /** Client of the source site's ordering API (the same API as ours): settings-driven, bounded, address-free errors. */
@@ -102,14 +123,15 @@ export function createSourceClient(deps: SourceClientDeps) {
       if (left <= 0) throw new SourceError('unknown', 'The source site did not answer in time', 'timeout');
       let res: Dispatcher.ResponseData;
       let text: string;
+      // The caller's signal (a sync run's own deadline) ends the call too.
+      const bound = callBound(left, signal);
       try {
         res = (await request(`${base}${path}${qs}`, {
           method,
           dispatcher: agent,
           headers: headersFor(key, method, path, rawBody, sign),
           body: method === 'POST' ? rawBody : undefined,
-          // The caller's signal (a sync run's own deadline) ends the call too.
-          signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(left)]) : AbortSignal.timeout(left),
+          signal: bound.signal,
         })) as Dispatcher.ResponseData;
         // A declared length over the cap is refused before a byte of the body is read; a missing or lying one is
         // caught by the count in readBounded.
@@ -122,6 +144,8 @@ export function createSourceClient(deps: SourceClientDeps) {
       } catch (err) {
         if (err instanceof SourceError) throw err;
         throw transportError(err, signal);
+      } finally {
+        bound.done();
       }
       let body: Record<string, unknown>;
       try {

@@ -1,5 +1,5 @@
 import { foldForSearch, sanitizeDescription } from '../shared/text.js';
-import { SourceError, type SourceAnswer, type SourceClient } from './client.js';
+import { SourceError, type SourceClient } from './client.js';
 import { checkCategory, checkProduct, type SourceCategory } from './records.js';
 import type { StagedRow } from './staging.js';
 
@@ -18,28 +18,9 @@ export type RunBounds = { maxPages: number; maxProducts: number; signal: AbortSi
 
 type Caller = Pick<SourceClient, 'call'>;
 
-/**
- * The client's calls, each ended by the run's signal or by its own bound (sync_timeout_seconds) on a timer held here.
- * The client also bounds each call, but through AbortSignal.any([caller's signal, AbortSignal.timeout()]), and on
- * Node 20 a timeout signal held only by such a composite can be garbage-collected before it fires (nodejs/node#57736):
- * a hanging source would then hold the call until the run's deadline. docs/decisions.md, "Sync: one page at a time".
- */
-export function boundedCalls(client: SourceClient, runSignal: AbortSignal, callMs: number): Caller {
-  return {
-    async call(method, path, opts = {}): Promise<SourceAnswer> {
-      runSignal.throwIfAborted();
-      const own = new AbortController();
-      const timer = setTimeout(() => own.abort(new SourceError('unknown', 'The source site did not answer in time', 'timeout')), callMs);
-      const follow = () => own.abort(runSignal.reason);
-      runSignal.addEventListener('abort', follow, { once: true });
-      try {
-        return await client.call(method, path, { ...opts, signal: own.signal });
-      } finally {
-        clearTimeout(timer);
-        runSignal.removeEventListener('abort', follow);
-      }
-    },
-  };
+/** The client's calls, each also ended by the run's signal (its deadline); the client bounds each by sync_timeout_seconds. */
+export function runCalls(client: SourceClient, runSignal: AbortSignal): Caller {
+  return { call: (method, path, opts = {}) => client.call(method, path, { ...opts, signal: runSignal }) };
 }
 
 export type ReadResult = {

@@ -7,7 +7,7 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { EventBus } from '../shared/events.js';
 import { SourceError, type SourceClient } from './client.js';
-import { boundedCalls, newTally, readCategories, readProducts, totalOf, type RunBounds, type Tally } from './read.js';
+import { runCalls, newTally, readCategories, readProducts, totalOf, type RunBounds, type Tally } from './read.js';
 import { clearStaging, clearStale, stagePage } from './staging.js';
 import { mergeCatalogue, type WriteCounts } from './write.js';
 
@@ -88,7 +88,7 @@ export function createSyncService(deps: SyncDeps) {
     try {
       // Rows of runs that died with their process; a run still alive is younger than its own deadline plus the margin.
       await clearStale(db, new Date(startedAt.getTime() - (s.sync_run_timeout_seconds + SYNC_RUN_MARGIN_SECONDS) * 1000));
-      const client = boundedCalls(deps.client, abort.signal, s.sync_timeout_seconds * 1000);
+      const client = runCalls(deps.client, abort.signal);
       const cats = await readCategories(client, bounds, tally);
       let seq = 0;
       const read = await readProducts(client, from, {

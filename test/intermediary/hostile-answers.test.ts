@@ -139,9 +139,10 @@ describe('a source whose answers are too large or not what they claim', () => {
     expect(res.json()).toMatchObject({ ok: true, status: 'pending' });
     expect(await s.balance()).toBe(999_000);
     expect(s.fake.callsTo('/api/v1/order/create')).toHaveLength(1);
-    const [row] = await s.mid.deps.db.select({ n: count() }).from(orders).where(eq(orders.status, 'pending'));
-    expect(row!.n).toBe(1);
-    expect(s.mid.logs.some((l) => l.includes('"source_error":"answer_too_large"'))).toBe(true);
+    const pending = await s.mid.deps.db.select({ issue: orders.upstreamIssue }).from(orders).where(eq(orders.status, 'pending'));
+    // Why it is still pending is recorded, and logged, as the byte cap.
+    expect(pending).toEqual([{ issue: 'the source failed to answer (answer_too_large)' }]);
+    expect(s.mid.logs.some((l) => l.includes('answer_too_large'))).toBe(true);
     await until(() => answer.closed);
     expect(answer.closed).toBe(true);
 

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { forbiddenKind, resolveTarget, TargetRefusedError, type Resolver } from '../../src/webhooks/target.js';
-import { createTestApp, type TestApp } from '../harness.js';
+import { createTestApp, offlineResolver, type TestApp } from '../harness.js';
 import { makeMethod } from '../payments/helpers.js';
 import { approve, attemptsOf, cron, makeHookClient, outboxOf, pendingPayment, startReceiver, until } from './kit.js';
 
@@ -105,7 +105,7 @@ describe('webhook target safety', () => {
   const resolver: Resolver = async (hostname) => {
     resolverCalls.push(hostname);
     const list = answers.get(hostname);
-    if (!list || list.length === 0) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    if (!list || list.length === 0) return offlineResolver(hostname);
     const address = list.length > 1 ? list.shift()! : list[0]!;
     return [{ address, family: address.includes(':') ? 6 : 4 }];
   };
@@ -140,7 +140,7 @@ describe('webhook target safety', () => {
     const c = await makeHookClient(t, r.url, { allowPrivate: false });
     await approve(t, (await pendingPayment(t, c)).payment_id);
     const { row, attempt } = await firstAttempt(c.id);
-    const reason = `refused target: 127.0.0.1 is 127.0.0.1 (loopback); this client does not allow private targets; ${NOT_RETRIED}`;
+    const reason = `refused target: localhost is a loopback name; this client does not allow private targets; ${NOT_RETRIED}`;
     expect(row).toMatchObject({ status: 'dead', last_error: reason });
     expect(attempt).toMatchObject({ attempt: 1, status_code: null, error: reason, response: null });
     expect(r.received).toHaveLength(0);
@@ -191,9 +191,10 @@ describe('webhook target safety', () => {
     expect(r.received).toHaveLength(0);
   });
 
-  it('a decimal IPv4 literal for loopback in the webhook URL is refused like 127.0.0.1', async () => {
+  it('a decimal IPv4 literal for loopback in the webhook URL (a client from before IP domains were refused) is refused like 127.0.0.1', async () => {
     const r = await receiver();
-    const c = await makeHookClient(t, `http://2130706433:${r.port}/hook`, { allowPrivate: false, domain: '127.0.0.1' });
+    const c = await makeHookClient(t, `http://hooks.legacy.shop.test:${r.port}/hook`, { allowPrivate: false, domain: 'legacy.shop.test' });
+    await t.deps.db.execute(sql`UPDATE pay_clients SET domain = '127.0.0.1', webhook_url = ${`http://2130706433:${r.port}/hook`} WHERE id = ${c.id}`);
     await approve(t, (await pendingPayment(t, c)).payment_id);
     const { attempt } = await firstAttempt(c.id);
     expect(attempt.error).toBe(`refused target: 127.0.0.1 is 127.0.0.1 (loopback); this client does not allow private targets; ${NOT_RETRIED}`);

@@ -48,7 +48,8 @@ export async function measureWebhooks(started: (kind: string) => void = () => {}
   try {
     await s.admin('POST', '/admin/v1/pay/methods', { code: 'BENCH', bank_bin: '970436', bank_name: 'VCB', account_number: '0123456789', account_name: 'BENCH', activate: true });
     const client = async () => {
-      const c = await s.admin<{ id: number }>('POST', '/admin/v1/pay/clients', { name: 'bench', domain: '127.0.0.1', webhook_url: url });
+      // A client's domain is a name, never an IP address: the local receiver is registered as localhost.
+      const c = await s.admin<{ id: number }>('POST', '/admin/v1/pay/clients', { name: 'bench', domain: 'localhost', webhook_url: url.replace('127.0.0.1', 'localhost') });
       await s.admin('POST', `/admin/v1/pay/clients/${c.id}/approve`, { ips: ['127.0.0.1'], allow_private_targets: true });
       return c.id;
     };

@@ -86,8 +86,13 @@ export type TestAppOptions = {
   webhookTimeouts?: WebhookTimeouts;
 };
 
-/** Tests never resolve a real name: a webhook to one fails as an unknown host (an IP literal needs no resolver). */
+/**
+ * Tests never resolve a real name: a webhook to one fails as an unknown host (an IP literal needs no resolver).
+ * `localhost` is the loopback address (RFC 6761), as on every machine: a payment client's domain is a name, so a
+ * local receiver is reached as localhost.
+ */
 export const offlineResolver: Resolver = async (hostname) => {
+  if (hostname.toLowerCase().replace(/\.$/, '') === 'localhost') return [{ address: '127.0.0.1', family: 4 }];
   throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname} (tests resolve no names)`), { code: 'ENOTFOUND' });
 };
 

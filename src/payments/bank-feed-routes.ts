@@ -8,7 +8,7 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { safeEqual } from '../shared/crypto.js';
 import { moneyInput } from '../shared/money.js';
-import type { BankFeedsService, FeedResult } from './bank-feeds.js';
+import { FEED_RESULTS, type BankFeedsService, type FeedResult } from './bank-feeds.js';
 
 /** Casso's signature timestamp must be this close to our clock (DESIGN 5). */
 const CASSO_TOLERANCE_MS = 300_000;
@@ -57,7 +57,11 @@ const cassoBody = z.looseObject({
 const feedResponse = z.object({
   ok: z.literal(true),
   success: z.literal(true),
-  result: z.enum(['approved', 'duplicate', 'unmatched', 'amount_mismatch', 'late', 'ignored']).describe('what became of the notification'),
+  result: z
+    .enum(FEED_RESULTS as [FeedResult, ...FeedResult[]])
+    .describe(
+      'what became of the notification: approved (its request is approved), duplicate (already stored; nothing changed), unmatched (no request, another account, or no account number while bank_feed_require_account is on), amount_mismatch, late (the request is already final), ignored (an outgoing transfer), ambiguous (two open requests match; neither is approved)',
+    ),
 }).describe('The notification was accepted and stored; result says what became of it.');
 
 /** JSON with object keys sorted at every depth: what Casso signs. */

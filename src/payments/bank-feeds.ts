@@ -2,14 +2,17 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { bankTransactions, paymentRequests } from '../db/schema/index.js';
 import { rowsOf, withTx } from '../db/tx.js';
+import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { moneyOut } from '../shared/money.js';
 import { EXPIRING_STATUSES, FINAL_STATUSES, isStatusIn } from './statuses.js';
 
 export type Feed = 'sepay' | 'casso';
-export type FeedResult = 'approved' | 'duplicate' | 'unmatched' | 'amount_mismatch' | 'late' | 'ignored';
+export type FeedResult = 'approved' | 'duplicate' | 'unmatched' | 'amount_mismatch' | 'late' | 'ignored' | 'ambiguous';
 export type TransactionStatus = Exclude<FeedResult, 'duplicate'>;
-export const TRANSACTION_STATUSES: TransactionStatus[] = ['approved', 'unmatched', 'amount_mismatch', 'late', 'ignored'];
+export const TRANSACTION_STATUSES: TransactionStatus[] = ['approved', 'unmatched', 'amount_mismatch', 'late', 'ignored', 'ambiguous'];
+/** Every answer of a feed route, in the order docs/payments.md lists them. */
+export const FEED_RESULTS: FeedResult[] = ['approved', 'duplicate', 'unmatched', 'amount_mismatch', 'late', 'ignored', 'ambiguous'];
 
 /** One notification as both feeds reduce to it. `amount` is a plain decimal string (never a float in arithmetic). */
 export type BankNotification = {
@@ -50,8 +53,8 @@ function candidates(texts: string[]): string[] {
 export type TransactionView = { id: number; feed: Feed; reference: string | null; amount: number; content: string; status: TransactionStatus; payment_id: string | null };
 
 /** Bank feeds (DESIGN 5): every accepted notification stored once per (feed, transaction id); an exact match approves. */
-export function createBankFeedsService(deps: { db: Db; clock: Clock }) {
-  const { db, clock } = deps;
+export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: Pick<SettingsService, 'get'> }) {
+  const { db, clock, settings } = deps;
 
   return {
     /**
@@ -59,6 +62,7 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock }) {
      * transaction, so the approval trigger writes payment.approved to the outbox with it. A duplicate changes nothing.
      */
     async record(n: BankNotification): Promise<FeedResult> {
+      const requireAccount = await settings.get('bank_feed_require_account');
       return withTx(db, async (tx) => {
         // The row first: its unique index makes a concurrent duplicate wait for us, then find it and change nothing.
         const [row] = await tx
@@ -82,16 +86,23 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock }) {
         if (n.direction === 'out') return 'ignored';
         const texts = candidates(n.texts);
         const found = texts.length === 0 ? [] : await tx.select().from(paymentRequests).where(inArray(paymentRequests.transferContent, texts)).orderBy(desc(paymentRequests.id)).for('update');
-        // Of two requests whose contents both appear (one inside the other), the open one is the one being paid.
-        const p = found.find((f) => !isStatusIn(FINAL_STATUSES, f.status)) ?? found[0];
+        const now = clock.now();
+        const sameAccount = (f: (typeof found)[number]) => !n.accountNumber || !f.accountNumber || normalizeTransferText(n.accountNumber) === normalizeTransferText(f.accountNumber);
+        const open = (f: (typeof found)[number]) => !isStatusIn(FINAL_STATUSES, f.status) && !(isStatusIn(EXPIRING_STATUSES, f.status) && f.expiresAt && f.expiresAt <= now);
+        // Without an account number anybody's transfer to any account could carry the content: it matches only when
+        // the admin said so (docs/configuration.md, bank_feed_require_account).
+        const matching = !n.accountNumber && requireAccount ? [] : found.filter(sameAccount);
+        const openOnes = matching.filter(open);
+        // Of two requests whose contents both appear (one inside the other), the open one is the one being paid; two
+        // open ones cannot be told apart, so neither is approved and the admin decides (docs/payments.md).
+        const p = openOnes.length > 1 ? undefined : (openOnes[0] ?? matching[0]);
         const settle = async (status: TransactionStatus) => {
-          // An unmatched transfer names no request: the money did not reach the account that request was for.
-          await tx.update(bankTransactions).set({ status, paymentRequestId: status === 'unmatched' ? null : (p?.id ?? null) }).where(eq(bankTransactions.id, row.id));
+          // An unmatched or ambiguous transfer names no one request.
+          await tx.update(bankTransactions).set({ status, paymentRequestId: status === 'unmatched' || status === 'ambiguous' ? null : (p?.id ?? null) }).where(eq(bankTransactions.id, row.id));
           return status;
         };
-        if (!p || (n.accountNumber && p.accountNumber && normalizeTransferText(n.accountNumber) !== normalizeTransferText(p.accountNumber))) {
-          return (await settle('unmatched')) as FeedResult;
-        }
+        if (openOnes.length > 1) return settle('ambiguous');
+        if (!p) return settle('unmatched');
         let status = p.status;
         if (isStatusIn(EXPIRING_STATUSES, status) && p.expiresAt && p.expiresAt <= clock.now()) {
           // Paid after its expires_at: it expires now (as a read would), and the money is for an admin to resolve.

@@ -7,6 +7,7 @@ import type { Clock } from '../shared/clock.js';
 import { sha256Hex, type Cipher } from '../shared/crypto.js';
 import { newPayApiKey, newPayApiSecret, newWebhookSecret } from '../shared/ids.js';
 import { checkedIpList } from '../http/ip-list.js';
+import { isIpLiteral } from '../shared/ip.js';
 
 export type PayClientRow = typeof payClients.$inferSelect;
 
@@ -31,14 +32,27 @@ const HOST_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]
 
 const invalid = (message: string, path: string): AppError => fieldError('invalid_request', path, message);
 
+// A last label that is a number makes a URL parser read the whole host as an IPv4 address (WHATWG "ends in a number").
+const NUMERIC_LAST_LABEL = /(^|\.)(\d+|0x[0-9a-f]*)$/;
+
+/** An IP address is not a project domain: it names no owner, and "0.1" would have 10.0.0.1 as a "subdomain". */
+const ipDomain = (raw: string) => invalid(`${JSON.stringify(raw)} is an IP address; a client's domain must be a domain name (its webhook URL goes on it or a subdomain of it)`, 'domain');
+
 /** A project domain as the admin types it ("Shop.example.com", "https://shop.example.com/") -> "shop.example.com". */
 function normalizeDomain(raw: string): string {
   const d = raw.trim().toLowerCase().replace(/^https?:\/\//, '').replace(/\/.*$/, '').replace(/\.$/, '');
+  if (isIpLiteral(d)) throw ipDomain(raw);
+  if (NUMERIC_LAST_LABEL.test(d)) throw invalid(`${JSON.stringify(raw)} is not a domain name: its last label is a number`, 'domain');
   if (!HOST_RE.test(d) && d !== 'localhost') throw invalid(`${JSON.stringify(raw)} is not a domain name`, 'domain');
   return d;
 }
 
-/** True when the webhook URL is http(s) on the project domain or one of its subdomains. */
+/**
+ * True when the webhook URL is http(s) on the project domain or one of its subdomains: the host equals the domain, or
+ * ends with "." + domain (a dot boundary: evil-example.com is not on example.com). Case and a trailing dot do not
+ * count, on either side. A domain that is an IP address (a row from before such domains were refused, or from SQL)
+ * matches only itself: an address has no subdomains.
+ */
 export function webhookOnDomain(webhookUrl: string, domain: string): boolean {
   let u: URL;
   try {
@@ -49,7 +63,10 @@ export function webhookOnDomain(webhookUrl: string, domain: string): boolean {
   if (u.protocol !== 'https:' && u.protocol !== 'http:') return false;
   if (u.username || u.password) return false;
   const host = u.hostname.toLowerCase().replace(/\.$/, '');
-  return host === domain || host.endsWith(`.${domain}`);
+  const d = domain.trim().toLowerCase().replace(/\.$/, '');
+  if (!d || !host) return false;
+  if (host === d) return true;
+  return !isIpLiteral(d) && !NUMERIC_LAST_LABEL.test(d) && !d.startsWith('.') && host.endsWith(`.${d}`);
 }
 
 /** Webhook events a client can subscribe to; payment.approved is the spec's outcome and is always sent. */
@@ -118,6 +135,8 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       return withTx(db, async (tx) => {
         const c = await find(id, tx);
         if (c.status !== 'requested') throw new AppError('conflict', `API client ${c.id} is ${c.status}, not an open request`);
+        // A request filed before IP domains were refused: the website files a new one, on its domain name.
+        if (isIpLiteral(c.domain)) throw ipDomain(c.domain);
         const allowed = input.ips !== undefined ? checkedIpList(input.ips) : c.allowedIps;
         if (allowed.length === 0) throw invalid('Approval needs at least one allowed IP (--ips a,b)', 'ips');
         const key = newPayApiKey();
@@ -153,6 +172,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
     },
     async update(id: string, input: { webhook_url?: string; allow_private_targets?: boolean; events?: string[] }): Promise<PayClientView> {
       const c = await find(id);
+      if (input.webhook_url !== undefined && isIpLiteral(c.domain)) throw ipDomain(c.domain);
       if (input.webhook_url !== undefined && !webhookOnDomain(input.webhook_url, c.domain)) {
         throw invalid(`webhook_url must be an http(s) URL on ${c.domain} or a subdomain of it`, 'webhook_url');
       }

@@ -52,6 +52,21 @@ export function createIpMatcher(entries: readonly string[]): IpMatcher {
   };
 }
 
+/**
+ * True when `host` names an IP address in any spelling a URL accepts: v4 or v6, bracketed or not, with a port, or an
+ * IPv4 written in decimal, octal or hex (`2130706433`, `0x7f.1`), which the WHATWG URL parser turns into an address.
+ */
+export function isIpLiteral(host: string): boolean {
+  const h = host.trim().replace(/\.$/, '');
+  if (isIP(h.replace(/^\[|\]$/g, '')) !== 0) return true;
+  try {
+    const parsed = new URL(`http://${h}/`).hostname;
+    return parsed.startsWith('[') || isIP(parsed) !== 0;
+  } catch {
+    return false;
+  }
+}
+
 /** Validates and canonicalises a list of allowlist entries; returns the bad entries when there are any (the caller picks the error). */
 export function validateIpList(entries: readonly string[]): { ok: true; list: string[] } | { ok: false; bad: string[] } {
   const bad = entries.filter((e) => parseIpRule(e) === null);

@@ -31,7 +31,10 @@ export type WebhooksDeps = { db: Db; clock: Clock; settings: SettingsService; ci
 /** ±10 %, so that the retries of many events failing together do not arrive together. */
 const jitter = (seconds: number) => Math.round(seconds * 1000 * (0.9 + Math.random() * 0.2));
 
-const failed = (error: string): AttemptResult => ({ outcome: 'retry', statusCode: null, latencyMs: 0, response: null, error });
+const failed = (error: string, outcome: 'retry' | 'refused' = 'retry'): AttemptResult => ({ outcome, statusCode: null, latencyMs: 0, response: null, error });
+
+/** What ends a refused event: only an admin change can make its target valid (docs/decisions.md). */
+const REFUSED_HINT = 'not retried: fix the client (pay client update --webhook-url or --allow-private-targets) and resend the event';
 
 /**
  * Webhook delivery from the outbox (DESIGN 5): attempted as soon as an event row commits (the trigger's NOTIFY), due
@@ -73,7 +76,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     const now = clock.now();
     let result: AttemptResult;
     if (!client?.webhookSecretEnc) result = failed('the API client has no webhook secret (not approved)');
-    else if (!webhookOnDomain(client.webhookUrl, client.domain)) result = failed(`webhook_url is not on the client's domain ${client.domain}; refused`);
+    else if (!webhookOnDomain(client.webhookUrl, client.domain)) result = failed(`webhook_url is not on the client's domain ${client.domain}; refused`, 'refused');
     else {
       try {
         // A clear reason before any connection; the connection itself checks again (rebinding).
@@ -81,7 +84,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
         const d = { url: client.webhookUrl, eventId: row.event_id, event: row.event, body: row.body, secret: cipher.decrypt(client.webhookSecretEnc), timestamp: Math.floor(now.getTime() / 1000), totalTimeoutMs };
         result = await sendWebhook(client.allowPrivateTargets ? agents.open : agents.strict, d, now);
       } catch (err) {
-        result = failed(err instanceof TargetRefusedError ? err.message : `could not send: ${(err as Error).message}`);
+        result = err instanceof TargetRefusedError ? failed(err.message, 'refused') : failed(`could not send: ${(err as Error).message}`);
       }
     }
     const schedule = await settings.get('webhook_retry_schedule');
@@ -89,13 +92,16 @@ export function createWebhooksService(deps: WebhooksDeps) {
     const at = clock.now();
     let next: { status: OutboxStatus; nextAttemptAt: Date; deliveredAt: Date | null };
     if (result.outcome === 'delivered') next = { status: 'delivered', nextAttemptAt: at, deliveredAt: at };
-    else if (result.outcome === 'gone' || n > schedule.length) next = { status: 'dead', nextAttemptAt: at, deliveredAt: null };
+    else if (result.outcome === 'gone' || result.outcome === 'refused' || n > schedule.length) next = { status: 'dead', nextAttemptAt: at, deliveredAt: null };
     else {
       const delayMs = result.retryAfterSeconds !== undefined ? result.retryAfterSeconds * 1000 : jitter(schedule[n - 1]!);
       next = { status: 'pending', nextAttemptAt: new Date(at.getTime() + delayMs), deliveredAt: null };
     }
-    const error = next.status === 'dead' && result.outcome === 'retry' ? `${result.error} (last attempt of the schedule)` : result.error;
+    const error =
+      result.outcome === 'refused' ? `${result.error}; ${REFUSED_HINT}` : next.status === 'dead' && result.outcome === 'retry' ? `${result.error} (last attempt of the schedule)` : result.error;
     await record(row, { at: now, statusCode: result.statusCode, latencyMs: result.latencyMs, response: result.response, error, next });
+    // Once per event: a refused event is dead after this attempt, so it is never attempted (nor logged) again until resent.
+    if (result.outcome === 'refused') logger.warn({ event_id: row.event_id, client_id: row.client_id, reason: result.error }, 'webhook target refused; event dead until an admin fixes the client and resends it');
     return next.status;
   }
 

@@ -13,7 +13,8 @@ function webhookSignature(secret: string, timestamp: string, rawBody: string): s
   return hmacSha256Hex(secret, `${timestamp}.${rawBody}`);
 }
 
-export type AttemptOutcome = 'delivered' | 'retry' | 'gone';
+/** `refused`: our own target check refused the address; no retry can change that, only an admin (docs/decisions.md). */
+export type AttemptOutcome = 'delivered' | 'retry' | 'gone' | 'refused';
 
 export type AttemptResult = {
   outcome: AttemptOutcome;
@@ -105,6 +106,8 @@ export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date
     const retryAfterSeconds = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after'], now) : undefined;
     return { ...base, outcome: 'retry', error: `HTTP ${status}`, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) };
   } catch (err) {
-    return { outcome: 'retry', statusCode: null, latencyMs: elapsed(), response: null, error: describe(err, totalMs) };
+    // The connect-time check (a name that now resolves to a private address) is as final as the early one.
+    const refused = err instanceof TargetRefusedError || (err as { cause?: unknown }).cause instanceof TargetRefusedError;
+    return { outcome: refused ? 'refused' : 'retry', statusCode: null, latencyMs: elapsed(), response: null, error: describe(err, totalMs) };
   }
 }

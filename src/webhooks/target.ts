@@ -31,16 +31,21 @@ const RANGES: [string, number, 'ipv4' | 'ipv6', string][] = [
   ['169.254.0.0', 16, 'ipv4', 'link-local'],
   ['172.16.0.0', 12, 'ipv4', 'private'],
   ['192.0.0.0', 24, 'ipv4', 'reserved'],
+  ['192.0.2.0', 24, 'ipv4', 'documentation'],
   ['192.168.0.0', 16, 'ipv4', 'private'],
   ['198.18.0.0', 15, 'ipv4', 'reserved'],
+  ['198.51.100.0', 24, 'ipv4', 'documentation'],
+  ['203.0.113.0', 24, 'ipv4', 'documentation'],
   ['224.0.0.0', 4, 'ipv4', 'multicast'],
   ['240.0.0.0', 4, 'ipv4', 'reserved'],
   ['::', 128, 'ipv6', 'unspecified'],
   ['::1', 128, 'ipv6', 'loopback'],
-  ['::ffff:0:0', 96, 'ipv6', 'IPv4-mapped'],
+  // IPv4-translated (SIIT, RFC 2765), not to be confused with IPv4-mapped ::ffff:0:0/96, judged by its IPv4 address below.
+  ['::ffff:0:0:0', 96, 'ipv6', 'IPv4-translated'],
   ['fd00:ec2::254', 128, 'ipv6', 'cloud metadata'],
   ['fc00::', 7, 'ipv6', 'private'],
   ['fe80::', 10, 'ipv6', 'link-local'],
+  ['fec0::', 10, 'ipv6', 'site-local'],
   ['ff00::', 8, 'ipv6', 'multicast'],
 ];
 const LISTS = RANGES.map(([address, prefix, family, label]) => {
@@ -67,13 +72,15 @@ function ipv6Groups(addr: string): number[] {
 const v4Of = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 
 /**
- * IPv6 forms that reach an IPv4 address: IPv4-compatible (::a.b.c.d, deprecated), NAT64 (64:ff9b::/96) and 6to4
+ * IPv6 forms that reach an IPv4 address: IPv4-mapped, IPv4-compatible (::a.b.c.d, deprecated), NAT64 (64:ff9b::/96) and 6to4
  * (2002::/16). The embedded IPv4 address is judged as if it had been given; IPv4-compatible is refused whatever it
  * embeds (nothing legitimate uses it), and so is local-use NAT64 (64:ff9b:1::/48, a private translator).
  */
 function embeddedKind(addr: string): string | null {
   const g = ipv6Groups(addr);
   if (g.length !== 8) return 'not an address';
+  // IPv4-mapped (::ffff:a.b.c.d, also written ::ffff:7f00:1): a dual-stack socket reaches a.b.c.d itself.
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return forbiddenKind(v4Of(g[6]!, g[7]!));
   if (g.slice(0, 6).every((x) => x === 0)) return 'IPv4-compatible';
   if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'private (local-use NAT64)';
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
@@ -118,7 +125,8 @@ export async function resolveTarget(hostname: string, resolver: Resolver, allowP
   const host = hostname.replace(/^\[|\]$/g, '');
   if (!allowPrivate && isLocalhostName(host)) throw new TargetRefusedError(`refused target: ${host} is a loopback name; this client does not allow private targets`);
   const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await withTimeout(resolver(host), timeoutMs, `resolving ${host}`);
-  if (addresses.length === 0) throw new TargetRefusedError(`${host} has no address`);
+  // No address is a DNS state that may change by itself: retried, unlike a refusal.
+  if (addresses.length === 0) throw new Error(`${host} has no address`);
   if (!allowPrivate) {
     for (const a of addresses) {
       const kind = forbiddenKind(a.address);

@@ -1,7 +1,8 @@
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
+import { describeNeeding } from '../helpers/dependency.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 // Issue 9 drill "Redis outage": with REDIS_URL set, losing Redis keeps the API serving, rate limits keep counting per
@@ -22,7 +23,7 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   if (!cond()) throw new Error(`timed out waiting for ${what}`);
 }
 
-describe.skipIf(!redisUp)('Redis outage (needs Redis on 127.0.0.1:6379)', () => {
+describeNeeding({ name: 'Redis on 127.0.0.1:6379', available: redisUp, hint: 'start redis-server' })('Redis outage', () => {
   let proxy: TcpProxy;
   let t: TestApp;
   beforeAll(async () => {

@@ -217,4 +217,47 @@ describe('bank feeds: SePay and Casso', () => {
     expect(answer(await sepay(sepayBody({ content: tc })))).toEqual(accepted('approved'));
     await approve(t, (await pendingPayment(t, c)).payment_id);
   });
+
+  it('a note that names two open requests is ambiguous: stored so, neither approved, listed by --status ambiguous; a final one beside an open one is not', async () => {
+    const p1 = await pendingPayment(t, c);
+    const p2 = await pendingPayment(t, c);
+    const before = await state();
+    const body = sepayBody({ content: `${rewritten(p1.payment!.transfer_content)} ${p2.payment!.transfer_content}` });
+    expect(answer(await sepay(body))).toEqual(accepted('ambiguous'));
+    expect(answer(await casso(cassoBody({ description: `${p2.payment!.transfer_content}+${p1.payment!.transfer_content}` })))).toEqual(accepted('ambiguous'));
+    expect(await state()).toEqual({ ...before, transactions: before.transactions + 2 });
+    for (const p of [p1, p2]) expect((await statusRead(t, c, p.payment_id)).json()).toMatchObject({ status: 'pending_payment' });
+    const listed = await ok<unknown[]>('pay', 'transaction', 'list', '--status', 'ambiguous');
+    expect(listed.slice(0, 2)).toEqual([
+      { id: expect.any(Number), feed: 'casso', reference: expect.any(String), amount: 150000, content: `${p2.payment!.transfer_content}+${p1.payment!.transfer_content}`, status: 'ambiguous', payment_id: null },
+      { id: expect.any(Number), feed: 'sepay', reference: body.referenceCode, amount: 150000, content: body.content, status: 'ambiguous', payment_id: null },
+    ]);
+    expect(rowsOf(await t.deps.db.execute(sql`SELECT status, payment_request_id FROM bank_transactions WHERE reference = ${body.referenceCode}`))).toEqual([{ status: 'ambiguous', payment_request_id: null }]);
+
+    // Once one of the two is final, the note names one open request, which it pays.
+    await t.adminData('POST', `/admin/v1/pay/payments/${p1.payment_id}/cancel`);
+    expect(answer(await sepay(sepayBody({ content: body.content })))).toEqual(accepted('approved'));
+    expect((await statusRead(t, c, p2.payment_id)).json()).toMatchObject({ status: 'approved' });
+  });
+
+  it('a notification without an account number matches nothing while bank_feed_require_account is on (the default); off, it matches', async () => {
+    const p = await pendingPayment(t, c);
+    const tc = p.payment!.transfer_content;
+    const before = await state();
+    expect(answer(await sepay(sepayBody({ content: tc, accountNumber: null })))).toEqual(accepted('unmatched'));
+    expect(answer(await sepay(sepayBody({ content: tc, accountNumber: '' })))).toEqual(accepted('unmatched'));
+    const { accountNumber: _, ...noAccount } = cassoBody({ description: tc }).data;
+    expect(answer(await casso({ error: 0, data: noAccount }))).toEqual(accepted('unmatched'));
+    expect(await state()).toEqual({ ...before, transactions: before.transactions + 3 });
+    const listed = await ok<{ status: string; payment_id: string | null; content: string }[]>('pay', 'transaction', 'list', '--status', 'unmatched');
+    expect(listed.filter((x) => x.content === tc).map((x) => [x.status, x.payment_id])).toEqual([['unmatched', null], ['unmatched', null], ['unmatched', null]]);
+
+    await t.adminData('PUT', '/admin/v1/settings/bank_feed_require_account', { value: 'false' });
+    try {
+      expect(answer(await sepay(sepayBody({ content: tc, accountNumber: null })))).toEqual(accepted('approved'));
+      expect((await statusRead(t, c, p.payment_id)).json()).toMatchObject({ status: 'approved' });
+    } finally {
+      await t.adminData('PUT', '/admin/v1/settings/bank_feed_require_account', { value: '' });
+    }
+  });
 });

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PayClientView } from '../../src/payments/clients.js';
+import { webhookOnDomain, type PayClientView } from '../../src/payments/clients.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { makeMethod, payRequest, type PayCreds } from './helpers.js';
 import { expectError, PING, q } from './kit.js';
@@ -68,6 +68,54 @@ describe('payment API clients (admin)', () => {
       expect(own.status).toBe('requested');
       const [row] = await q<Record<string, unknown>>(t, sql`SELECT status, api_key_hash, api_key_enc, api_secret_enc, webhook_secret_enc FROM pay_clients WHERE id = ${sub.id}`);
       expect(row).toEqual({ status: 'requested', api_key_hash: null, api_key_enc: null, api_secret_enc: null, webhook_secret_enc: null });
+    });
+
+    it('refuses an IP address as the domain (v4 or v6, bracketed or not, any IPv4 spelling) with a clear message, and stores nothing', async () => {
+      const before = await countClients();
+      for (const domain of ['127.0.0.1', '203.0.113.7', 'https://192.0.2.1/', '::1', '[::1]', '2001:DB8::1', '[2001:db8::1]:8443', 'http://[::ffff:127.0.0.1]/', '2130706433', '0x7f.1', '10.0.0.1.']) {
+        const message = `${JSON.stringify(domain)} is an IP address; a client's domain must be a domain name (its webhook URL goes on it or a subdomain of it)`;
+        const res = await request({ domain, webhook_url: 'http://127.0.0.1/h' });
+        expect([domain, res.statusCode, res.json()]).toEqual([domain, 400, { ok: false, error: 'invalid_request', message, details: [{ path: 'domain', message }] }]);
+      }
+      const message = '"shop.123" is not a domain name: its last label is a number';
+      expect((await request({ domain: 'shop.123', webhook_url: 'http://a.shop.123/h' })).json()).toEqual({ ok: false, error: 'invalid_request', message, details: [{ path: 'domain', message }] });
+      expect(await countClients()).toBe(before);
+    });
+
+    it('the webhook URL is on the domain at a dot boundary, whatever the case or a trailing dot', async () => {
+      for (const url of ['https://evil-shop.example.com/h', 'https://xshop.example.com/h', 'https://shop.example.co/h']) {
+        expectError(await request({ webhook_url: url }), 400, 'invalid_request', { details: [{ path: 'webhook_url', message: 'webhook_url must be an http(s) URL on shop.example.com or a subdomain of it' }] });
+      }
+      for (const url of ['https://SHOP.example.com./h', 'https://api.Shop.Example.COM/h']) expect((await requested({ webhook_url: url, domain: 'shop.example.com.' })).domain).toBe('shop.example.com');
+    });
+
+    it('webhookOnDomain on domains written by SQL: normalised, a dot boundary, and an IP address matches only itself', () => {
+      const cases: [string, string, boolean][] = [
+        ['https://api.example.com/h', 'example.com', true],
+        ['https://example.com/h', 'example.com', true],
+        ['https://evil-example.com/h', 'example.com', false],
+        ['https://api.example.com/h', 'Example.COM.', true],
+        ['https://api.example.com/h', '.example.com', false],
+        ['https://api.example.com/h', '', false],
+        ['http://10.0.0.1/h', '0.1', false],
+        ['http://10.0.0.1/h', '0.0.1', false],
+        ['http://127.0.0.1/h', '127.0.0.1', true],
+        ['http://2130706433/h', '127.0.0.1', true],
+        ['http://[::1]/h', '::1', false],
+      ];
+      for (const [url, domain, on] of cases) expect([url, domain, webhookOnDomain(url, domain)]).toEqual([url, domain, on]);
+    });
+
+    it('a request with an IP domain from before they were refused cannot be approved, nor get a new webhook URL', async () => {
+      const c = await requested();
+      await t.deps.db.execute(sql`UPDATE pay_clients SET domain = '127.0.0.1', webhook_url = 'http://127.0.0.1/h' WHERE id = ${c.id}`);
+      const message = `"127.0.0.1" is an IP address; a client's domain must be a domain name (its webhook URL goes on it or a subdomain of it)`;
+      const body = { ok: false, error: 'invalid_request', message, details: [{ path: 'domain', message }] };
+      const res = await t.admin('POST', `/admin/v1/pay/clients/${c.id}/approve`, { ips: ['127.0.0.1'] });
+      expect([res.statusCode, res.json()]).toEqual([400, body]);
+      const patched = await t.admin('PATCH', `/admin/v1/pay/clients/${c.id}`, { webhook_url: 'http://127.0.0.1/h2' });
+      expect([patched.statusCode, patched.json()]).toEqual([400, body]);
+      expect(await q(t, sql`SELECT status, webhook_url, api_key_hash FROM pay_clients WHERE id = ${c.id}`)).toEqual([{ status: 'requested', webhook_url: 'http://127.0.0.1/h', api_key_hash: null }]);
     });
 
     it('refuses a malformed domain and a malformed IP', async () => {

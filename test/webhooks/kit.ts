@@ -51,10 +51,16 @@ export async function until(check: () => boolean | Promise<boolean>, what = 'con
   }
 }
 
-/** An approved client whose webhook URL is the receiver (domain 127.0.0.1), private targets allowed unless told. */
+/**
+ * An approved client whose webhook URL is the receiver, private targets allowed unless told. A client's domain is a
+ * name, never an IP address: a receiver's `http://127.0.0.1:PORT/...` is registered as `http://localhost:PORT/...`
+ * on domain localhost (the harness resolves localhost to 127.0.0.1).
+ */
 export async function makeHookClient(t: TestApp, url: string, opts: { allowPrivate?: boolean; domain?: string; events?: string[] } = {}): Promise<PayCreds> {
-  const domain = opts.domain ?? new URL(url).hostname;
-  const req = await t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', { name: 'Shop', domain, webhook_url: url });
+  const u = new URL(url);
+  if (u.hostname === '127.0.0.1' && opts.domain === undefined) u.hostname = 'localhost';
+  const domain = opts.domain ?? u.hostname;
+  const req = await t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', { name: 'Shop', domain, webhook_url: u.toString() });
   const creds = await t.adminData<PayCreds>('POST', `/admin/v1/pay/clients/${req.id}/approve`, { ips: ['127.0.0.1', '::1'], allow_private_targets: opts.allowPrivate ?? true });
   if (opts.events) await t.adminData('PATCH', `/admin/v1/pay/clients/${req.id}`, { events: opts.events });
   return creds;

@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, createTestDatabase, onPostgres, type TestApp, type TestDatabase } from '../harness.js';
+import { describeNeeding } from '../helpers/dependency.js';
 import { makeMethod } from '../payments/helpers.js';
 import { approve, makeHookClient, outboxOf, pendingPayment, until } from './kit.js';
 
@@ -29,7 +30,10 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-describe.skipIf(!phpReady || !onPostgres())('the PHP receiver of docs/payments.md', () => {
+// PGlite runs skip it by design; on PostgreSQL a missing PHP skips it outside CI and fails it in CI (.ci/run installs PHP).
+const suite = onPostgres() ? describeNeeding({ name: 'php with pdo_pgsql', available: phpReady, hint: 'apt-get install php-cli php-pgsql' }) : describe.skip;
+
+suite('the PHP receiver of docs/payments.md', () => {
   let db: TestDatabase;
   let t: TestApp;
   let php: ChildProcess | undefined;

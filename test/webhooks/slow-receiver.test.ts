@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PER_CLIENT_IN_FLIGHT } from '../../src/webhooks/deliver.js';
 import type { Resolver } from '../../src/webhooks/target.js';
-import { createTestApp, type TestApp } from '../harness.js';
+import { createTestApp, offlineResolver, type TestApp } from '../harness.js';
 import { makeMethod } from '../payments/helpers.js';
 import { approve, attemptsOf, makeHookClient, outboxOf, pendingPayment, startReceiver, until, type Answer } from './kit.js';
 
@@ -66,7 +66,7 @@ describe('webhook timeouts (injected, shorter than DESIGN 5)', () => {
   const never: Resolver = () => new Promise(() => undefined);
   const open: { close(): Promise<void> }[] = [];
   beforeAll(async () => {
-    t = await createTestApp({ webhookTimeouts: { connectMs: 200, totalMs: 300 }, webhookResolver: (h) => (h.endsWith('.never.test') ? never(h) : Promise.reject(new Error('ENOTFOUND'))) });
+    t = await createTestApp({ webhookTimeouts: { connectMs: 200, totalMs: 300 }, webhookResolver: (h) => (h.endsWith('.never.test') ? never(h) : offlineResolver(h)) });
     await makeMethod(t, 'TMO');
   });
   afterEach(async () => {

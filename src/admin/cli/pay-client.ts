@@ -6,7 +6,7 @@ const payClient = (id: string) => `/admin/v1/pay/clients/${enc(id)}`;
 export const payClientCommands: readonly Command[] = [
   cmd({
     noun: 'pay client', verb: 'request', usage: '--name N --domain D --webhook-url URL [--ips a,b]',
-    summary: 'an access request (status requested); the webhook URL must be on the domain',
+    summary: 'an access request (status requested); D is a domain name (not an IP address) and the webhook URL must be on it',
     options: { name: S, domain: S, 'webhook-url': S, ips: S },
     call: (_, o) => post('/admin/v1/pay/clients', defined({
       name: required(o, 'name'),

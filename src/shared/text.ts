@@ -1,5 +1,25 @@
 import sanitizeHtml from 'sanitize-html';
 
+// Text from outside that PostgreSQL or a reader cannot take as it is (docs/operations.md, "Source limits"):
+// C0 controls except tab and line feed (PostgreSQL text cannot hold NUL at all), DEL and C1 controls; and a surrogate
+// without its pair, which is not text (it has no UTF-8 form: a JSON or text parameter holding one is refused).
+// eslint-disable-next-line no-control-regex
+const TEXT_CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** Whether `s` holds a control character (tab and line feed aside) or a lone surrogate. */
+export function hasUnsafeText(s: string): boolean {
+  TEXT_CONTROL.lastIndex = 0;
+  LONE_SURROGATE.lastIndex = 0;
+  return TEXT_CONTROL.test(s) || LONE_SURROGATE.test(s);
+}
+
+/** `s` without its control characters and with each lone surrogate replaced by U+FFFD; and whether it changed. */
+export function cleanText(s: string): [string, boolean] {
+  if (!hasUnsafeText(s)) return [s, false];
+  return [s.replace(TEXT_CONTROL, '').replace(LONE_SURROGATE, '\uFFFD'), true];
+}
+
 /** Folds case and Vietnamese (and other Latin) accents: "Thẻ Garena" -> "the garena". Used for `q` search. */
 export function foldForSearch(s: string): string {
   return s

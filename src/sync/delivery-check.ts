@@ -1,4 +1,5 @@
 import { parseDisplayTime } from '../shared/time-format.js';
+import { hasUnsafeText } from '../shared/text.js';
 
 /**
  * What a source site's `order/delivery` answer must prove before an order of ours becomes `success`
@@ -16,8 +17,6 @@ const DOWNLOAD_URL_MAX_CHARS = 2048;
 /** C0 controls, DEL and C1 controls. */
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-/** A surrogate without its pair: not text (it cannot be encoded as UTF-8). */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export type DeliveredCode = { code: string; used: boolean; usedAt: Date | null };
 
@@ -37,7 +36,8 @@ function codeProblem(code: string): string | null {
   // UTF-16 units are at least the code points and at most twice them: only a short string needs counting.
   if (code.length > CODE_MAX_CHARS * 2 || (code.length > CODE_MAX_CHARS && [...code].length > CODE_MAX_CHARS)) return `a code longer than ${CODE_MAX_CHARS} characters`;
   if (CONTROL.test(code)) return 'a code with a control character';
-  if (LONE_SURROGATE.test(code)) return 'a code that is not valid text';
+  // Tab and line feed are controls in a code too (CONTROL); what hasUnsafeText adds is the lone surrogate.
+  if (hasUnsafeText(code)) return 'a code that is not valid text';
   return null;
 }
 

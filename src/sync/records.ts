@@ -1,5 +1,6 @@
 import { PRODUCT_TYPES, type ProductType } from '../catalog/queries.js';
 import { MONEY_LIMIT, MONEY_RE } from '../shared/money.js';
+import { cleanText, hasUnsafeText } from '../shared/text.js';
 
 /**
  * One source record at a time, checked and reduced to what we store (docs/operations.md, "Why a sync skipped or
@@ -50,17 +51,9 @@ export const DESCRIPTION_MAX = 20_000;
 const ID_MAX = 64;
 const STATUSES = ['in_stock', 'out_of_stock', 'unavailable'] as const;
 
-// C0 controls except tab and line feed (carriage returns are line breaks, folded to \n first), DEL and C1: PostgreSQL
-// text cannot hold NUL at all, and none of them belongs in a name or a description.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
-// eslint-disable-next-line no-control-regex
-const HAS_CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/;
-
-/** Text without control characters, and whether some were removed. */
+/** Text without control characters or lone surrogates (carriage returns are line breaks, folded to \n first). */
 function stripControls(s: string): [string, boolean] {
-  const t = s.replace(/\r\n?/g, '\n');
-  return HAS_CONTROL.test(t) ? [t.replace(CONTROL, ''), true] : [t, false];
+  return cleanText(s.replace(/\r\n?/g, '\n'));
 }
 
 /** At most `max` UTF-16 units, never ending on half a surrogate pair. */
@@ -73,7 +66,7 @@ function cut(s: string, max: number): string {
 /** An id as the source sends it: a string or an integer, 1-64 characters once trimmed, no control characters. */
 export function idOf(v: unknown): string | null {
   const s = typeof v === 'number' && Number.isSafeInteger(v) ? String(v) : typeof v === 'string' ? v.trim() : '';
-  return s !== '' && s.length <= ID_MAX && !HAS_CONTROL.test(s) ? s : null;
+  return s !== '' && s.length <= ID_MAX && !hasUnsafeText(s) ? s : null;
 }
 
 const intIn = (v: unknown, min: number, max: number): number | null => (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? v : null);

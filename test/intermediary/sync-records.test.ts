@@ -54,21 +54,26 @@ describe('a source record is data to validate, one record at a time', () => {
     expect(await lastRun(s)).toMatchObject({ ok: true, skipped: 2, skipped_reasons: { price_out_of_range: 1, shown_price_out_of_range: 1 } });
   });
 
-  it('control characters: cleaned from names, descriptions and category names (counted); an id holding one is skipped; the rest syncs', { timeout: 120_000 }, async () => {
+  it('control characters and lone surrogates: cleaned from names, descriptions and category names (counted); an id holding one is skipped; the rest syncs', { timeout: 120_000 }, async () => {
     s = await midOnFake();
     s.fake.state.categories = [{ id: '1', name: 'Ga\u0000mes\u009f', parent_id: null, sort: 0 }];
     s.fake.state.products = [
       fakeProduct(1, { name: 'Bad\u0000Name\u0007', description: 'line\u0000one\r\nline\ttwo\u007f' }),
       fakeProduct('x\u0000y'),
       fakeProduct(2, { name: 'Fine' }),
+      // A surrogate without its pair (JSON.stringify sends it as the escape \ud800): not text, no UTF-8 form.
+      fakeProduct(3, { name: 'Half \ud800 pair', description: 'tail \udc00' }),
+      fakeProduct('a\ud800'),
     ];
     const res = await s.syncNow();
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ ok: true, data: { ran: true, created: 2, skipped: 1, skipped_reasons: { bad_id: 1 }, cleaned_reasons: { control_characters: 1, category_control_characters: 1 } } });
+    expect(res.json()).toMatchObject({ ok: true, data: { ran: true, created: 3, skipped: 2, skipped_reasons: { bad_id: 2 }, cleaned_reasons: { control_characters: 2, category_control_characters: 1 } } });
     const p = (await s.get(`/api/v1/product?id=${await s.idOf('1')}`)).json() as { data: { name: string; description: string } };
     expect(p.data).toMatchObject({ name: 'BadName', description: 'lineone\nline\ttwo' });
     expect((await s.get('/api/v1/categories')).json()).toMatchObject({ data: [{ name: 'Games' }] });
-    expect(await lastRun(s)).toMatchObject({ ok: true, skipped: 1, skipped_reasons: { bad_id: 1 }, cleaned_reasons: { control_characters: 1, category_control_characters: 1 } });
+    const half = (await s.get(`/api/v1/product?id=${await s.idOf('3')}`)).json() as { data: { name: string; description: string } };
+    expect(half.data).toMatchObject({ name: 'Half \uFFFD pair', description: 'tail \uFFFD' });
+    expect(await lastRun(s)).toMatchObject({ ok: true, skipped: 2, skipped_reasons: { bad_id: 2 }, cleaned_reasons: { control_characters: 2, category_control_characters: 1 } });
   });
 
   it('a 5 MB description and a 300-character name are cut (then sanitised: well-formed) and counted', { timeout: 120_000 }, async () => {

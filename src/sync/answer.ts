@@ -14,10 +14,10 @@ export class AnswerTooLarge extends Error {
 }
 
 /**
- * The whole body as UTF-8 text, or AnswerTooLarge as soon as more than `max` bytes came. Holds at most `max` bytes
- * plus one chunk; a transport error (timeout, abort, reset) is rethrown as it came.
+ * The whole body as bytes, or AnswerTooLarge as soon as more than `max` bytes came. Holds at most `max` bytes plus one
+ * chunk; a transport error (timeout, abort, reset) is rethrown as it came.
  */
-export async function readBounded(body: Readable, max: number): Promise<string> {
+export async function readBounded(body: Readable, max: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   try {
@@ -31,7 +31,32 @@ export async function readBounded(body: Readable, max: number): Promise<string> 
     // Leaving the loop early (too large, or an error) must not leave the socket reading into the void.
     if (!body.readableEnded) body.destroy();
   }
-  return Buffer.concat(chunks, total).toString('utf8');
+  return Buffer.concat(chunks, total);
+}
+
+/** The most JSON values one answer of a source may hold: a page of 1,000 products needs about 25,000. */
+export const MAX_JSON_VALUES = 250_000;
+
+/**
+ * Whether the JSON text in `bytes` holds more than `max` values, counted as its structural characters outside strings
+ * (`{`, `[`, `,` and `:`), without parsing it. The byte cap alone does not bound what JSON.parse builds: 16 MiB of
+ * `{},{},...` is 5.6 million objects, about 500 MiB of heap. Strings are bounded by the bytes they came in.
+ */
+export function tooManyJsonValues(bytes: Buffer, max = MAX_JSON_VALUES): boolean {
+  let n = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (inString) {
+      if (b === 0x5c) i++; // a backslash: the next byte is escaped, whatever it is
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) {
+      inString = true;
+    } else if ((b === 0x7b || b === 0x5b || b === 0x2c || b === 0x3a) && ++n > max) {
+      return true;
+    }
+  }
+  return false;
 }
 
 /**

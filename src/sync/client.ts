@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { SettingsService } from '../settings/service.js';
 import { signRequest } from '../ordering/signing.js';
-import { AnswerTooLarge, peek, readBounded, ZIP_CONTENT_TYPES, ZIP_LOCAL_HEADER } from './answer.js';
+import { AnswerTooLarge, MAX_JSON_VALUES, peek, readBounded, tooManyJsonValues, ZIP_CONTENT_TYPES, ZIP_LOCAL_HEADER } from './answer.js';
 
 const CONNECT_TIMEOUT_MS = 5_000;
 const RATE_LIMIT_RETRIES = 3;
@@ -140,7 +140,11 @@ export function createSourceClient(deps: SourceClientDeps) {
           res.body.destroy();
           throw tooLarge(maxBytes);
         }
-        text = await readBounded(res.body, maxBytes);
+        const bytes = await readBounded(res.body, maxBytes);
+        if (tooManyJsonValues(bytes)) {
+          throw new SourceError('unknown', `The source site sent an answer with more than ${MAX_JSON_VALUES} JSON values`, 'answer_too_large');
+        }
+        text = bytes.toString('utf8');
       } catch (err) {
         if (err instanceof SourceError) throw err;
         throw transportError(err, signal);
@@ -197,7 +201,7 @@ export function createSourceClient(deps: SourceClientDeps) {
       throw transportError(err);
     }
     if (res.statusCode !== 200) {
-      const text = await readBounded(res.body, ERROR_BODY_BYTES).catch(() => '');
+      const text = await readBounded(res.body, ERROR_BODY_BYTES).then((b) => b.toString('utf8')).catch(() => '');
       let code = 'unknown';
       try {
         code = String((JSON.parse(text) as { error?: unknown }).error ?? 'unknown').slice(0, 64);

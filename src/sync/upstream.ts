@@ -7,6 +7,7 @@ import type { OrderRow, OrderService } from '../ordering/service.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
+import { hasUnsafeText } from '../shared/text.js';
 import { SourceError, type SourceClient } from './client.js';
 import { checkDelivery, detailOf, readEntry, type DeliveredCode, type DeliveryVerdict } from './delivery-check.js';
 import { createReconciler, leaseFree } from './reconcile.js';
@@ -30,6 +31,9 @@ function answersTheOrder(code: string | undefined): boolean {
  * Why a call that failed leaves the order pending, for orders.upstream_issue: fixed words and our own classification
  * only (the source's error code is its text: shown only when it is a plain identifier).
  */
+/** Why an order is held without asking the source again: its create answer gave no usable order code. */
+const UNUSABLE_ORDER_CODE = 'the source answered the order without a usable order_code';
+
 function issueOf(err: SourceError): string {
   if (err.code === 'timeout') return 'the source did not answer in time';
   if (err.code === 'unreachable') return 'the source cannot be reached';
@@ -142,11 +146,15 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     let answered = order.upstreamOrderCode !== null;
     try {
       if (order.upstreamOrderCode !== null) return await settle(order, order.upstreamOrderCode, await deliveryOf(order, order.upstreamOrderCode));
+      // The source answered our create with an order code we cannot use: asking again would be a second create, which a
+      // source that ignores request_id would charge twice. The order waits for the admin (docs/operations.md).
+      if (order.upstreamIssue === UNUSABLE_ORDER_CODE) return await leavePending(order, UNUSABLE_ORDER_CODE);
       const { body } = await client.call('POST', '/api/v1/order/create', { json: { product_id: sourceId, quantity: order.quantity, request_id: order.orderCode } });
       answered = true;
-      // Stored, sent back as a query parameter and shown to the admin: printable ASCII only, bounded.
-      const upstreamCode = typeof body.order_code === 'string' && /^[\x21-\x7e]{1,100}$/.test(body.order_code) ? body.order_code : '';
-      if (!upstreamCode) throw new SourceError('unknown', 'The source site answered the order without an order_code', 'bad_answer');
+      // Stored, sent back as a query parameter (encoded) and shown to the admin: bounded, and text.
+      const raw = body.order_code;
+      const upstreamCode = typeof raw === 'string' && raw.trim() !== '' && raw.length <= 200 && !hasUnsafeText(raw) ? raw : '';
+      if (!upstreamCode) return await leavePending(order, UNUSABLE_ORDER_CODE);
       await db.update(orders).set({ upstreamOrderCode: upstreamCode }).where(and(eq(orders.id, order.id), sql`${orders.upstreamOrderCode} IS NULL`));
       if (body.status === 'success') await settle(order, upstreamCode, await deliveryOf(order, upstreamCode));
       else if (body.status === 'failed' || body.status === 'refunded') await fail(order, `upstream status ${String(body.status)}`);

@@ -138,6 +138,31 @@ describe('a source order is success only when its delivery is proven', () => {
     // A dozen orders through a real HTTP source, one of them a 1 MB answer: more than the default on a loaded machine.
   }, 90_000);
 
+  it('an order_code of any text is kept; one that is not text holds the order without a second create', async () => {
+    const set = await setUp();
+    s = set.s;
+    const fake = s.fake;
+    // A space and non-ASCII letters are text: kept, asked about, settled.
+    fake.on('POST /api/v1/order/create', (req, r) => {
+      const body = JSON.parse(req.body) as { product_id: string; quantity: number; request_id: string };
+      fake.state.orders.set('ĐH 1', { order_code: 'ĐH 1', request_id: body.request_id, product_id: body.product_id, quantity: body.quantity, status: 'success', codes: ['UNI-1'] });
+      sendJson(r, 200, { ok: true, order_code: 'ĐH 1', status: 'success', total: 1000, message: 'ok' });
+    });
+    const res = await s.order({ product_id: set.id, quantity: 1 });
+    expect(res.json()).toMatchObject({ ok: true, status: 'success' });
+    expect(await rowOf(s, (res.json() as Created).order_code)).toMatchObject({ status: 'success', upstream_order_code: 'ĐH 1', codes: 1 });
+
+    // A NUL byte is not: the order is held, and no pass of the reconciler creates it again upstream.
+    fake.on('POST /api/v1/order/create', (_req, r) => sendJson(r, 200, { ok: true, order_code: 'SRC\u0000X', status: 'success', total: 1000, message: 'ok' }));
+    const held = await pendingOrder(s, { product_id: set.id, quantity: 1 }, 1000);
+    expect(await rowOf(s, held.order_code)).toMatchObject({ status: 'pending', upstream_issue: 'the source answered the order without a usable order_code', upstream_order_code: null, codes: 0 });
+    await ageOrders(s);
+    for (let i = 0; i < 2; i++) expect(await reconcile(s)).toMatchObject({ checked: 1, settled: 0 });
+    expect(fake.callsTo('/api/v1/order/create')).toHaveLength(2);
+    expect(await rowOf(s, held.order_code)).toMatchObject({ status: 'pending', upstream_issue: 'the source answered the order without a usable order_code' });
+    expect(await s.balance()).toBe(998_000);
+  });
+
   it('a file order needs the download in hand: no download_url is pending, the cron settles it once the source gives one', async () => {
     const set = await setUp();
     s = set.s;

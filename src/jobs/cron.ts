@@ -28,6 +28,16 @@ export type CronReport = {
 /** Time the reconciler may spend in one cron call, so that a slow source cannot hold up the rest. */
 const RECONCILE_BUDGET_MS = 20_000;
 
+/**
+ * The longest one cron call may take, in seconds: the reconciler's budget plus the forward it may have started when the
+ * budget ran out (two source calls and a margin), then a sync to its deadline and its merge. The endpoint keeps a silent
+ * connection open that long (src/jobs/routes.ts).
+ */
+export async function longestCronSeconds(settings: SettingsService): Promise<number> {
+  const s = await settings.all();
+  return RECONCILE_BUDGET_MS / 1000 + s.sync_timeout_seconds * 2 + 30 + s.sync_run_timeout_seconds + SYNC_RUN_MARGIN_SECONDS;
+}
+
 const NO_SYNC = { categories: 0, products: 0, created: 0, updated: 0, missing: 0 };
 
 /**

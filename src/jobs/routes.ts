@@ -8,7 +8,7 @@ import type { Guard } from '../http/guard.js';
 import { allowSilence, LONG_ACTION_MARGIN_SECONDS } from '../http/server-options.js';
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
-import type { CronService } from './cron.js';
+import { longestCronSeconds, type CronService } from './cron.js';
 
 const cronResponse = z.object({
   ok: z.literal(true),
@@ -52,8 +52,8 @@ export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService
         await deps.guard.authFailure(req.ip);
         throw new AppError('unauthorized', 'Wrong or missing cron token', { status: 403 });
       }
-      // A due sync may run far longer than IDLE_TIMEOUT_MS; the scheduler waits for its answer.
-      allowSilence(req.raw, ((await deps.settings.get('sync_run_timeout_seconds')) + LONG_ACTION_MARGIN_SECONDS) * 1000);
+      // The reconciler and a due sync may run far longer than IDLE_TIMEOUT_MS; the scheduler waits for the answer.
+      allowSilence(req.raw, ((await longestCronSeconds(deps.settings)) + LONG_ACTION_MARGIN_SECONDS) * 1000);
       return { ok: true as const, ...(await deps.cron.run()) };
     },
   });

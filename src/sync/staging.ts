@@ -1,6 +1,9 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { rowsOf } from '../db/tx.js';
+import { rowsOf, withTx } from '../db/tx.js';
+
+/** The advisory lock a merge of staged rows into the cache holds (write.ts), and clean-up of stale rows waits for. */
+export const SYNC_MERGE_LOCK = 7007001;
 
 /**
  * sync_staging (docs/tables.md): the product records of the run in progress, written page by page as they are read
@@ -49,6 +52,10 @@ export async function clearStaging(db: Db, runId: number): Promise<void> {
  * (longer ago than any run may last, so it cannot still be writing).
  */
 export async function clearStale(db: Db, before: Date): Promise<void> {
-  await db.execute(sql`DELETE FROM sync_staging s WHERE NOT EXISTS (
-    SELECT 1 FROM sync_runs r WHERE r.id = s.run_id AND r.finished_at IS NULL AND r.started_at >= ${before.toISOString()}::timestamptz)`);
+  // Under the merge's lock: a merge that outlived its run's lease is still reading its rows, and waits are fine here.
+  await withTx(db, async (tx) => {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${SYNC_MERGE_LOCK})`);
+    await tx.execute(sql`DELETE FROM sync_staging s WHERE NOT EXISTS (
+      SELECT 1 FROM sync_runs r WHERE r.id = s.run_id AND r.finished_at IS NULL AND r.started_at >= ${before.toISOString()}::timestamptz)`);
+  });
 }

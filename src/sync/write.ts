@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { rowsOf, withTx } from '../db/tx.js';
 import type { SourceCategory } from './records.js';
-import { stagedCount } from './staging.js';
+import { stagedCount, SYNC_MERGE_LOCK } from './staging.js';
 
 /** A list of ids as one JSON parameter (drizzle would spread a JS array into one parameter per element). */
 const idSet = (ids: string[]) => sql`(SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`;
@@ -19,7 +19,7 @@ export type WriteCounts = { categories: number; products: number; created: numbe
 export async function mergeCatalogue(db: Db, runId: number, cats: SourceCategory[], full: boolean, staged: number): Promise<WriteCounts> {
   return withTx(db, async (tx) => {
     // Belt to the cron lease: even a run that outlived its lease cannot interleave its writes with another's.
-    await tx.execute(sql`SELECT pg_advisory_xact_lock(7007001)`);
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${SYNC_MERGE_LOCK})`);
     // Everything read must be here: a full run that merged a part would mark the rest missing.
     const here = await stagedCount(tx, runId);
     if (here !== staged) throw new Error(`sync run ${runId}: ${staged} rows staged, ${here} found at merge time`);

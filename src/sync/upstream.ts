@@ -31,6 +31,11 @@ function answersTheOrder(code: string | undefined): boolean {
  * Why a call that failed leaves the order pending, for orders.upstream_issue: fixed words and our own classification
  * only (the source's error code is its text: shown only when it is a plain identifier).
  */
+/** A delivered code is already stored, delivered to another order: the delivery proves nothing (rolled back). */
+class CodeDeliveredTwice extends Error {
+  static readonly issue = 'the source delivered a code it had already delivered for another order';
+}
+
 /** Why an order is held without asking the source again: its create answer gave no usable order code. */
 const UNUSABLE_ORDER_CODE = 'the source answered the order without a usable order_code';
 
@@ -53,7 +58,9 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
   const { db, client, cipher, clock, logger } = deps;
 
   /** A source-delivered code's digest is namespaced by the order: it must not collide with (or block) our own stock. */
-  const digestOf = (orderCode: string, i: number) => cipher.digest(`upstream:${orderCode}:${i}`);
+  // By the code's value, in a namespace of its own: unique like every code digest (codes_digest_uq), so a source that
+  // delivers one code to two of our orders cannot have it sold twice, and never colliding with our own stock's digests.
+  const digestOf = (code: string) => cipher.digest(`upstream:${code}`);
 
   async function deliveryOf(order: OrderRow, upstreamCode: string): Promise<DeliveryVerdict> {
     const { body } = await client.call('GET', '/api/v1/order/delivery', { query: { order_code: upstreamCode } });
@@ -63,17 +70,25 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
 
   /** Stores the checked delivery and marks success, only if the order is still pending (a concurrent forward may have won). */
   async function complete(order: OrderRow, upstreamCode: string, delivered: DeliveredCode[]): Promise<void> {
-    await withTx(db, async (tx) => {
-      const [o] = await tx.select().from(orders).where(eq(orders.id, order.id)).for('update').limit(1);
-      if (!o || o.status !== 'pending') return;
-      if (delivered.length > 0) {
-        await tx.insert(codes).values(
-          delivered.map((c, i) => ({ productId: o.productId, codeEnc: cipher.encrypt(c.code), codeDigest: digestOf(o.orderCode, i), status: 'sold', orderId: o.id, used: c.used, usedAt: c.usedAt })),
-        );
-      }
-      const message = o.productType === 'file' ? 'Order completed: files ready to download' : `Order completed: ${delivered.length} code(s) delivered`;
-      await tx.update(orders).set({ status: 'success', message, upstreamOrderCode: upstreamCode, upstreamIssue: null, usageCheckedAt: clock.now(), updatedAt: clock.now() }).where(eq(orders.id, o.id));
-    });
+    try {
+      await withTx(db, async (tx) => {
+        const [o] = await tx.select().from(orders).where(eq(orders.id, order.id)).for('update').limit(1);
+        if (!o || o.status !== 'pending') return;
+        if (delivered.length > 0) {
+          const stored = await tx
+            .insert(codes)
+            .values(delivered.map((c) => ({ productId: o.productId, codeEnc: cipher.encrypt(c.code), codeDigest: digestOf(c.code), status: 'sold', orderId: o.id, used: c.used, usedAt: c.usedAt })))
+            .onConflictDoNothing({ target: codes.codeDigest })
+            .returning({ id: codes.id });
+          if (stored.length < delivered.length) throw new CodeDeliveredTwice();
+        }
+        const message = o.productType === 'file' ? 'Order completed: files ready to download' : `Order completed: ${delivered.length} code(s) delivered`;
+        await tx.update(orders).set({ status: 'success', message, upstreamOrderCode: upstreamCode, upstreamIssue: null, usageCheckedAt: clock.now(), updatedAt: clock.now() }).where(eq(orders.id, o.id));
+      });
+    } catch (err) {
+      if (!(err instanceof CodeDeliveredTwice)) throw err;
+      await leavePending(order, CodeDeliveredTwice.issue);
+    }
   }
 
   async function fail(order: OrderRow, why: string): Promise<void> {

@@ -1,4 +1,4 @@
--- A source site is untrusted input (docs/decisions.md, "Source sites"): a staging table so that a sync holds one page in
+-- A source site is untrusted input (docs/operations.md, "Source limits"): a staging table so that a sync holds one page in
 -- memory, why a source order is still pending and when it was flagged, why a sync skipped or cleaned records, and
 -- bank-feed notes that match two open requests (ambiguous).
 CREATE UNLOGGED TABLE "sync_staging" (

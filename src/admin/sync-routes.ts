@@ -12,7 +12,7 @@ import { ok, productIdParams } from './schemas.js';
 
 export type AdminSyncDeps = { cron: CronService; sync: SyncService; overrides: OverridesService; settings: SettingsService };
 
-/** Reason -> number of source records (docs/operations.md, "Why a sync skipped or cleaned records"). */
+/** Reason -> number of source records (docs/operations.md, "A source site's catalogue sync that fails or leaves records out"). */
 const reasons = z.record(z.string(), z.number().int());
 const syncOutcome = z.object({
   ran: z.boolean(),

@@ -3,8 +3,8 @@ import { MONEY_LIMIT, MONEY_RE } from '../shared/money.js';
 import { cleanText, hasUnsafeText } from '../shared/text.js';
 
 /**
- * One source record at a time, checked and reduced to what we store (docs/operations.md, "Why a sync skipped or
- * cleaned records"). A record that cannot be stored is skipped with a reason; one whose text needed cleaning is kept
+ * One source record at a time, checked and reduced to what we store (docs/operations.md, "A source site's catalogue
+ * sync that fails or leaves records out"). A record that cannot be stored is skipped with a reason; one whose text needed cleaning is kept
  * with a reason; either way the rest of the run goes on. Reasons are stable words: they are counted per run in
  * sync_runs.skipped_reasons / cleaned_reasons.
  */

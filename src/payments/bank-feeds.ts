@@ -104,7 +104,7 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: P
         if (openOnes.length > 1) return settle('ambiguous');
         if (!p) return settle('unmatched');
         let status = p.status;
-        if (isStatusIn(EXPIRING_STATUSES, status) && p.expiresAt && p.expiresAt <= clock.now()) {
+        if (isStatusIn(EXPIRING_STATUSES, status) && p.expiresAt && p.expiresAt <= now) {
           // Paid after its expires_at: it expires now (as a read would), and the money is for an admin to resolve.
           await tx.execute(sql`SELECT set_config('app.actor', 'system:expiry', true)`);
           await tx.update(paymentRequests).set({ status: 'expired' }).where(eq(paymentRequests.id, p.id));

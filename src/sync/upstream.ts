@@ -57,7 +57,6 @@ function issueOf(err: SourceError): string {
 export function createUpstreamOrders(deps: UpstreamDeps) {
   const { db, client, cipher, clock, logger } = deps;
 
-  /** A source-delivered code's digest is namespaced by the order: it must not collide with (or block) our own stock. */
   // By the code's value, in a namespace of its own: unique like every code digest (codes_digest_uq), so a source that
   // delivers one code to two of our orders cannot have it sold twice, and never colliding with our own stock's digests.
   const digestOf = (code: string) => cipher.digest(`upstream:${code}`);

@@ -82,6 +82,7 @@ export const settingDefs = {
     default: '60,300,1800,7200,18000,36000,50400,72000,86400',
     help: 'seconds between webhook attempts',
   }),
+  audit_retention_days: def({ schema: int(1, 36_500), default: '365', help: 'audit rows (admin actions) older than this are removed by the clean-up job' }),
   webhook_retention_days: def({ schema: int(1, 3650), default: '30', help: 'delivered webhook events (and their attempts) older than this are removed by the clean-up job' }),
   sepay_api_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'API key SePay sends as Authorization: Apikey <key> (empty = SePay feed off)' }),
   bank_feed_require_account: def({ schema: bool, default: 'true', help: 'a bank-feed notification without an account number matches no payment request (off: it may match by content and amount alone)' }),

@@ -7,3 +7,4 @@ export * from './payments.js';
 export * from './jobs.js';
 export * from './webhooks.js';
 export * from './source.js';
+export * from './audit.js';

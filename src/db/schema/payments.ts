@@ -142,6 +142,8 @@ export const webhookOutbox = pgTable(
   },
   (t) => [
     index('webhook_outbox_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+    // Dead events stay until an admin resends them: counted by /metrics and /readyz without reading delivered rows.
+    index('webhook_outbox_dead_idx').on(t.id).where(sql`${t.status} = 'dead'`),
     check('webhook_outbox_status', sql`${t.status} IN ('pending', 'delivered', 'dead')`),
   ],
 );

@@ -36,5 +36,5 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
 # The server itself, started without npm in front: npm runs a script through `sh -c`, and when we checked, a SIGTERM
 # sent to npm (what `docker stop` sends to PID 1) stopped npm and left the server running, to be killed without its
 # graceful shutdown. node receives SIGTERM directly and finishes its in-flight requests (compose adds `init: true`, so
-# a real init is PID 1 and forwards it). Not `npm start`: its prestart would look for TypeScript, pruned above.
+# a real init is PID 1 and forwards it). `npm start` would also check the build first, which the image has done.
 CMD ["node", "dist/main.js"]

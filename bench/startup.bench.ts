@@ -22,7 +22,7 @@ const VARIANTS: Variant[] = [
   { name: 'node dist/main.js', command: process.execPath, args: ['dist/main.js'] },
   { name: 'node --import tsx src/main.ts', command: process.execPath, args: ['--import', 'tsx', 'src/main.ts'] },
   { name: 'tsx src/main.ts (old npm start)', command: path.join(ROOT, 'node_modules/.bin/tsx'), args: ['src/main.ts'] },
-  { name: 'npm start (prestart + dist)', command: 'npm', args: ['start', '--silent'] },
+  { name: 'npm start (build check + dist)', command: 'npm', args: ['start', '--silent'] },
 ];
 
 function rssKiB(pid: number): number {

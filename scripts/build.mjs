@@ -4,7 +4,7 @@
 //   node scripts/build.mjs              `npm run build`: an incremental `tsc -b` that compiles only when a source
 //                                       changed (a full build takes 20 to 60 s on two busy cores, a check about 1 s)
 //   node scripts/build.mjs --clean      removes dist/ first (files of deleted sources go too), then builds everything
-//   node scripts/build.mjs --if-needed  what `npm install` (prepare) and `npm start` (prestart) run: the same
+//   node scripts/build.mjs --if-needed  what `npm install` (prepare) and `npm start` run: the same
 //                                       incremental build, or nothing where TypeScript is not installed
 //
 // --if-needed never fails an install for want of TypeScript: `npm ci --omit=dev` runs prepare too, without the

@@ -2,7 +2,7 @@
 // Writes the production build (dist/, tsconfig.build.json): docs/operations.md, "Production build".
 //
 //   node scripts/build.mjs              `npm run build`: an incremental `tsc -b` that compiles only when a source
-//                                       changed (a full build takes 20 to 60 s on two busy cores, a check about 1 s)
+//                                       changed (a full build takes 20 s of CPU, a check about 1 s)
 //   node scripts/build.mjs --clean      removes dist/ first (files of deleted sources go too), then builds everything
 //   node scripts/build.mjs --if-needed  what `npm install` (prepare) and `npm start` run: the same
 //                                       incremental build, or nothing where TypeScript is not installed

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DIST = path.join(ROOT, 'dist');
-/** A full build takes 20 to 60 s on a busy two-core machine; an up-to-date check about 1 s. */
+/** A full build takes about 20 s of CPU (2 min of wall time at a load average of 14 on two cores); a check about 1 s. */
 export const BUILD_TIMEOUT_MS = 240_000;
 
 function newestUnder(dir: string): number {

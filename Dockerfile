@@ -9,12 +9,13 @@ WORKDIR /app
 # (TypeScript), so they are installed here and pruned after the build. --include=dev keeps them should
 # NODE_ENV=production be set before this line (it is set below, for run time: npm omits dev dependencies under it);
 # --ignore-scripts because the package's `prepare` builds dist/ and the sources are not copied yet (esbuild's install
-# check is the only dependency script skipped; esbuild serves tsx, which is pruned and never runs in the image).
+# check is the only dependency script skipped; esbuild serves dev tools only, tsx among them, all pruned below).
 COPY package.json package-lock.json ./
 RUN npm ci --include=dev --ignore-scripts --no-audit --no-fund
 
 COPY . .
-# A full build of dist/ (.dockerignore keeps the host's dist/ out), then the dev dependencies go: what runs is node, dist/ and the runtime dependencies.
+# A full build of dist/ (.dockerignore keeps the host's dist/ out), then the dev dependencies go: what runs is node,
+# dist/ and the runtime dependencies.
 # DATA_DIR must be writable by the non-root user (a named volume mounted here inherits this ownership).
 RUN npm run build \
   && npm prune --omit=dev --no-audit --no-fund \

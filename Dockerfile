@@ -1,22 +1,31 @@
-# reseller-gateway: one Fastify process run with tsx (no build step). Configure it through the environment
-# (README, .env.example); with DATABASE_URL unset it would keep an embedded database in /app/data.
+# reseller-gateway: one Fastify process, run as compiled JavaScript (`node dist/main.js`, no TypeScript loader).
+# Configure it through the environment (README, .env.example); with DATABASE_URL unset it would keep an embedded
+# database in /app/data. Build, prune and run are described in docs/operations.md, "Production build".
 FROM node:20-slim
+
+WORKDIR /app
+
+# Dependencies first, so that a source change does not reinstall them. The build needs the dev dependencies
+# (TypeScript), so they are installed here and pruned after the build. --include=dev keeps them should
+# NODE_ENV=production be set before this line (it is set below, for run time: npm omits dev dependencies under it);
+# --ignore-scripts because the package's `prepare` builds dist/ and the sources are not copied yet (esbuild's install
+# check is the only dependency script skipped; esbuild serves dev tools only, tsx among them, all pruned below).
+COPY package.json package-lock.json ./
+RUN npm ci --include=dev --ignore-scripts --no-audit --no-fund
+
+COPY . .
+# A full build of dist/ (.dockerignore keeps the host's dist/ out), then the dev dependencies go: what runs is node,
+# dist/ and the runtime dependencies.
+# DATA_DIR must be writable by the non-root user (a named volume mounted here inherits this ownership).
+RUN npm run build \
+  && npm prune --omit=dev --no-audit --no-fund \
+  && npm cache clean --force \
+  && mkdir -p /app/data && chown node:node /app/data
 
 ENV NODE_ENV=production \
     PORT=3000 \
     HOST=0.0.0.0 \
     DATA_DIR=/app/data
-
-WORKDIR /app
-
-# Dependencies first, so that a source change does not reinstall them. tsx is a runtime dependency; dev tools are not
-# needed to run the server or the admin CLI.
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
-
-COPY . .
-# DATA_DIR must be writable by the non-root user (a named volume mounted here inherits this ownership).
-RUN mkdir -p /app/data && chown node:node /app/data
 
 USER node
 EXPOSE 3000
@@ -25,7 +34,8 @@ EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 
-# The command of `npm start` (tsx src/main.ts), started without npm in front. npm runs it through `sh -c`, and when we
-# checked, a SIGTERM sent to npm (what `docker stop` sends to PID 1) stopped npm and left the server running, to be
-# killed without its graceful shutdown. tsx passes SIGTERM on, so the server finishes its in-flight requests.
-CMD ["/app/node_modules/.bin/tsx", "src/main.ts"]
+# The server itself, started without npm in front: npm runs a script through `sh -c`, and when we checked, a SIGTERM
+# sent to npm (what `docker stop` sends to PID 1) stopped npm and left the server running, to be killed without its
+# graceful shutdown. node receives SIGTERM directly and finishes its in-flight requests (compose adds `init: true`, so
+# a real init is PID 1 and forwards it). `npm start` would also check the build first, which the image has done.
+CMD ["node", "dist/main.js"]

@@ -269,5 +269,5 @@ function isEntryPoint(): boolean {
   }
 }
 
-// bin/reseller-admin.mjs imports this file and calls main() itself; tsx src/admin/cli.ts makes it the entry point.
+// bin/reseller-admin.mjs imports this file and calls main() itself; `node dist/admin/cli.js` (or `tsx src/admin/cli.ts`) makes it the entry point.
 if (isEntryPoint()) await main();

@@ -368,7 +368,7 @@ describe('reseller-admin CLI', () => {
   });
 
   describe('the real process (bin/reseller-admin.mjs)', () => {
-    // From another directory: the launcher must find tsx and the sources relative to itself.
+    // From another directory: the launcher must find dist/ (or tsx and the sources) relative to itself.
     const spawnCli = (...argv: string[]) => run(process.execPath, [BIN, ...argv], { cwd: tmp, env: { ADMIN_URL: adminUrl, ADMIN_TOKEN }, timeout: 20_000 });
 
     it('user list prints the users as JSON and exits 0', async () => {

@@ -4,26 +4,34 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { envSchema } from '../../src/config.js';
 import { settingKeys } from '../../src/settings/registry.js';
 
-// Real server processes (`node --import tsx src/main.ts`), for tests of the process itself and of several processes.
+// Real server processes (`node --import tsx src/main.ts`, or the production build `node dist/main.js`), for tests of
+// the process itself and of several processes.
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = path.join(ROOT, 'src/main.ts');
 const TSX = pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+/** The production build's server, run by plain node (docs/operations.md, "Production build"). */
+export const COMPILED_MAIN = path.join(ROOT, 'dist/main.js');
 /** Embedded PostgreSQL runs initdb on a fresh DATA_DIR: several seconds, far more on a busy machine. */
 export const START_TIMEOUT_MS = 90_000;
 
 /** The parent's environment without anything the server reads, so that only what a test sets configures it. */
 function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const key of [...Object.keys(envSchema.shape), ...settingKeys.map((k) => k.toUpperCase()), 'TEST_DATABASE_URL']) delete env[key];
+  // NODE_OPTIONS too: a loader inherited through it would hide a build that needs one.
+  for (const key of [...Object.keys(envSchema.shape), ...settingKeys.map((k) => k.toUpperCase()), 'TEST_DATABASE_URL', 'NODE_OPTIONS']) delete env[key];
   return { ...env, ...extra };
 }
 
 export type Server = { child: ChildProcess; stdout: string[]; stderr: () => string; exit: Promise<number | null> };
 
-/** Runs `node --import tsx src/main.ts` from `cwd` (an empty folder: no .env of the repository is read). */
-export function startServer(cwd: string, env: Record<string, string>): Server {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN], { cwd, env: serverEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Runs `node --import tsx src/main.ts` (or `node dist/main.js` with `compiled`) from `cwd` (an empty folder: no .env of
+ * the repository is read).
+ */
+export function startServer(cwd: string, env: Record<string, string>, opts: { compiled?: boolean } = {}): Server {
+  const args = opts.compiled ? [COMPILED_MAIN] : ['--import', TSX, MAIN];
+  const child = spawn(process.execPath, args, { cwd, env: serverEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   const stdout: string[] = [];
   let partial = '';
   let err = '';

@@ -126,11 +126,15 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
   const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver, timeouts: overrides.webhookTimeouts });
-  cleanups.unshift(() => webhooks.stop());
+  cleanups.unshift(async () => {
+    await webhooks.stop();
+  });
   const bankFeeds = createBankFeedsService({ db, clock, settings });
   const source = createSourceClient({ settings, logger });
   cleanups.unshift(() => source.close());
   const sync = createSyncService({ db, clock, settings, client: source, bus, logger });
+  // First of all: a run in progress ends (and writes its failure) before its source client and database close.
+  cleanups.unshift(() => sync.stop());
   const upstream = createUpstreamOrders({ db, client: source, orders, cipher, clock, settings, logger });
   const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
   const sourceOverrides = createOverridesService({ db, bus });

@@ -52,6 +52,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
   const clock = overrides.clock ?? systemClock;
   const cleanups: (() => Promise<void> | void)[] = [];
+  let closing: Promise<void> | undefined;
 
   const appSecret = config.APP_SECRET ?? readOrCreateSecret(path.join(config.dataDir, 'app-secret')).value;
   const adminTokenFile = path.join(config.dataDir, 'admin-token');
@@ -170,8 +171,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     sync,
     upstream,
     overrides: sourceOverrides,
-    async close(): Promise<void> {
-      for (const fn of cleanups) await fn();
+    /** Once: the shutdown closes the dependencies, and a caller that closes them again (a test) gets the same promise. */
+    close(): Promise<void> {
+      closing ??= (async () => {
+        for (const fn of cleanups) await fn();
+      })();
+      return closing;
     },
   };
 }

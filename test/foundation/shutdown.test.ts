@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { sql } from 'drizzle-orm';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rowsOf } from '../../src/db/tx.js';
+import { shutdown, type ShutdownReport } from '../../src/ops/shutdown.js';
+import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { makeMethod } from '../payments/helpers.js';
+import { approve, attemptsOf, makeHookClient, outboxOf, pendingPayment, startReceiver, until, type Answer } from '../webhooks/kit.js';
+
+// docs/operations.md, "Shutdown": what a SIGTERM does to requests and webhook attempts in flight (main.ts calls the
+// same shutdown() with SHUTDOWN_TIMEOUT_MS; the drill scripts/drills/sigterm.ts does it to a real process under load).
+
+const stop = (t: TestApp, timeoutMs: number): Promise<ShutdownReport> =>
+  shutdown({ app: t.app, requests: t.requests, webhooks: t.deps.webhooks, sync: t.deps.sync, closeDeps: () => t.deps.close(), logger: t.deps.logger }, timeoutMs);
+
+/** An HTTP/1.1 request on its own socket whose body is sent in two parts, so that it is in flight as long as we like. */
+function heldRequest(base: string, path: string, headers: Record<string, string>, body: string) {
+  const u = new URL(base);
+  const socket = net.connect(Number(u.port), u.hostname);
+  let raw = '';
+  socket.setEncoding('utf8').on('data', (c: string) => (raw += c));
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const head = Object.entries({ host: u.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'keep-alive', ...headers })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  const half = Math.floor(body.length / 2);
+  socket.write(`POST ${path} HTTP/1.1\r\n${head}\r\n${body.slice(0, half)}`);
+  return {
+    finish: () => socket.write(body.slice(half)),
+    /** Everything the server wrote, once it closed the connection. */
+    answer: async () => {
+      await ended;
+      return raw;
+    },
+  };
+}
+
+const refused = (base: string) => fetch(`${base}/healthz`).then(() => false, () => true);
+
+describe('shutdown with requests in flight', () => {
+  let t: TestApp | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  async function orderFixture(app: TestApp) {
+    const user = await makeUser(app, { balance: '100000' });
+    const product = await makeProduct(app, { category_id: (await makeCategory(app)).id, price: '1000', max_qty: 10 });
+    await importCodes(app, product.id, Array.from({ length: 3 }, (_, i) => `SD-${product.id}-${i}-${randomBytes(3).toString('hex')}`));
+    return { user, product };
+  }
+
+  it('an order in flight at the stop completes and its answer arrives, with Connection: close; new connections are refused at once', async () => {
+    const app = (t = await createTestApp());
+    const { user, product } = await orderFixture(app);
+    const base = await app.listen();
+    const requestId = `sd-${randomBytes(4).toString('hex')}`;
+    const order = heldRequest(base, '/api/v1/order/create', bearer(user.api_key), JSON.stringify({ product_id: product.id, quantity: 1, request_id: requestId }));
+    await until(() => app.requests.size() === 1, 'the order request in flight');
+
+    const stopping = stop(app, 10_000);
+    await until(() => refused(base), 'the listener to close');
+    order.finish();
+    const raw = await order.answer();
+    const report = await stopping;
+
+    expect(raw).toMatch(/^HTTP\/1\.1 200 /);
+    expect(raw.toLowerCase()).toContain('connection: close');
+    const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { ok: boolean; order_code: string; status: string };
+    expect(body).toMatchObject({ ok: true, order_code: expect.stringMatching(/^OD/), status: 'success' });
+    expect(report).toMatchObject({ outcome: 'clean', cut: false, requests_left: 0 });
+    const [row] = rowsOf<{ n: number; debits: number; balance: string }>(
+      await app.deps.db.execute(sql`SELECT
+        (SELECT count(*)::int FROM orders WHERE user_id = ${user.id} AND request_id = ${requestId}) AS n,
+        (SELECT count(*)::int FROM balance_ledger WHERE user_id = ${user.id} AND kind = 'order') AS debits,
+        (SELECT balance FROM users WHERE id = ${user.id}) AS balance`),
+    );
+    expect({ n: row!.n, debits: row!.debits, balance: Number(row!.balance) }).toEqual({ n: 1, debits: 1, balance: 99_000 });
+  });
+
+  it('a request still running at the HTTP bound has its connection cut; the stop then ends cleanly', async () => {
+    const app = (t = await createTestApp());
+    const { user, product } = await orderFixture(app);
+    const base = await app.listen();
+    // Never finished: the client stalls mid-body past the bound (a slow upload, a download that is never read).
+    const stalled = heldRequest(base, '/api/v1/order/create', bearer(user.api_key), JSON.stringify({ product_id: product.id, quantity: 1 }));
+    await until(() => app.requests.size() === 1, 'the request in flight');
+
+    const report = await stop(app, 1_000);
+    const raw = await stalled.answer();
+
+    expect(report).toMatchObject({ outcome: 'clean', cut: true, requests_left: 0 });
+    // Cut, not answered: no status line reached the client, and no order was made from half a body.
+    expect(raw).toBe('');
+    const [row] = rowsOf<{ n: number }>(await app.deps.db.execute(sql`SELECT count(*)::int AS n FROM orders WHERE user_id = ${user.id}`));
+    expect(row!.n).toBe(0);
+  });
+});
+
+describe('shutdown with a webhook attempt in flight', () => {
+  const open: { close(): Promise<void> }[] = [];
+  afterEach(async () => {
+    while (open.length > 0) await open.pop()!.close();
+  });
+
+  it('an attempt whose receiver holds it past the grace is cut: the event stays pending, due at once, and a restarted server delivers it once', async () => {
+    const held: ((a: Answer) => void)[] = [];
+    let holding = true;
+    const receiver = await startReceiver(() => (holding ? new Promise<Answer>((resolve) => held.push(resolve)) : { status: 200, body: 'ok' }));
+    open.push({ close: async () => {
+      holding = false;
+      held.splice(0).forEach((a) => a({ status: 200 }));
+      await receiver.close();
+    } });
+    const first = await createTestApp();
+    open.push(first);
+    await makeMethod(first, 'SDN');
+    const client = await makeHookClient(first, receiver.url);
+    await approve(first, (await pendingPayment(first, client)).payment_id);
+    await until(() => receiver.received.length === 1, 'the attempt to reach the receiver');
+
+    const report = await stop(first, 1_500);
+
+    expect(report).toMatchObject({ outcome: 'clean', webhooks_interrupted: 1 });
+    const [row] = await outboxOf(first, client.id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'interrupted: this server stopped before the receiver answered' });
+    expect(await attemptsOf(first, row!.event_id)).toEqual([expect.objectContaining({ attempt: 1, status_code: null, error: 'interrupted: this server stopped before the receiver answered' })]);
+    const [due] = rowsOf<{ due: boolean }>(await first.deps.db.execute(sql`SELECT next_attempt_at <= ${first.clock.now().toISOString()}::timestamptz AS due FROM webhook_outbox WHERE event_id = ${row!.event_id}`));
+    expect(due!.due).toBe(true);
+
+    // The next process on the same database: the receiver now answers, the event goes out again with the same id.
+    holding = false;
+    held.splice(0).forEach((a) => a({ status: 200, body: 'too late' }));
+    const second = await createTestApp({ database: first.deps.database, clock: first.clock });
+    open.push(second);
+    const drained = await second.deps.webhooks.deliverDue();
+    expect(drained).toMatchObject({ attempted: 1, delivered: 1 });
+    expect((await outboxOf(second, client.id))[0]).toMatchObject({ status: 'delivered', attempts: 2 });
+    expect(receiver.received.map((r) => r.headers['x-webhook-id'])).toEqual([row!.event_id, row!.event_id]);
+  });
+});

@@ -41,6 +41,8 @@ async function main(): Promise<void> {
   const requests = createInFlightRequests();
   const app = await buildApp(deps, { requests });
   await app.listen({ port: config.PORT, host: config.HOST });
+  // Webhook events a stopped process left due (docs/operations.md, "Shutdown") go out now, not at the next cron call.
+  deps.webhooks.kick();
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
   const local = `http://127.0.0.1:${port}`;

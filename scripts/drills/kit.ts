@@ -57,15 +57,41 @@ export async function until(cond: () => Promise<boolean> | boolean, ms: number, 
   throw new Error(`timed out after ${ms} ms waiting for ${what}`);
 }
 
-export type Server = { base: string; pid: number; dataDir: string; child: ChildProcess; exited: () => boolean; log: () => string; stop(): Promise<void> };
+export type Server = {
+  base: string;
+  pid: number;
+  dataDir: string;
+  child: ChildProcess;
+  exited: () => boolean;
+  /** The exit code once exited (null while running, or when a signal ended it). */
+  exitCode: () => number | null;
+  log: () => string;
+  stop(): Promise<void>;
+};
 
-/** Starts `src/main.ts` as its own process (as in production), waits for /healthz. */
-export async function startServer(env: Record<string, string>): Promise<Server> {
+/**
+ * How the drills start the server, as production does: DRILL_SERVER_CMD when set (e.g. `node dist/main.js`; a
+ * leading `node` is this Node), else `src/main.ts` through tsx.
+ */
+export function serverCommand(given = process.env.DRILL_SERVER_CMD): { cmd: string; args: string[] } {
+  const words = given?.trim().split(/\s+/).filter(Boolean) ?? [];
+  if (words.length === 0) return { cmd: process.execPath, args: ['--import', 'tsx', 'src/main.ts'] };
+  const [cmd, ...args] = words as [string, ...string[]];
+  return { cmd: cmd === 'node' ? process.execPath : cmd, args };
+}
+
+/**
+ * Starts the server as its own process (serverCommand), waits for /healthz. `opts.dataDir`: an existing data folder
+ * (a restart on the same embedded database), which the drill then owns: stop() leaves it.
+ */
+export async function startServer(env: Record<string, string>, opts: { dataDir?: string } = {}): Promise<Server> {
   const port = await freePort();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-drill-'));
+  const ownDir = !opts.dataDir;
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'rg-drill-'));
   let out = '';
   let exited = false;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const { cmd, args } = serverCommand();
+  const child = spawn(cmd, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, APP_SECRET, LOG_LEVEL: 'warn', GUARD_ENABLED: 'false', RATE_LIMIT_PER_MINUTE: '1000000', ORDER_RATE_LIMIT_PER_MINUTE: '1000000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -75,7 +101,7 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
   child.on('exit', () => (exited = true));
   const kill = () => {
     if (!exited) child.kill('SIGKILL');
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (ownDir) fs.rmSync(dataDir, { recursive: true, force: true });
   };
   const unregister = onAbort(kill);
   const base = `http://127.0.0.1:${port}`;
@@ -95,13 +121,14 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
     dataDir,
     child,
     exited: () => exited,
+    exitCode: () => child.exitCode,
     log: () => out,
     async stop() {
       if (!exited) {
         child.kill('SIGTERM');
         await until(() => exited, 15_000, 'the server to stop').catch(() => child.kill('SIGKILL'));
       }
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (ownDir) fs.rmSync(dataDir, { recursive: true, force: true });
       unregister();
     },
   };

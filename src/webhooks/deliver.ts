@@ -250,6 +250,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const days = await settings.get('webhook_retention_days');
       return { webhooks_deleted: await purgeDelivered(db, new Date(clock.now().getTime() - days * 86_400_000)) };
     },
+    /** Sends what is due now, in the background (a process that starts: events a stopped one left due go out at once). */
+    kick: (): void => kickDrain(),
     /** No new claims from now on (the server is stopping); attempts in flight go on. Due rows wait for a process. */
     pause(): void {
       stopped = true;

@@ -196,3 +196,45 @@ export function runDrill(name: string, boundMs: number, drill: (failures: string
       process.exit(failures.length === 0 ? 0 : 1);
     });
 }
+
+/**
+ * An HTTP/1.1 POST on a socket of its own whose body is sent in two parts: the request is in flight (its handler
+ * waits for the rest of the body) until finish(), or for ever. answer() is everything the server wrote, once it closed
+ * the connection ('' when it was cut without an answer).
+ */
+export function heldRequest(base: string, path: string, headers: Record<string, string>, body: string) {
+  const u = new URL(base);
+  const socket = net.connect(Number(u.port), u.hostname);
+  let raw = '';
+  socket.setEncoding('utf8').on('data', (c: string) => (raw += c));
+  socket.on('error', () => undefined);
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const head = Object.entries({ host: u.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'keep-alive', ...headers })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  const half = Math.floor(body.length / 2);
+  socket.write(`POST ${path} HTTP/1.1\r\n${head}\r\n${body.slice(0, half)}`);
+  return {
+    finish: () => void socket.write(body.slice(half)),
+    answer: async () => {
+      await ended;
+      return raw;
+    },
+    destroy: () => socket.destroy(),
+  };
+}
+
+/** The status, headers (lower-case names) and JSON body of a raw HTTP/1.1 answer; status 0 when there was none. */
+export function parseRaw(raw: string): { status: number; headers: Record<string, string>; body: Record<string, unknown> | null } {
+  const m = /^HTTP\/1\.1 (\d{3})/.exec(raw);
+  if (!m) return { status: 0, headers: {}, body: null };
+  const split = raw.indexOf('\r\n\r\n');
+  const headers = Object.fromEntries(raw.slice(0, split).split('\r\n').slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  let body: Record<string, unknown> | null = null;
+  try {
+    body = JSON.parse(raw.slice(split + 4)) as Record<string, unknown>;
+  } catch {
+    // not JSON (or chunked): the caller reports it
+  }
+  return { status: Number(m[1]), headers, body };
+}

@@ -13,7 +13,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { ADMIN_TOKEN, adminData, onAbort, runDrill, sleep, startServer, until, type Server } from './kit.js';
+import { ADMIN_TOKEN, adminData, heldRequest, onAbort, parseRaw, runDrill, sleep, startServer, until, type Server } from './kit.js';
 
 const CLIENTS = 16;
 const APPROVERS = 2;
@@ -160,11 +160,25 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     };
     const load = Promise.all([...Array.from({ length: CLIENTS }, (_, i) => orderClient(i)), ...Array.from({ length: APPROVERS }, () => approver())]);
     await until(() => orders.filter((o) => o.status === 200).length >= ORDERS_BEFORE && approvals.filter((o) => o.status === 200).length >= APPROVALS_BEFORE, 20_000, `${ORDERS_BEFORE} orders and ${APPROVALS_BEFORE} approvals before SIGTERM`);
+    // Two requests held in flight through the signal, on keep-alive connections: an order whose body arrives 500 ms
+    // after it (it must complete, and its connection close after the answer), and one that never finishes (a stalled
+    // upload: cut at the HTTP part of the bound, without an order).
+    const orderBody = (requestId: string) => JSON.stringify({ product_id: f.productId, quantity: 1, request_id: requestId });
+    const late = heldRequest(s.base, '/api/v1/order/create', { authorization: `Bearer ${f.users[0]!.key}` }, orderBody('sig-held-late'));
+    const stalled = heldRequest(s.base, '/api/v1/order/create', { authorization: `Bearer ${f.users[1]!.key}` }, orderBody('sig-held-stalled'));
+    await sleep(200);
     const sigtermAt = Date.now();
-    const inFlightAtSignal = inFlight;
+    const inFlightAtSignal = inFlight + 2;
     s.child.kill('SIGTERM');
+    setTimeout(() => late.finish(), 500);
     await until(() => s.exited(), SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS, 'the server to exit after SIGTERM').catch((err: Error) => failures.push(err.message));
     await load;
+    const lateAnswer = parseRaw(await late.answer());
+    const stalledAnswer = parseRaw(await stalled.answer());
+    facts.held_requests = { finished_after_sigterm: `${lateAnswer.status} connection=${lateAnswer.headers.connection ?? 'none'}`, stalled: stalledAnswer.status === 0 ? 'cut without an answer' : `answered ${stalledAnswer.status}` };
+    if (lateAnswer.status !== 200 || lateAnswer.headers.connection !== 'close') failures.push(`the order finished after SIGTERM answered ${lateAnswer.status} with Connection: ${lateAnswer.headers.connection ?? 'none'} (${JSON.stringify(lateAnswer.body)})`);
+    else orders.push({ kind: 'answer', status: 200, body: lateAnswer.body, sentAt: sigtermAt, doneAt: Date.now(), user: 0, requestId: 'sig-held-late' });
+    if (stalledAnswer.status !== 0) failures.push(`the stalled request answered ${stalledAnswer.status}: it should have been cut`);
 
     const exitMs = exitAt - sigtermAt;
     const before = orders.filter((o) => o.doneAt < sigtermAt);
@@ -196,6 +210,7 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
 
     // Every 2xx order exists by request_id with one debit of its total; every 2xx approval has its event.
     const stored = new Map((await db.query<{ request_id: string; order_code: string }>('SELECT request_id, order_code FROM orders')).rows.map((r) => [r.request_id, r.order_code]));
+    if (stored.has('sig-held-stalled')) failures.push('the stalled request made an order from half a body');
     for (const o of orders.filter((x) => x.status === 200)) {
       if (stored.get(o.requestId) !== o.body?.order_code) failures.push(`order ${o.requestId} answered ${String(o.body?.order_code)} but is stored as ${stored.get(o.requestId) ?? 'nothing'}`);
     }

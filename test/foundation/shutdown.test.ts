@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
+import { heldRequest, parseRaw } from '../../scripts/drills/kit.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { shutdown, type ShutdownReport } from '../../src/ops/shutdown.js';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
@@ -13,28 +13,6 @@ import { approve, attemptsOf, makeHookClient, outboxOf, pendingPayment, startRec
 
 const stop = (t: TestApp, timeoutMs: number): Promise<ShutdownReport> =>
   shutdown({ app: t.app, requests: t.requests, webhooks: t.deps.webhooks, sync: t.deps.sync, closeDeps: () => t.deps.close(), logger: t.deps.logger }, timeoutMs);
-
-/** An HTTP/1.1 request on its own socket whose body is sent in two parts, so that it is in flight as long as we like. */
-function heldRequest(base: string, path: string, headers: Record<string, string>, body: string) {
-  const u = new URL(base);
-  const socket = net.connect(Number(u.port), u.hostname);
-  let raw = '';
-  socket.setEncoding('utf8').on('data', (c: string) => (raw += c));
-  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
-  const head = Object.entries({ host: u.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'keep-alive', ...headers })
-    .map(([k, v]) => `${k}: ${v}\r\n`)
-    .join('');
-  const half = Math.floor(body.length / 2);
-  socket.write(`POST ${path} HTTP/1.1\r\n${head}\r\n${body.slice(0, half)}`);
-  return {
-    finish: () => socket.write(body.slice(half)),
-    /** Everything the server wrote, once it closed the connection. */
-    answer: async () => {
-      await ended;
-      return raw;
-    },
-  };
-}
 
 const refused = (base: string) => fetch(`${base}/healthz`).then(() => false, () => true);
 
@@ -66,10 +44,10 @@ describe('shutdown with requests in flight', () => {
     const raw = await order.answer();
     const report = await stopping;
 
-    expect(raw).toMatch(/^HTTP\/1\.1 200 /);
-    expect(raw.toLowerCase()).toContain('connection: close');
-    const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { ok: boolean; order_code: string; status: string };
-    expect(body).toMatchObject({ ok: true, order_code: expect.stringMatching(/^OD/), status: 'success' });
+    const answer = parseRaw(raw);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.connection).toBe('close');
+    expect(answer.body).toMatchObject({ ok: true, order_code: expect.stringMatching(/^OD/), status: 'success' });
     expect(report).toMatchObject({ outcome: 'clean', cut: false, requests_left: 0 });
     const [row] = rowsOf<{ n: number; debits: number; balance: string }>(
       await app.deps.db.execute(sql`SELECT

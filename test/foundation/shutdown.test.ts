@@ -5,6 +5,7 @@ import { heldRequest, parseRaw } from '../../scripts/drills/kit.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { shutdown, type ShutdownReport } from '../../src/ops/shutdown.js';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { midOnFake } from '../intermediary/fake-source.js';
 import { makeMethod } from '../payments/helpers.js';
 import { approve, attemptsOf, makeHookClient, outboxOf, pendingPayment, startReceiver, until, type Answer } from '../webhooks/kit.js';
 
@@ -117,5 +118,28 @@ describe('shutdown with a webhook attempt in flight', () => {
     expect(drained).toMatchObject({ attempted: 1, delivered: 1 });
     expect((await outboxOf(second, client.id))[0]).toMatchObject({ status: 'delivered', attempts: 2 });
     expect(receiver.received.map((r) => r.headers['x-webhook-id'])).toEqual([row!.event_id, row!.event_id]);
+  });
+});
+
+describe('shutdown with a sync in progress', () => {
+  it('the sync stops at the signal: its request answers 502 sync_failed (nothing changed, its row says why) and the stop does not wait for the source', async () => {
+    const m = await midOnFake({ timeoutSeconds: 60 });
+    try {
+      // The source never answers the product list: without the stop, the run would wait for its 60 s call timeout.
+      m.fake.on('GET /api/v1/products', () => undefined);
+      const running = m.mid.admin('POST', '/admin/v1/sync/run', { force: true });
+      await until(() => m.fake.callsTo('/api/v1/products').length === 1, 'the sync to ask for products');
+
+      const report = await stop(m.mid, 10_000);
+      const res = await running;
+
+      expect(report).toMatchObject({ outcome: 'clean', cut: false });
+      expect(res.statusCode).toBe(502);
+      expect(res.json()).toEqual({ ok: false, error: 'sync_failed', message: 'Sync failed, nothing was changed: The server is shutting down; the sync was stopped' });
+      const [row] = rowsOf<{ ok: boolean; error_code: string }>(await m.mid.deps.db.execute(sql`SELECT ok, error_code FROM sync_runs ORDER BY id DESC LIMIT 1`));
+      expect(row).toEqual({ ok: false, error_code: 'shutdown' });
+    } finally {
+      await m.close();
+    }
   });
 });

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
+import type { FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createInFlightRequests } from '../../src/http/in-flight.js';
 import { heldRequest, parseRaw } from '../../scripts/drills/kit.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { shutdown, type ShutdownReport } from '../../src/ops/shutdown.js';
@@ -75,6 +77,24 @@ describe('shutdown with requests in flight', () => {
     expect(raw).toBe('');
     const [row] = rowsOf<{ n: number }>(await app.deps.db.execute(sql`SELECT count(*)::int AS n FROM orders WHERE user_id = ${user.id}`));
     expect(row!.n).toBe(0);
+  });
+});
+
+describe('shutdown past its bound', () => {
+  it('a handler still running at the bound: the database is left open (the caller exits) and the report says busy', async () => {
+    const t = await createTestApp();
+    try {
+      const requests = createInFlightRequests();
+      // A handler that never answers (what a cut connection's handler looks like to the shutdown).
+      requests.begin({} as FastifyRequest);
+      let closed = false;
+      const report = await shutdown({ app: t.app, requests, webhooks: t.deps.webhooks, sync: t.deps.sync, closeDeps: async () => void (closed = true), logger: t.deps.logger }, 1_000);
+      expect(report).toMatchObject({ outcome: 'busy', requests_left: 1 });
+      expect(closed).toBe(false);
+      expect(t.logs.join('\n')).toContain('handlers still running at the bound; exiting without closing the database');
+    } finally {
+      await t.close();
+    }
   });
 });
 

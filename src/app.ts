@@ -9,6 +9,7 @@ import { DEFAULT_VOCABULARY, frameworkErrorHandler, installErrorVocabulary, inst
 import { clientErrorHandler, timeoutOptions } from './http/server-options.js';
 import { installJsonParser } from './http/raw-body.js';
 import { lazyChildLogger } from './http/logger.js';
+import { createInFlightRequests, type InFlightRequests } from './http/in-flight.js';
 import type { Logger } from 'pino';
 import { opsRoutes } from './ops/routes.js';
 import { AppError } from './http/errors.js';
@@ -24,12 +25,17 @@ function trustHops(n: number): (addr: string, hop: number) => boolean {
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export type AppOptions = { version?: string };
+export type AppOptions = {
+  version?: string;
+  /** Handlers still running, for the shutdown (src/ops/shutdown.ts); main.ts hands one in, tests may. */
+  requests?: InFlightRequests;
+};
 
 /** Builds the Fastify app from its dependencies: plugins, OpenAPI, the error envelope and every domain's routes. */
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
   let closing = false;
+  const requests = opts.requests ?? createInFlightRequests();
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     childLoggerFactory: (logger, bindings, opts) => lazyChildLogger(logger as Logger, bindings, opts as Record<string, unknown>) as FastifyBaseLogger,
@@ -53,9 +59,21 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   // Callback style: this runs on every request, and an async hook would cost a promise and a microtask each time.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('X-Request-Id', req.id);
+    requests.begin(req);
     if (!closing) return done();
     reply.header('Connection', 'close');
     done(new AppError('not_ready', 'The server is shutting down; retry on another instance'));
+  });
+  // A request that began before the shutdown and answers during it: Node only closes the connections idle at that
+  // moment, so this one's keep-alive connection is closed after its answer (the client reconnects elsewhere).
+  app.addHook('onSend', (req, reply, payload, done) => {
+    requests.end(req);
+    if (closing) reply.header('Connection', 'close');
+    done(null, payload);
+  });
+  app.addHook('onResponse', (req, _reply, done) => {
+    requests.end(req);
+    done();
   });
   app.addHook('preClose', async () => {
     closing = true;

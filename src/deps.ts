@@ -52,6 +52,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
   const clock = overrides.clock ?? systemClock;
   const cleanups: (() => Promise<void> | void)[] = [];
+  let closing: Promise<void> | undefined;
 
   const appSecret = config.APP_SECRET ?? readOrCreateSecret(path.join(config.dataDir, 'app-secret')).value;
   const adminTokenFile = path.join(config.dataDir, 'admin-token');
@@ -126,11 +127,15 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
   const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver, timeouts: overrides.webhookTimeouts });
-  cleanups.unshift(() => webhooks.stop());
+  cleanups.unshift(async () => {
+    await webhooks.stop();
+  });
   const bankFeeds = createBankFeedsService({ db, clock, settings });
   const source = createSourceClient({ settings, logger });
   cleanups.unshift(() => source.close());
   const sync = createSyncService({ db, clock, settings, client: source, bus, logger });
+  // First of all: a run in progress ends (and writes its failure) before its source client and database close.
+  cleanups.unshift(() => sync.stop());
   const upstream = createUpstreamOrders({ db, client: source, orders, cipher, clock, settings, logger });
   const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
   const sourceOverrides = createOverridesService({ db, bus });
@@ -166,8 +171,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     sync,
     upstream,
     overrides: sourceOverrides,
-    async close(): Promise<void> {
-      for (const fn of cleanups) await fn();
+    /** Once: the shutdown closes the dependencies, and a caller that closes them again (a test) gets the same promise. */
+    close(): Promise<void> {
+      closing ??= (async () => {
+        for (const fn of cleanups) await fn();
+      })();
+      return closing;
     },
   };
 }

@@ -2,6 +2,11 @@ import { ConfigError, loadConfig } from './config.js';
 import { buildApp } from './app.js';
 import { AppSecretMismatchError, createDeps } from './deps.js';
 import { DataDirLockedError } from './shared/data-dir.js';
+import { createInFlightRequests } from './http/in-flight.js';
+import { shutdown } from './ops/shutdown.js';
+
+/** Past SHUTDOWN_TIMEOUT_MS, what the closing itself may take before the process exits regardless. */
+const FORCE_MARGIN_MS = 2_000;
 
 async function main(): Promise<void> {
   try {
@@ -33,8 +38,11 @@ async function main(): Promise<void> {
   if (config.TRUST_PROXY === true) {
     deps.logger.warn('TRUST_PROXY=true believes X-Forwarded-For from any client, which then chooses its own address (allowlists, admin access); set the proxy hop count or the proxy addresses instead');
   }
-  const app = await buildApp(deps);
+  const requests = createInFlightRequests();
+  const app = await buildApp(deps, { requests });
   await app.listen({ port: config.PORT, host: config.HOST });
+  // Webhook events a stopped process left due (docs/operations.md, "Shutdown") go out now, not at the next cron call.
+  deps.webhooks.kick();
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
   const local = `http://127.0.0.1:${port}`;
@@ -50,21 +58,25 @@ async function main(): Promise<void> {
     `reseller-gateway listening on ${local} — docs at ${local}/docs; admin token ${deps.adminTokenFile ? `in ${deps.adminTokenFile}` : 'from ADMIN_TOKEN'}`,
   );
 
+  // docs/operations.md, "Shutdown": the bound, the order, and a second signal.
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      deps.logger.error({ signal }, 'second signal during shutdown: exiting now');
+      process.exit(1);
+    }
     stopping = true;
-    deps.logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    deps.logger.info({ signal, timeout_ms: config.SHUTDOWN_TIMEOUT_MS }, 'shutting down: no new connections, finishing in-flight requests');
+    // The last resort, a little after the bound shutdown() keeps to: a close that hangs (a database that never answers).
     const force = setTimeout(() => {
       deps.logger.error('shutdown timed out; exiting');
       process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS);
+    }, config.SHUTDOWN_TIMEOUT_MS + FORCE_MARGIN_MS);
     force.unref();
     try {
-      await app.close();
-      await deps.close();
-      deps.logger.info('stopped');
-      process.exit(0);
+      const report = await shutdown({ app, requests, webhooks: deps.webhooks, sync: deps.sync, closeDeps: () => deps.close(), logger: deps.logger }, config.SHUTDOWN_TIMEOUT_MS);
+      deps.logger.info(report, report.outcome === 'clean' ? 'stopped' : 'stopped with requests still running');
+      process.exit(report.outcome === 'clean' ? 0 : 1);
     } catch (err) {
       deps.logger.error({ err }, 'error during shutdown');
       process.exit(1);

@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config.js';
 import { openPg, openPglite, type Database } from '../src/db/client.js';
 import { createDeps, type Deps } from '../src/deps.js';
 import { createLogger } from '../src/http/logger.js';
+import { createInFlightRequests, type InFlightRequests } from '../src/http/in-flight.js';
 import { manualClock, type Clock } from '../src/shared/clock.js';
 import type { WebhookTimeouts } from '../src/webhooks/deliver.js';
 import type { Resolver } from '../src/webhooks/target.js';
@@ -63,6 +64,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 export type TestApp = {
   app: FastifyInstance;
   deps: Deps;
+  /** Handlers still running, as main.ts hands them to the shutdown. */
+  requests: InFlightRequests;
   clock: ReturnType<typeof manualClock>;
   /** Log lines written by this app (JSON), for redaction checks. */
   logs: string[];
@@ -118,7 +121,8 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const logger = createLogger('info', { write: (line: string) => void logs.push(line) } as pino.DestinationStream);
   const clock = opts.clock ?? manualClock();
   const deps = await createDeps(config, { database, clock, logger, skipMigrations: true, ownsDatabase: false, webhookResolver: opts.webhookResolver ?? offlineResolver, webhookTimeouts: opts.webhookTimeouts });
-  const app = await buildApp(deps);
+  const requests = createInFlightRequests();
+  const app = await buildApp(deps, { requests });
   await app.ready();
   const request = (o: InjectOptions) => app.inject({ remoteAddress: '127.0.0.1', ...o });
   const admin = (method: InjectOptions['method'], url: string, payload?: unknown) =>
@@ -126,6 +130,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   return {
     app,
     deps,
+    requests,
     clock,
     logs,
     request,

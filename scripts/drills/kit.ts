@@ -57,15 +57,41 @@ export async function until(cond: () => Promise<boolean> | boolean, ms: number, 
   throw new Error(`timed out after ${ms} ms waiting for ${what}`);
 }
 
-export type Server = { base: string; pid: number; dataDir: string; child: ChildProcess; exited: () => boolean; log: () => string; stop(): Promise<void> };
+export type Server = {
+  base: string;
+  pid: number;
+  dataDir: string;
+  child: ChildProcess;
+  exited: () => boolean;
+  /** The exit code once exited (null while running, or when a signal ended it). */
+  exitCode: () => number | null;
+  log: () => string;
+  stop(): Promise<void>;
+};
 
-/** Starts `src/main.ts` as its own process (as in production), waits for /healthz. */
-export async function startServer(env: Record<string, string>): Promise<Server> {
+/**
+ * How the drills start the server, as production does: DRILL_SERVER_CMD when set (e.g. `node dist/main.js`; a
+ * leading `node` is this Node), else `src/main.ts` through tsx.
+ */
+export function serverCommand(given = process.env.DRILL_SERVER_CMD): { cmd: string; args: string[] } {
+  const words = given?.trim().split(/\s+/).filter(Boolean) ?? [];
+  if (words.length === 0) return { cmd: process.execPath, args: ['--import', 'tsx', 'src/main.ts'] };
+  const [cmd, ...args] = words as [string, ...string[]];
+  return { cmd: cmd === 'node' ? process.execPath : cmd, args };
+}
+
+/**
+ * Starts the server as its own process (serverCommand), waits for /healthz. `opts.dataDir`: an existing data folder
+ * (a restart on the same embedded database), which the drill then owns: stop() leaves it.
+ */
+export async function startServer(env: Record<string, string>, opts: { dataDir?: string } = {}): Promise<Server> {
   const port = await freePort();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-drill-'));
+  const ownDir = !opts.dataDir;
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'rg-drill-'));
   let out = '';
   let exited = false;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const { cmd, args } = serverCommand();
+  const child = spawn(cmd, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, APP_SECRET, LOG_LEVEL: 'warn', GUARD_ENABLED: 'false', RATE_LIMIT_PER_MINUTE: '1000000', ORDER_RATE_LIMIT_PER_MINUTE: '1000000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -75,7 +101,7 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
   child.on('exit', () => (exited = true));
   const kill = () => {
     if (!exited) child.kill('SIGKILL');
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (ownDir) fs.rmSync(dataDir, { recursive: true, force: true });
   };
   const unregister = onAbort(kill);
   const base = `http://127.0.0.1:${port}`;
@@ -95,13 +121,14 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
     dataDir,
     child,
     exited: () => exited,
+    exitCode: () => child.exitCode,
     log: () => out,
     async stop() {
       if (!exited) {
         child.kill('SIGTERM');
         await until(() => exited, 15_000, 'the server to stop').catch(() => child.kill('SIGKILL'));
       }
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (ownDir) fs.rmSync(dataDir, { recursive: true, force: true });
       unregister();
     },
   };
@@ -168,4 +195,46 @@ export function runDrill(name: string, boundMs: number, drill: (failures: string
       runAbortCleanups();
       process.exit(failures.length === 0 ? 0 : 1);
     });
+}
+
+/**
+ * An HTTP/1.1 POST on a socket of its own whose body is sent in two parts: the request is in flight (its handler
+ * waits for the rest of the body) until finish(), or for ever. answer() is everything the server wrote, once it closed
+ * the connection ('' when it was cut without an answer).
+ */
+export function heldRequest(base: string, path: string, headers: Record<string, string>, body: string) {
+  const u = new URL(base);
+  const socket = net.connect(Number(u.port), u.hostname);
+  let raw = '';
+  socket.setEncoding('utf8').on('data', (c: string) => (raw += c));
+  socket.on('error', () => undefined);
+  const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const head = Object.entries({ host: u.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'keep-alive', ...headers })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  const half = Math.floor(body.length / 2);
+  socket.write(`POST ${path} HTTP/1.1\r\n${head}\r\n${body.slice(0, half)}`);
+  return {
+    finish: () => void socket.write(body.slice(half)),
+    answer: async () => {
+      await ended;
+      return raw;
+    },
+    destroy: () => socket.destroy(),
+  };
+}
+
+/** The status, headers (lower-case names) and JSON body of a raw HTTP/1.1 answer; status 0 when there was none. */
+export function parseRaw(raw: string): { status: number; headers: Record<string, string>; body: Record<string, unknown> | null } {
+  const m = /^HTTP\/1\.1 (\d{3})/.exec(raw);
+  if (!m) return { status: 0, headers: {}, body: null };
+  const split = raw.indexOf('\r\n\r\n');
+  const headers = Object.fromEntries(raw.slice(0, split).split('\r\n').slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  let body: Record<string, unknown> | null = null;
+  try {
+    body = JSON.parse(raw.slice(split + 4)) as Record<string, unknown>;
+  } catch {
+    // not JSON (or chunked): the caller reports it
+  }
+  return { status: Number(m[1]), headers, body };
 }

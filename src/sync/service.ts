@@ -35,6 +35,9 @@ export type SyncDeps = { db: Db; clock: Clock; settings: SettingsService; client
 /** The catalogue sync. The caller holds the job lease (cron.ts), so one run at a time across processes. */
 export function createSyncService(deps: SyncDeps) {
   const { db, clock, settings } = deps;
+  // Runs in progress, so that a stopping server ends them at their next source call or page (docs/operations.md, "Shutdown").
+  const running = new Set<AbortController>();
+  let stopping = false;
 
   async function lastRun() {
     const [row] = await db.select().from(syncRuns).where(isNotNull(syncRuns.finishedAt)).orderBy(desc(syncRuns.id)).limit(1);
@@ -55,6 +58,7 @@ export function createSyncService(deps: SyncDeps) {
   }
 
   async function run(force: boolean): Promise<SyncOutcome> {
+    if (stopping) return { ran: false, reason: 'the server is shutting down' };
     const s = await settings.all();
     if (!s.source_url || !s.source_api_key) return { ran: false, reason: `${s.source_url ? 'source_api_key' : 'source_url'} is not set` };
     if (!force) {
@@ -73,6 +77,7 @@ export function createSyncService(deps: SyncDeps) {
     const deadline = startedAt.getTime() + s.sync_run_timeout_seconds * 1000;
     const timeout = new RunTimeout(s.sync_run_timeout_seconds);
     const abort = new AbortController();
+    running.add(abort);
     const ticker = setInterval(() => {
       if (clock.now().getTime() >= deadline) abort.abort(timeout);
     }, DEADLINE_TICK_MS);
@@ -82,7 +87,8 @@ export function createSyncService(deps: SyncDeps) {
       maxProducts: s.sync_max_products,
       signal: abort.signal,
       checkDeadline() {
-        if (abort.signal.aborted || clock.now().getTime() >= deadline) throw timeout;
+        if (abort.signal.aborted) throw abort.signal.reason instanceof SourceError ? abort.signal.reason : timeout;
+        if (clock.now().getTime() >= deadline) throw timeout;
       },
     };
     try {
@@ -114,7 +120,7 @@ export function createSyncService(deps: SyncDeps) {
       return { ran: true, mode, ...counts, skipped, skipped_reasons: tally.skipped, cleaned_reasons: tally.cleaned };
     } catch (caught) {
       // A call ended by the run's deadline reports itself as a call timeout: the run's own reason is the truer one.
-      const err = abort.signal.aborted && caught instanceof SourceError ? timeout : caught;
+      const err = abort.signal.aborted && caught instanceof SourceError ? (abort.signal.reason instanceof SourceError ? abort.signal.reason : timeout) : caught;
       const message = err instanceof SourceError ? err.message : 'The sync failed inside this server; see its log';
       const code = err instanceof SourceError ? (err.code ?? 'source_error') : 'internal';
       if (!(err instanceof SourceError)) deps.logger.error({ err }, 'catalogue sync failed');
@@ -126,6 +132,7 @@ export function createSyncService(deps: SyncDeps) {
       throw new AppError('sync_failed', `Sync failed, nothing was changed: ${message}`);
     } finally {
       clearInterval(ticker);
+      running.delete(abort);
       await clearStaging(db, runId).catch((err: unknown) => deps.logger.error({ err }, 'could not clear the staging rows of a sync run'));
     }
   }
@@ -151,7 +158,16 @@ export function createSyncService(deps: SyncDeps) {
     }));
   }
 
-  return { run, status };
+  return {
+    run,
+    status,
+    /** Ends the runs in progress (each fails as a sync does: nothing changed, its row says why) and refuses new ones. */
+    stop(): void {
+      stopping = true;
+      const reason = new SourceError('unknown', 'The server is shutting down; the sync was stopped', 'shutdown');
+      for (const a of running) a.abort(reason);
+    },
+  };
 }
 
 export type SyncService = ReturnType<typeof createSyncService>;

@@ -51,6 +51,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
   let draining: Promise<void> | null = null;
   let again = false;
   let stopped = false;
+  // Every attempt in flight, whichever drain started it, and the signal that ends them when the server stops.
+  const attempts = new Set<Promise<void>>();
+  const halt = new AbortController();
   // Drains waiting for one of their attempts to finish; a new event wakes them so that it is claimed at once, not
   // after the slowest receiver in flight (which may hang for the whole total timeout).
   const waiters = new Set<() => void>();
@@ -81,7 +84,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       try {
         // A clear reason before any connection; the connection itself checks again (rebinding).
         await resolveTarget(new URL(client.webhookUrl).hostname, resolver, client.allowPrivateTargets, connectMs);
-        const d = { url: client.webhookUrl, eventId: row.event_id, event: row.event, body: row.body, secret: cipher.decrypt(client.webhookSecretEnc), timestamp: Math.floor(now.getTime() / 1000), totalTimeoutMs };
+        const d = { url: client.webhookUrl, eventId: row.event_id, event: row.event, body: row.body, secret: cipher.decrypt(client.webhookSecretEnc), timestamp: Math.floor(now.getTime() / 1000), totalTimeoutMs, signal: halt.signal };
         result = await sendWebhook(client.allowPrivateTargets ? agents.open : agents.strict, d, now);
       } catch (err) {
         result = err instanceof TargetRefusedError ? failed(err.message, 'refused') : failed(`could not send: ${(err as Error).message}`);
@@ -91,7 +94,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
     const n = row.attempts - row.retry_base;
     const at = clock.now();
     let next: { status: OutboxStatus; nextAttemptAt: Date; deliveredAt: Date | null };
-    if (result.outcome === 'delivered') next = { status: 'delivered', nextAttemptAt: at, deliveredAt: at };
+    // Cut by our own stop without an answer: due again at once (another process, or this one restarted), never dead.
+    if (halt.signal.aborted && result.outcome === 'retry' && result.statusCode === null) next = { status: 'pending', nextAttemptAt: at, deliveredAt: null };
+    else if (result.outcome === 'delivered') next = { status: 'delivered', nextAttemptAt: at, deliveredAt: at };
     else if (result.outcome === 'gone' || result.outcome === 'refused' || n > schedule.length) next = { status: 'dead', nextAttemptAt: at, deliveredAt: null };
     else {
       const delayMs = result.retryAfterSeconds !== undefined ? result.retryAfterSeconds * 1000 : jitter(schedule[n - 1]!);
@@ -175,8 +180,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
             if (left > 0) inFlight.set(row.client_id, left);
             else inFlight.delete(row.client_id);
             active.delete(p);
+            attempts.delete(p);
           });
         active.add(p);
+        attempts.add(p);
       }
       if (claimed.length === 0) {
         if (active.size === 0 || report.error) break;
@@ -243,11 +250,44 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const days = await settings.get('webhook_retention_days');
       return { webhooks_deleted: await purgeDelivered(db, new Date(clock.now().getTime() - days * 86_400_000)) };
     },
-    async stop(): Promise<void> {
+    /** Sends what is due now, in the background (a process that starts: events a stopped one left due go out at once). */
+    kick: (): void => kickDrain(),
+    /** No new claims from now on (the server is stopping); attempts in flight go on. Due rows wait for a process. */
+    pause(): void {
       stopped = true;
       wakeAll();
+    },
+    /**
+     * Stops claiming, lets attempts in flight finish for up to `graceMs`, then cuts the rest: each cut attempt is
+     * recorded without an answer and its event is due again at once (docs/operations.md, "Shutdown"). Needs the
+     * database open until it resolves; a record that fails leaves the row to its lease, after which it is retried.
+     */
+    async stop(graceMs = 5_000): Promise<{ finished: number; interrupted: number }> {
+      stopped = true;
+      wakeAll();
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, graceMs))));
+      const seen = new Set<Promise<void>>();
+      let late = false;
+      for (;;) {
+        // A claim under way when we stopped still hands its rows to attempts: let it, then count them in.
+        await claimChain;
+        await new Promise((r) => setImmediate(r));
+        if (attempts.size === 0) break;
+        const batch = [...attempts];
+        for (const p of batch) seen.add(p);
+        if ((await Promise.race([Promise.allSettled(batch).then(() => 'done' as const), graceOver])) === 'late') {
+          late = true;
+          break;
+        }
+      }
+      clearTimeout(timer);
+      const interrupted = attempts.size;
+      if (late) halt.abort();
+      await Promise.allSettled([...attempts]);
       await draining?.catch(() => undefined);
       await Promise.all([agents.strict.close(), agents.open.close()]).catch(() => undefined);
+      return { finished: seen.size - interrupted, interrupted };
     },
   };
 }

@@ -26,7 +26,33 @@ export type AttemptResult = {
   retryAfterSeconds?: number;
 };
 
-export type Delivery = { url: string; eventId: string; event: string; body: string; secret: string; timestamp: number; totalTimeoutMs?: number };
+export type Delivery = {
+  url: string;
+  eventId: string;
+  event: string;
+  body: string;
+  secret: string;
+  timestamp: number;
+  totalTimeoutMs?: number;
+  /** Ends the attempt before its total timeout (the server stopping); the outcome is then `retry` without a status. */
+  signal?: AbortSignal;
+};
+
+/** The attempt's own timeout, or the caller's signal, whichever ends first (a timer we hold: see callBound in sync/client.ts). */
+function attemptSignal(totalMs: number, outer?: AbortSignal): { signal: AbortSignal; done(): void } {
+  const own = new AbortController();
+  const timer = setTimeout(() => own.abort(new DOMException('timeout', 'TimeoutError')), totalMs);
+  const follow = () => own.abort(outer?.reason);
+  if (outer?.aborted) follow();
+  else outer?.addEventListener('abort', follow, { once: true });
+  return {
+    signal: own.signal,
+    done() {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', follow);
+    },
+  };
+}
 
 /** Retry-After as seconds or an HTTP date; bounded to [1 s, 1 day]. */
 function parseRetryAfter(value: string | string[] | undefined, now: Date): number | undefined {
@@ -77,6 +103,7 @@ export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date
   const totalMs = d.totalTimeoutMs ?? TOTAL_TIMEOUT_MS;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
+  const bound = attemptSignal(totalMs, d.signal);
   try {
     const res = await request(d.url, {
       method: 'POST',
@@ -92,7 +119,7 @@ export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date
       body: d.body,
       headersTimeout: totalMs,
       bodyTimeout: totalMs,
-      signal: AbortSignal.timeout(totalMs),
+      signal: bound.signal,
     });
     const response = await readExcerpt(res.body).catch(() => '');
     const status = res.statusCode;
@@ -108,6 +135,9 @@ export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date
   } catch (err) {
     // The connect-time check (a name that now resolves to a private address) is as final as the early one.
     const refused = err instanceof TargetRefusedError || (err as { cause?: unknown }).cause instanceof TargetRefusedError;
-    return { outcome: refused ? 'refused' : 'retry', statusCode: null, latencyMs: elapsed(), response: null, error: describe(err, totalMs) };
+    const error = d.signal?.aborted ? 'interrupted: this server stopped before the receiver answered' : describe(err, totalMs);
+    return { outcome: refused ? 'refused' : 'retry', statusCode: null, latencyMs: elapsed(), response: null, error };
+  } finally {
+    bound.done();
   }
 }

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { serverCommand } from '../../scripts/drills/kit.js';
 import { START_TIMEOUT_MS } from '../helpers/server-process.js';
 
 // The drills in .ci/run are cut off at their bound (or by a signal): what they started must not outlive them.
@@ -71,4 +72,13 @@ describe('drill kit: a drill cut short cleans up after itself', () => {
       if (info) fs.rmSync(info.dataDir, { recursive: true, force: true });
     }
   }, START_TIMEOUT_MS + 30_000);
+});
+
+describe('drill kit: the server command', () => {
+  it('is tsx on src/main.ts by default, DRILL_SERVER_CMD when set (a leading node is this Node)', () => {
+    expect(serverCommand(undefined)).toEqual({ cmd: process.execPath, args: ['--import', 'tsx', 'src/main.ts'] });
+    expect(serverCommand('  ')).toEqual({ cmd: process.execPath, args: ['--import', 'tsx', 'src/main.ts'] });
+    expect(serverCommand('node dist/main.js')).toEqual({ cmd: process.execPath, args: ['dist/main.js'] });
+    expect(serverCommand('/usr/bin/env  node  --enable-source-maps dist/main.js')).toEqual({ cmd: '/usr/bin/env', args: ['node', '--enable-source-maps', 'dist/main.js'] });
+  });
 });

@@ -73,7 +73,7 @@ export class FactsTimeout extends Error {
 }
 
 /**
- * The facts, read at most once per FACTS_TTL_MS (on the injected clock) and never twice at once: a caller arriving
+ * The facts, read at most once per FACTS_TTL_MS for scrapes (on the injected clock) and never twice at once: a caller arriving
  * while a read runs waits for that read, bounded by FACTS_TIMEOUT_MS, so a database that hangs holds one connection,
  * not one per probe. A failed read is remembered for the same TTL.
  */
@@ -98,9 +98,10 @@ export function createFactsSource(deps: { db: Db; clock: Clock; timeoutMs?: numb
   }
 
   return {
-    get(): Promise<OpsFacts> {
+    /** `fresh`: no remembered answer (/readyz must see a database that just went away); a read in flight is joined. */
+    get(opts: { fresh?: boolean } = {}): Promise<OpsFacts> {
       const now = deps.clock.now().getTime();
-      if (last && now - last.at < ttl && now >= last.at) return last.result;
+      if (!opts.fresh && last && now - last.at < ttl && now >= last.at) return last.result;
       const read = running ?? start();
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {

@@ -48,7 +48,7 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsDeps): Promise<vo
       if (deps.isClosing()) throw new AppError('not_ready', 'Shutting down');
       let facts: OpsFacts;
       try {
-        facts = await deps.facts.get();
+        facts = await deps.facts.get({ fresh: true });
       } catch (err) {
         throw new AppError('not_ready', err instanceof FactsTimeout ? 'Database did not answer in time' : 'Database unreachable');
       }

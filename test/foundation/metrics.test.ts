@@ -47,6 +47,17 @@ describe('GET /metrics', () => {
     expect(valueOf(s, 'rg_sync_enabled')).toBe(0);
   });
 
+  it('is documented: operationId, the admin token, a text/plain answer and the admin errors', async () => {
+    const doc = (await t.request({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, { get?: { operationId?: string; security?: unknown; responses?: Record<string, { content?: Record<string, unknown> }> } }>;
+    };
+    const op = doc.paths['/metrics']?.get;
+    expect(op?.operationId).toBe('metrics');
+    expect(op?.security).toEqual([{ adminToken: [] }]);
+    expect(Object.keys(op?.responses?.['200']?.content ?? {})).toEqual(['text/plain']);
+    expect(Object.keys(op?.responses ?? {})).toEqual(expect.arrayContaining(['200', '401', '403', '500']));
+  });
+
   it('counts requests by route pattern, never by URL: unmatched for a 404 without a route', async () => {
     const user = await makeUser(t, { name: 'metrics-http-user' });
     const before = await scrape(t);

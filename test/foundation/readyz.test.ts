@@ -63,7 +63,9 @@ describe('/readyz checks', () => {
 
     await t.deps.db.execute(sql`
       INSERT INTO orders (order_code, user_id, product_id, product_name, product_type, quantity, unit_price, total, status, upstream_stuck_at)
-      VALUES ('ODREADYSTUCK001', ${user.id}, ${Number(p.id)}, 'x', 'code', 1, 1, 1, 'pending', now())`);
+      VALUES ('ODREADYSTUCK001', ${user.id}, ${Number(p.id)}, 'x', 'code', 1, 1, 1, 'pending', now()),
+             ('ODREADYWAITS002', ${user.id}, ${Number(p.id)}, 'x', 'code', 1, 1, 1, 'pending', NULL),
+             ('ODREADYSETTLED3', ${user.id}, ${Number(p.id)}, 'x', 'code', 1, 1, 1, 'success', now())`);
     expect((await readyz(t)).upstream_orders).toEqual({ state: 'attention', stuck: 1 });
 
     // Intermediary mode on: runs are read from sync_runs (the newest first).
@@ -97,10 +99,10 @@ describe('/readyz checks', () => {
       socket.on('data', (d) => (data += d.toString('latin1')));
       const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
       const body = JSON.stringify({ value: 'VND' });
-      await new Promise<void>((resolve) => socket.write(`PUT /admin/v1/settings/currency HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`, () => resolve()));
-      // Until the server has taken the request (it counts the connection).
-      for (let i = 0; i < 100 && (await new Promise<number>((r) => own.app.server.getConnections((_e, n) => r(n)))) === 0; i++) await new Promise((r) => setTimeout(r, 10));
-      await new Promise((r) => setTimeout(r, 50));
+      // The server has parsed the request's head (so the connection is busy, not idle) when it emits 'request'.
+      const taken = new Promise<void>((resolve) => own.app.server.once('request', () => resolve()));
+      socket.write(`PUT /admin/v1/settings/currency HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      await taken;
       closing = own.close();
       await new Promise((r) => setImmediate(r));
       socket.write(`${body}GET /readyz HTTP/1.1\r\nHost: x\r\nX-Request-Id: probe-closing\r\n\r\n`);

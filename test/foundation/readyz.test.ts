@@ -2,7 +2,8 @@ import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { openPg, type Database } from '../../src/db/client.js';
+import { ADMIN_TOKEN, createTestApp, createTestDatabase, makeCategory, makeProduct, makeUser, onPostgres, type TestApp, type TestDatabase } from '../harness.js';
 import { describeNeeding } from '../helpers/dependency.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { makePayClient } from '../payments/helpers.js';
@@ -116,6 +117,46 @@ describe('/readyz checks', () => {
     } finally {
       await (closing ?? own.close());
     }
+  });
+});
+
+describe.skipIf(!onPostgres())('/readyz on a database that stops answering (PostgreSQL only)', () => {
+  let own: TestDatabase;
+  let proxy: TcpProxy;
+  let database: Database;
+  let t: TestApp;
+  beforeAll(async () => {
+    own = await createTestDatabase();
+    const u = new URL(own.url!);
+    proxy = await startTcpProxy({ host: u.hostname, port: Number(u.port || 5432) });
+    u.host = `127.0.0.1:${proxy.port}`;
+    database = await openPg(u.toString(), 10);
+    t = await createTestApp({ database });
+  });
+  afterAll(async () => {
+    proxy?.resume();
+    await t?.close();
+    await database?.close().catch(() => {});
+    await proxy?.close();
+    await own?.drop();
+  });
+
+  it('answers 503 not_ready within its bound while the connection is silent, and ready again after', async () => {
+    expect((await readyz(t)).database).toEqual({ state: 'ok' });
+    // Connections stay open but nothing comes back: no error, only silence (a network black hole).
+    proxy.stall();
+    const probes = await Promise.all([1, 2].map(() => t.request({ method: 'GET', url: '/readyz' })));
+    for (const res of probes) {
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toEqual({ ok: false, error: 'not_ready', message: 'Database did not answer in time' });
+    }
+    proxy.resume();
+    let ready = await t.request({ method: 'GET', url: '/readyz' });
+    for (let i = 0; i < 50 && ready.statusCode !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      ready = await t.request({ method: 'GET', url: '/readyz' });
+    }
+    expect(ready.statusCode).toBe(200);
   });
 });
 

@@ -65,7 +65,8 @@ export function createMetrics(deps: MetricsDeps) {
 
   /** onResponse: the route's pattern, never the URL (ids and codes stay out of the labels). */
   function observe(req: FastifyRequest, reply: FastifyReply): void {
-    const route = req.routeOptions.url ?? 'unmatched';
+    // is404: answered by a not-found handler, whose own pattern (a prefix's wildcard) is not a route.
+    const route = req.is404 ? 'unmatched' : (req.routeOptions.url ?? 'unmatched');
     const method = METHODS.has(req.method) ? req.method : 'OTHER';
     http.inc({ route, method, status: String(reply.statusCode) });
     duration.observe({ route, method }, reply.elapsedTime / 1000);

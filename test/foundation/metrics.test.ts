@@ -162,6 +162,28 @@ describe('GET /metrics', () => {
   });
 });
 
+describe('GET /metrics while the database is gone', () => {
+  it('still answers, without the gauges read from the database (no stale values)', async () => {
+    const t = await createTestApp();
+    try {
+      const before = await scrape(t);
+      expect(valueOf(before, 'rg_webhook_outbox', { state: 'dead' })).toBe(0);
+      await t.deps.database.close();
+      const res = await (t.clock.advance(5_000), t.admin('GET', '/metrics'));
+      expect(res.statusCode).toBe(200);
+      const s = parseProm(res.body);
+      for (const name of ['rg_webhook_outbox', 'rg_webhook_outbox_oldest_pending_seconds', 'rg_sync_last_success_timestamp_seconds', 'rg_sync_consecutive_failures', 'rg_upstream_orders_stuck']) {
+        expect(s.some((x) => x.name === name), name).toBe(false);
+        expect(res.body).not.toContain(`# TYPE ${name} `);
+      }
+      expect(valueOf(s, 'rg_http_requests_total', { route: '/metrics', method: 'GET', status: '200' })).toBeGreaterThanOrEqual(1);
+      expect(valueOf(s, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    } finally {
+      await t.close().catch(() => {});
+    }
+  });
+});
+
 describe('GET /metrics in intermediary mode', () => {
   let m: MidOnFake;
   beforeAll(async () => {

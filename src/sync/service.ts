@@ -112,8 +112,9 @@ export function createSyncService(deps: SyncDeps) {
         .update(syncRuns)
         .set({ ...counts, skipped, skippedReasons: tally.skipped, cleanedReasons: tally.cleaned, ok: true, finishedAt: clock.now(), watermark })
         .where(eq(syncRuns.id, runId));
-      counted.inc('ok');
       await deps.bus.publish('catalog');
+      // After the last step that can fail: a run is counted once, as its row ends (the catch below marks it failed).
+      counted.inc('ok');
       return { ran: true, mode, ...counts, skipped, skipped_reasons: tally.skipped, cleaned_reasons: tally.cleaned };
     } catch (caught) {
       // A call ended by the run's deadline reports itself as a call timeout: the run's own reason is the truer one.

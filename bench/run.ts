@@ -9,6 +9,7 @@ const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void
   webhooks: () => import('./webhooks.bench.js'),
   sync: () => import('./sync.bench.js'),
   startup: () => import('./startup.bench.js'),
+  metrics: () => import('./metrics.bench.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -71,8 +71,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     if (closing) reply.header('Connection', 'close');
     done(null, payload);
   });
-  app.addHook('onResponse', (req, _reply, done) => {
+  // Callback style too: counted for every answer, 404s without a route included (route "unmatched").
+  app.addHook('onResponse', (req, reply, done) => {
     requests.end(req);
+    deps.metrics.observe(req, reply);
     done();
   });
   app.addHook('preClose', async () => {
@@ -106,7 +108,15 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(opsRoutes, { db: deps.db, isClosing: () => closing });
+  await app.register(opsRoutes, {
+    facts: deps.facts,
+    redis: deps.redis,
+    metrics: deps.metrics,
+    syncEnabled: deps.syncEnabled,
+    isClosing: () => closing,
+    adminToken: deps.adminToken,
+    allowedIps: config.ADMIN_ALLOWED_IPS,
+  });
   await app.register(orderingRoutes, { guard: deps.guard, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files, upstream: deps.upstream });
   await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings, guard: deps.guard });
   await app.register(paymentRoutes, {

@@ -32,6 +32,8 @@ import { createSourceClient } from './sync/client.js';
 import { createSyncService } from './sync/service.js';
 import { createUpstreamOrders } from './sync/upstream.js';
 import { createOverridesService } from './sync/overrides.js';
+import { createFactsSource } from './ops/facts.js';
+import { createMetrics } from './ops/metrics.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -118,25 +120,29 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
 
 
   const settings = createSettingsService({ db, clock, bus, logger, defaults: config.settingDefaults });
+  // A registry per app instance (tests build several per process); the services count through metrics.domain.
+  const syncEnabled = async () => (await settings.get('source_url')) !== '';
+  const metrics = createMetrics({ poolStats: () => database.poolStats(), syncEnabled });
+  const facts = createFactsSource({ db, clock });
   const users = createUsersService({ db, cipher, bus, clock });
   const catalog = createCatalogService({ db, cipher, bus, clock, settings });
-  const orders = createOrderService({ db, bus, clock, settings, inFlightPerUser: config.ORDERS_IN_FLIGHT_PER_USER });
+  const orders = createOrderService({ db, bus, clock, settings, inFlightPerUser: config.ORDERS_IN_FLIGHT_PER_USER, metrics: metrics.domain });
   const verifySignature = createSignatureVerifier({ db, clock });
   const guard = createGuard({ clock, settings, logger, redis, prefix: config.REDIS_PREFIX });
   const payClients = createPayClientsService({ db, cipher, clock });
   const payMethods = createMethodsService({ db });
-  const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger });
-  const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver, timeouts: overrides.webhookTimeouts });
+  const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger, metrics: metrics.domain });
+  const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver, timeouts: overrides.webhookTimeouts, metrics: metrics.domain });
   cleanups.unshift(async () => {
     await webhooks.stop();
   });
-  const bankFeeds = createBankFeedsService({ db, clock, settings });
+  const bankFeeds = createBankFeedsService({ db, clock, settings, metrics: metrics.domain });
   const source = createSourceClient({ settings, logger });
   cleanups.unshift(() => source.close());
-  const sync = createSyncService({ db, clock, settings, client: source, bus, logger });
+  const sync = createSyncService({ db, clock, settings, client: source, bus, logger, metrics: metrics.domain });
   // First of all: a run in progress ends (and writes its failure) before its source client and database close.
   cleanups.unshift(() => sync.stop());
-  const upstream = createUpstreamOrders({ db, client: source, orders, cipher, clock, settings, logger });
+  const upstream = createUpstreamOrders({ db, client: source, orders, cipher, clock, settings, logger, metrics: metrics.domain });
   const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
   const sourceOverrides = createOverridesService({ db, bus });
   const cron = createCronService({ db, clock, settings, payments, webhooks, logger, sync, upstream });
@@ -171,6 +177,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     sync,
     upstream,
     overrides: sourceOverrides,
+    metrics,
+    facts,
+    syncEnabled,
     /** Once: the shutdown closes the dependencies, and a caller that closes them again (a test) gets the same promise. */
     close(): Promise<void> {
       closing ??= (async () => {

@@ -2,14 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogService } from '../catalog/service.js';
-import { bearerToken } from '../http/auth-util.js';
+import { adminGate } from '../http/admin-gate.js';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
 import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import { PaymentStateError } from '../payments/errors.js';
 import type { SettingsService } from '../settings/service.js';
-import { safeEqual } from '../shared/crypto.js';
-import { createIpMatcher } from '../shared/ip.js';
 import { categorySchema } from '../ordering/schemas.js';
 import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
@@ -59,12 +57,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     ...DEFAULT_VOCABULARY,
     translate: (err) => (err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'not_found' : 'conflict', err.message) : err),
   });
-  const allowed = createIpMatcher(deps.allowedIps);
-  app.addHook('onRequest', async (req) => {
-    if (!allowed.allows(req.ip)) throw new AppError('forbidden', `Admin API is not served to ${req.ip}; see ADMIN_ALLOWED_IPS`);
-    const token = bearerToken(req.headers.authorization);
-    if (!token || !safeEqual(token, deps.adminToken)) throw new AppError('admin_unauthorized', 'Send Authorization: Bearer <ADMIN_TOKEN>');
-  });
+  app.addHook('onRequest', adminGate(deps));
   const r = app.withTypeProvider<ZodTypeProvider>();
   const errs = (...codes: ErrorCode[]) => errorResponses(...ADMIN_ERRORS, ...codes);
 

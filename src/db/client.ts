@@ -16,9 +16,13 @@ export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations', import.meta.url));
 
 
+/** Connections of the pool, for /metrics: the embedded database is one connection whose queue is not visible. */
+export type PoolStats = { total: number; idle: number; waiting: number; max: number };
+
 export type Database = {
   kind: 'pglite' | 'pg';
   db: Db;
+  poolStats(): PoolStats;
   /** LISTEN on the events channel; returns the unsubscribe function. */
   listen(cb: (payload: string) => void): Promise<() => Promise<void>>;
   migrate(): Promise<void>;
@@ -127,6 +131,7 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
   return {
     kind: 'pg',
     db,
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: poolSize }),
     async listen(cb) {
       if (!listener) await connectListener();
       callbacks.add(cb);
@@ -172,6 +177,8 @@ export async function openPglite(opts: { dataDir?: string; loadDataDir?: Blob; m
   return {
     kind: 'pglite',
     db,
+    // PGlite queues queries behind a private mutex: how many wait is not cheap to know, so waiting reads 0.
+    poolStats: () => ({ total: 1, idle: 1, waiting: 0, max: 1 }),
     client,
     async listen(cb) {
       const unlisten = await client.listen(EVENTS_CHANNEL, cb);

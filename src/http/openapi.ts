@@ -62,7 +62,7 @@ export function documentRoutes(app: FastifyInstance, docs: RouteDocs): void {
 
 /**
  * What the zod schemas cannot say in OpenAPI 3: request bodies of the upload routes (multipart/text, read as streams,
- * not validated as JSON) and the ZIP answer of order-download. Error answers stay JSON envelopes.
+ * not validated as JSON), the ZIP answer of order-download and the text of /metrics. Error answers stay JSON envelopes.
  */
 export function patchOpenApi<T>(doc: T): T {
   const paths = (doc as { paths?: Record<string, Record<string, Record<string, unknown>>> }).paths ?? {};
@@ -82,6 +82,10 @@ export function patchOpenApi<T>(doc: T): T {
   }
   const files = paths['/admin/v1/products/{id}/files']?.post;
   if (files) files.requestBody = fileBody;
+  const metrics = paths['/metrics']?.get as { responses?: Record<string, unknown> } | undefined;
+  if (metrics?.responses) {
+    metrics.responses['200'] = { description: 'Prometheus text exposition format (docs/operations.md, "Metrics")', content: { 'text/plain': { schema: { type: 'string' } } } };
+  }
   const download = paths['/api/v1/order-download']?.get as { responses?: Record<string, unknown> } | undefined;
   if (download?.responses) {
     download.responses['200'] = { description: 'the ZIP file, streamed', content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } };

@@ -11,6 +11,7 @@ import { newOrderCode } from '../shared/ids.js';
 import { MONEY_LIMIT, moneyOut } from '../shared/money.js';
 import { createLocalOrders, LocalOrderRefused } from './create-local.js';
 import { createLanes, LaneWaitEnded, type LaneOptions } from '../shared/lanes.js';
+import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 
 export type OrderRow = typeof orders.$inferSelect;
 
@@ -58,6 +59,7 @@ export type OrderServiceDeps = {
   settings: SettingsService;
   /** Orders of one user sent to the database at once by this process (ORDERS_IN_FLIGHT_PER_USER; shared/lanes.ts). */
   inFlightPerUser?: number;
+  metrics?: Pick<DomainMetrics, 'orders'>;
 };
 
 /** Order creation and refund: where balance and stock move, each in exactly one transaction. */
@@ -65,6 +67,7 @@ export function createOrderService(deps: OrderServiceDeps) {
   const { db, bus } = deps;
   const createLocal = createLocalOrders(db);
   const lanes = createLanes(deps.inFlightPerUser ?? 3);
+  const counted = (deps.metrics ?? noMetrics).orders;
 
   async function byRequestId(userId: number, requestId: string): Promise<OrderRow | undefined> {
     const rows = await db.select().from(orders).where(and(eq(orders.userId, userId), eq(orders.requestId, requestId))).limit(1);
@@ -96,6 +99,20 @@ export function createOrderService(deps: OrderServiceDeps) {
    * and then replays; the source site is asked after the commit (sync/upstream.ts).
    */
   async function create(userId: number, input: OrderInput, opts: { signal?: AbortSignal } = {}): Promise<{ order: OrderRow; replay: boolean }> {
+    let result: { order: OrderRow; replay: boolean };
+    try {
+      result = await createOnce(userId, input, opts);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'order_failed') counted.inc('refused');
+      throw err;
+    }
+    // A source order answers pending here: its outcome is counted when its first forward settles (sync/upstream.ts).
+    if (result.replay) counted.inc('replayed');
+    else if (result.order.status === 'success') counted.inc('success');
+    return result;
+  }
+
+  async function createOnce(userId: number, input: OrderInput, opts: { signal?: AbortSignal }): Promise<{ order: OrderRow; replay: boolean }> {
     const requestId = input.request_id ?? null;
     const productId = parseProductId(input.product_id);
     if (productId === null) {

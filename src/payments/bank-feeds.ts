@@ -4,6 +4,7 @@ import { bankTransactions, paymentRequests } from '../db/schema/index.js';
 import { rowsOf, withTx } from '../db/tx.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
+import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { moneyOut } from '../shared/money.js';
 import { EXPIRING_STATUSES, FINAL_STATUSES, isStatusIn } from './statuses.js';
 
@@ -53,8 +54,9 @@ function candidates(texts: string[]): string[] {
 export type TransactionView = { id: number; feed: Feed; reference: string | null; amount: number; content: string; status: TransactionStatus; payment_id: string | null };
 
 /** Bank feeds (DESIGN 5): every accepted notification stored once per (feed, transaction id); an exact match approves. */
-export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: Pick<SettingsService, 'get'> }) {
+export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: Pick<SettingsService, 'get'>; metrics?: Pick<DomainMetrics, 'paymentTransitions'> }) {
   const { db, clock, settings } = deps;
+  const counted = (deps.metrics ?? noMetrics).paymentTransitions;
 
   return {
     /**
@@ -63,7 +65,8 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: P
      */
     async record(n: BankNotification): Promise<FeedResult> {
       const requireAccount = await settings.get('bank_feed_require_account');
-      return withTx(db, async (tx) => {
+      let expired = false;
+      const result = await withTx(db, async (tx): Promise<FeedResult> => {
         // The row first: its unique index makes a concurrent duplicate wait for us, then find it and change nothing.
         const [row] = await tx
           .insert(bankTransactions)
@@ -109,6 +112,7 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: P
           await tx.execute(sql`SELECT set_config('app.actor', 'system:expiry', true)`);
           await tx.update(paymentRequests).set({ status: 'expired' }).where(eq(paymentRequests.id, p.id));
           status = 'expired';
+          expired = true;
         }
         if (isStatusIn(FINAL_STATUSES, status)) return settle('late');
         const [same] = rowsOf<{ same: boolean }>(await tx.execute(sql`SELECT (${n.amount}::numeric = ${p.amount}::numeric) AS same`));
@@ -117,6 +121,10 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: P
         await tx.update(paymentRequests).set({ status: 'approved' }).where(and(eq(paymentRequests.id, p.id), eq(paymentRequests.status, status)));
         return settle('approved');
       });
+      // Counted once committed: the request's status changes this notification made.
+      if (expired) counted.inc('expired');
+      if (result === 'approved') counted.inc('approved');
+      return result;
     },
 
     /** The newest 200 stored notifications, optionally of one status. */

@@ -5,6 +5,7 @@ import { paymentIdempotency, paymentRequests } from '../db/schema/index.js';
 import { AppError, fieldError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
+import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { sha256Hex } from '../shared/crypto.js';
 import { newPaymentId } from '../shared/ids.js';
 import { compareMoney } from '../shared/money.js';
@@ -29,6 +30,7 @@ export type CreateDeps = {
   prepare: Prepare;
   lifecycle: Lifecycle;
   byPaymentId: (clientId: number, paymentId: string) => Promise<PaymentRow>;
+  metrics?: Pick<DomainMetrics, 'paymentTransitions'>;
 };
 
 const validation = (message: string, path: string): AppError => fieldError('VALIDATION_ERROR', path, message);
@@ -109,6 +111,8 @@ export function createCreate(deps: CreateDeps) {
       return replay(created.replayOf);
     }
     let p = created.row;
+    // The insert is the request's first transition (the trigger records it from no status).
+    (deps.metrics ?? noMetrics).paymentTransitions.inc(p.status);
     try {
       p = await prepare(p);
     } catch (err) {

@@ -3,6 +3,7 @@ import type { Db } from '../db/client.js';
 import { paymentRequests } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
 import type { Clock } from '../shared/clock.js';
+import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { PaymentStateError } from './errors.js';
 import { canTransition, EXPIRING_STATUSES, isStatusIn, type PaymentStatus } from './statuses.js';
 import type { PaymentRow } from './view.js';
@@ -16,8 +17,9 @@ export async function asActor<T>(db: Db, actor: string, fn: (tx: Db) => Promise<
 }
 
 /** The lifecycle of a request: transitions, expiry on read, and the expiry sweep. */
-export function createLifecycle(deps: { db: Db; clock: Clock }) {
+export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<DomainMetrics, 'paymentTransitions'> }) {
   const { db, clock } = deps;
+  const counted = (deps.metrics ?? noMetrics).paymentTransitions;
   const overdue = (p: PaymentRow) => isStatusIn(EXPIRING_STATUSES, p.status) && p.expiresAt !== null && p.expiresAt <= clock.now();
 
   /**
@@ -27,7 +29,7 @@ export function createLifecycle(deps: { db: Db; clock: Clock }) {
    * to that client's requests.
    */
   async function transition(paymentId: string, to: PaymentStatus, actor: string, clientId?: number): Promise<PaymentRow> {
-    const result = await asActor(db, actor, async (tx): Promise<{ row: PaymentRow; expiredInstead?: true }> => {
+    const result = await asActor(db, actor, async (tx): Promise<{ row: PaymentRow; changed: boolean; expiredInstead?: true }> => {
       const [p] = await tx
         .select()
         .from(paymentRequests)
@@ -36,16 +38,18 @@ export function createLifecycle(deps: { db: Db; clock: Clock }) {
         .limit(1);
       if (!p) throw new PaymentStateError('not_found', `No payment request ${JSON.stringify(paymentId)}`);
       const from = p.status as PaymentStatus;
-      if (from === to) return { row: p };
+      if (from === to) return { row: p, changed: false };
       if (overdue(p) && to !== 'expired') {
         await tx.execute(sql`SELECT set_config('app.actor', 'system:expiry', true)`);
         const [row] = await tx.update(paymentRequests).set({ status: 'expired' }).where(eq(paymentRequests.id, p.id)).returning();
-        return { row: row!, expiredInstead: true };
+        return { row: row!, changed: true, expiredInstead: true };
       }
       if (!canTransition(from, to)) throw new PaymentStateError('refused', `Payment ${paymentId} is ${from}; it cannot become ${to}`);
       const [row] = await tx.update(paymentRequests).set({ status: to }).where(eq(paymentRequests.id, p.id)).returning();
-      return { row: row! };
+      return { row: row!, changed: true };
     });
+    // Counted once committed (the trigger recorded it in the same transaction).
+    if (result.changed) counted.inc(result.row.status);
     if (result.expiredInstead && to !== 'expired') {
       throw new PaymentStateError('refused', `Payment ${paymentId} expired at ${result.row.expiresAt?.toISOString()}; it cannot become ${to}`);
     }
@@ -73,6 +77,7 @@ export function createLifecycle(deps: { db: Db; clock: Clock }) {
         .where(and(inArray(paymentRequests.status, EXPIRING_STATUSES), lte(paymentRequests.expiresAt, clock.now())))
         .returning({ id: paymentRequests.id }),
     );
+    if (expired.length > 0) counted.inc('expired', expired.length);
     return expired.length;
   }
 

@@ -3,13 +3,14 @@ import type { Db } from '../db/client.js';
 import { paymentRequests } from '../db/schema/index.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
+import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { randomBase62 } from '../shared/ids.js';
 import { asActor, type Lifecycle } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
 import type { PaymentRow } from './view.js';
 import { qrPngDataUrl, vietQrPayload } from './vietqr.js';
 
-export type PrepareDeps = { db: Db; clock: Clock; settings: SettingsService; methods: MethodsService; lifecycle: Lifecycle };
+export type PrepareDeps = { db: Db; clock: Clock; settings: SettingsService; methods: MethodsService; lifecycle: Lifecycle; metrics?: Pick<DomainMetrics, 'paymentTransitions'> };
 
 /**
  * Copies the method's bank data into the request, makes a unique transfer_content, the VietQR payload and its PNG,
@@ -17,6 +18,7 @@ export type PrepareDeps = { db: Db; clock: Clock; settings: SettingsService; met
  */
 export function createPrepare(deps: PrepareDeps) {
   const { db, clock, settings, methods, lifecycle } = deps;
+  const counted = (deps.metrics ?? noMetrics).paymentTransitions;
   return async function prepare(p: PaymentRow): Promise<PaymentRow> {
     if (p.status !== 'preparing_payment') return p;
     const method = await methods.resolve(p.methodCode);
@@ -50,7 +52,10 @@ export function createPrepare(deps: PrepareDeps) {
             .where(and(eq(paymentRequests.id, p.id), eq(paymentRequests.status, 'preparing_payment')))
             .returning(),
         );
-        if (row) return row;
+        if (row) {
+          counted.inc(row.status);
+          return row;
+        }
         // Someone else prepared (or cancelled) it meanwhile: answer what is there.
         const [now] = await db.select().from(paymentRequests).where(eq(paymentRequests.id, p.id));
         return now!;

@@ -4,6 +4,7 @@ import type { Db } from '../db/client.js';
 import { paymentRequests, paymentTransitions } from '../db/schema/index.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
+import type { DomainMetrics } from '../shared/metrics.js';
 import { createCreate } from './create.js';
 import { PaymentStateError } from './errors.js';
 import { createLifecycle } from './lifecycle.js';
@@ -15,7 +16,7 @@ export type { CreateInput } from './create.js';
 export type { PaymentStatus } from './statuses.js';
 export type { PaymentRow, PaymentView } from './view.js';
 
-export type PaymentsDeps = { db: Db; clock: Clock; settings: SettingsService; methods: MethodsService; logger: Logger };
+export type PaymentsDeps = { db: Db; clock: Clock; settings: SettingsService; methods: MethodsService; logger: Logger; metrics?: Pick<DomainMetrics, 'paymentTransitions'> };
 
 /** Top-up requests: idempotent creation (create.ts), preparation of the bank data and QR (prepare.ts), reads, and the lifecycle (lifecycle.ts). */
 export function createPaymentsService(deps: PaymentsDeps) {

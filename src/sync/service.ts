@@ -6,6 +6,7 @@ import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { EventBus } from '../shared/events.js';
+import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { SourceError, type SourceClient } from './client.js';
 import { runCalls, newTally, readCategories, readProducts, totalOf, type RunBounds, type Tally } from './read.js';
 import { clearStaging, clearStale, stagePage } from './staging.js';
@@ -30,7 +31,7 @@ class RunTimeout extends SourceError {
 /** Overlap of delta windows: a change committed upstream just before our last read is fetched again, not missed. */
 const DELTA_OVERLAP_MS = 5_000;
 
-export type SyncDeps = { db: Db; clock: Clock; settings: SettingsService; client: SourceClient; bus: EventBus; logger: Logger };
+export type SyncDeps = { db: Db; clock: Clock; settings: SettingsService; client: SourceClient; bus: EventBus; logger: Logger; metrics?: Pick<DomainMetrics, 'syncRuns'> };
 
 /** The catalogue sync. The caller holds the job lease (cron.ts), so one run at a time across processes. */
 export function createSyncService(deps: SyncDeps) {
@@ -38,6 +39,7 @@ export function createSyncService(deps: SyncDeps) {
   // Runs in progress, so that a stopping server ends them at their next source call or page (docs/operations.md, "Shutdown").
   const running = new Set<AbortController>();
   let stopping = false;
+  const counted = (deps.metrics ?? noMetrics).syncRuns;
 
   async function lastRun() {
     const [row] = await db.select().from(syncRuns).where(isNotNull(syncRuns.finishedAt)).orderBy(desc(syncRuns.id)).limit(1);
@@ -117,6 +119,8 @@ export function createSyncService(deps: SyncDeps) {
         .set({ ...counts, skipped, skippedReasons: tally.skipped, cleanedReasons: tally.cleaned, ok: true, finishedAt: clock.now(), watermark })
         .where(eq(syncRuns.id, runId));
       await deps.bus.publish('catalog');
+      // After the last step that can fail: a run is counted once, as its row ends (the catch below marks it failed).
+      counted.inc('ok');
       return { ran: true, mode, ...counts, skipped, skipped_reasons: tally.skipped, cleaned_reasons: tally.cleaned };
     } catch (caught) {
       // A call ended by the run's deadline reports itself as a call timeout: the run's own reason is the truer one.
@@ -129,6 +133,7 @@ export function createSyncService(deps: SyncDeps) {
         .update(syncRuns)
         .set({ ok: false, finishedAt: clock.now(), error: message, errorCode: code, skipped: totalOf(tally.skipped), skippedReasons: tally.skipped, cleanedReasons: tally.cleaned })
         .where(eq(syncRuns.id, runId));
+      counted.inc('failed');
       throw new AppError('sync_failed', `Sync failed, nothing was changed: ${message}`);
     } finally {
       clearInterval(ticker);

@@ -7,12 +7,22 @@ import type { OrderRow, OrderService } from '../ordering/service.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
+import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { hasUnsafeText } from '../shared/text.js';
 import { SourceError, type SourceClient } from './client.js';
 import { checkDelivery, detailOf, readEntry, type DeliveredCode, type DeliveryVerdict } from './delivery-check.js';
 import { createReconciler, leaseFree } from './reconcile.js';
 
-export type UpstreamDeps = { db: Db; client: SourceClient; orders: OrderService; cipher: Cipher; clock: Clock; settings: SettingsService; logger: Logger };
+export type UpstreamDeps = {
+  db: Db;
+  client: SourceClient;
+  orders: OrderService;
+  cipher: Cipher;
+  clock: Clock;
+  settings: SettingsService;
+  logger: Logger;
+  metrics?: Pick<DomainMetrics, 'orders'>;
+};
 
 /** Margin of a forward's lease beyond its source calls (order/create, then order/delivery, each within the timeout). */
 const LEASE_MARGIN_SECONDS = 30;
@@ -56,6 +66,7 @@ function issueOf(err: SourceError): string {
  */
 export function createUpstreamOrders(deps: UpstreamDeps) {
   const { db, client, cipher, clock, logger } = deps;
+  const counted = (deps.metrics ?? noMetrics).orders;
 
   // By the code's value, in a namespace of its own: unique like every code digest (codes_digest_uq), so a source that
   // delivers one code to two of our orders cannot have it sold twice, and never colliding with our own stock's digests.
@@ -115,6 +126,20 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
    * (later attempts leave such an order pending: an earlier attempt may have reached the source).
    */
   async function forward(order: OrderRow, first = false): Promise<OrderRow> {
+    if (!first) return forwardOnce(order, false);
+    // The create's own forward decides what its answer says: that is the order's outcome (the order service counted
+    // replays and refusals). An error leaves the committed order pending.
+    let outcome: 'success' | 'pending' | 'failed' = 'pending';
+    try {
+      const settled = await forwardOnce(order, true);
+      if (settled.status === 'success' || settled.status === 'failed') outcome = settled.status;
+      return settled;
+    } finally {
+      counted.inc(outcome);
+    }
+  }
+
+  async function forwardOnce(order: OrderRow, first: boolean): Promise<OrderRow> {
     const [p] = await db.select({ sourceId: products.sourceId }).from(products).where(eq(products.id, order.productId)).limit(1);
     if (!p?.sourceId) return order;
     const leased = await takeLease(order.id);

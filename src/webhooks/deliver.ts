@@ -8,6 +8,7 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
+import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { claimDue, listEvents, purgeDelivered, recordAttempts, reopenEvent, showEvent, type AttemptRecord, type Claimed, type OutboxStatus } from './outbox.js';
 import { sendWebhook, type AttemptResult } from './send.js';
 import { CONNECT_TIMEOUT_MS, createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
@@ -26,7 +27,17 @@ export type DrainReport = { attempted: number; delivered: number; failed: number
 /** Connect (name resolution included) and total time of one attempt; injected by tests, else DESIGN 5's 5 s and 15 s. */
 export type WebhookTimeouts = { connectMs?: number; totalMs?: number };
 
-export type WebhooksDeps = { db: Db; clock: Clock; settings: SettingsService; cipher: Cipher; logger: Logger; bus?: EventBus; resolver?: Resolver; timeouts?: WebhookTimeouts };
+export type WebhooksDeps = {
+  db: Db;
+  clock: Clock;
+  settings: SettingsService;
+  cipher: Cipher;
+  logger: Logger;
+  bus?: EventBus;
+  resolver?: Resolver;
+  timeouts?: WebhookTimeouts;
+  metrics?: Pick<DomainMetrics, 'webhookAttempts'>;
+};
 
 /** ±10 %, so that the retries of many events failing together do not arrive together. */
 const jitter = (seconds: number) => Math.round(seconds * 1000 * (0.9 + Math.random() * 0.2));
@@ -44,6 +55,7 @@ const REFUSED_HINT = 'not retried: fix the client (pay client update --webhook-u
 export function createWebhooksService(deps: WebhooksDeps) {
   const { db, clock, settings, cipher, logger } = deps;
   const resolver = deps.resolver ?? systemResolver;
+  const counted = (deps.metrics ?? noMetrics).webhookAttempts;
   const connectMs = deps.timeouts?.connectMs ?? CONNECT_TIMEOUT_MS;
   const totalTimeoutMs = deps.timeouts?.totalMs;
   const agents = { strict: createTargetAgent({ resolver, allowPrivate: false, connectTimeoutMs: connectMs }), open: createTargetAgent({ resolver, allowPrivate: true, connectTimeoutMs: connectMs }) };
@@ -105,6 +117,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
     const error =
       result.outcome === 'refused' ? `${result.error}; ${REFUSED_HINT}` : next.status === 'dead' && result.outcome === 'retry' ? `${result.error} (last attempt of the schedule)` : result.error;
     await record(row, { at: now, statusCode: result.statusCode, latencyMs: result.latencyMs, response: result.response, error, next });
+    // Once recorded: an attempt whose record failed is retried after its lease and counted then.
+    counted.inc(next.status === 'pending' ? 'failed' : next.status);
     // Once per event: a refused event is dead after this attempt, so it is never attempted (nor logged) again until resent.
     if (result.outcome === 'refused') logger.warn({ event_id: row.event_id, client_id: row.client_id, reason: result.error }, 'webhook target refused; event dead until an admin fixes the client and resends it');
     return next.status;

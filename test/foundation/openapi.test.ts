@@ -39,6 +39,7 @@ const EXPECTED: [string, string][] = [
   ['get', '/api/v1/balance'],
   ['get', '/healthz'],
   ['get', '/readyz'],
+  ['get', '/metrics'],
   ['get', '/admin/v1/users'],
   ['post', '/admin/v1/users'],
   ['get', '/admin/v1/users/{ref}'],

@@ -1,0 +1,24 @@
+/**
+ * What the domain services count for /metrics (docs/operations.md, "Metrics"). The label values are closed sets: a
+ * service passes one of these words, never an id, a code or text from a request. ops/metrics.ts implements it with
+ * prom-client; a service built without it (tests, the CLI's own deps) counts nothing.
+ */
+export type OrderOutcome = 'success' | 'pending' | 'failed' | 'refused' | 'replayed';
+export type WebhookAttemptResult = 'delivered' | 'failed' | 'dead';
+export type SyncRunResult = 'ok' | 'failed';
+
+export type DomainMetrics = {
+  /** One order create, as its answer decided it. */
+  orders: { inc(outcome: OrderOutcome): void };
+  /** Payment status changes the service made (the new status: a PaymentStatus), `n` at once for a sweep. */
+  paymentTransitions: { inc(to: string, n?: number): void };
+  /** One webhook attempt, once its record is written. */
+  webhookAttempts: { inc(result: WebhookAttemptResult): void };
+  /** One catalogue sync run that started, once its row says how it ended. */
+  syncRuns: { inc(result: SyncRunResult): void };
+};
+
+const nothing = { inc: () => {} };
+
+/** Counts nothing: the default of every service, so that a service built without metrics works the same. */
+export const noMetrics: DomainMetrics = { orders: nothing, paymentTransitions: nothing, webhookAttempts: nothing, syncRuns: nothing };

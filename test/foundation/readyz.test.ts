@@ -93,8 +93,7 @@ describe('/readyz checks', () => {
     try {
       const base = await own.listen();
       const { port } = new URL(base);
-      // An order of business in flight (its body not yet sent) keeps the connection open while close() begins; the
-      // probe pipelined behind it meets the closing server.
+      // A request in flight (its body not yet sent) keeps the server closing while the probe comes in.
       const socket = net.connect(Number(port), '127.0.0.1');
       let data = '';
       socket.on('data', (d) => (data += d.toString('latin1')));
@@ -104,16 +103,25 @@ describe('/readyz checks', () => {
       const taken = new Promise<void>((resolve) => own.app.server.once('request', () => resolve()));
       socket.write(`PUT /admin/v1/settings/currency HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
       await taken;
+      // A second connection whose request has begun (headers not finished), so that close() does not drop it as idle.
+      const probe = net.connect(Number(port), '127.0.0.1');
+      let probeData = '';
+      probe.on('data', (d) => (probeData += d.toString('latin1')));
+      const probeEnded = new Promise<void>((resolve) => probe.on('close', () => resolve()));
+      await new Promise<void>((resolve) => probe.write('GET /readyz HTTP/1.1\r\nHost: x\r\n', () => resolve()));
+      await new Promise((r) => setTimeout(r, 50));
       closing = own.close();
       await new Promise((r) => setImmediate(r));
-      socket.write(`${body}GET /readyz HTTP/1.1\r\nHost: x\r\nX-Request-Id: probe-closing\r\n\r\n`);
+      probe.write('X-Request-Id: probe-closing\r\n\r\n');
+      await probeEnded;
+      expect(probeData).toMatch(/^HTTP\/1\.1 503/);
+      expect(probeData).toContain('"error":"not_ready"');
+      expect(probeData).toMatch(/connection: close/i);
+      // The request in flight still completes, and its connection is closed after its answer.
+      socket.write(body);
       await ended;
-      const answers = data.split(/(?=HTTP\/1\.1 )/);
-      expect(answers).toHaveLength(2);
-      expect(answers[0]).toMatch(/^HTTP\/1\.1 200/);
-      expect(answers[1]).toMatch(/^HTTP\/1\.1 503/);
-      expect(answers[1]).toContain('"error":"not_ready"');
-      expect(answers[1]).toMatch(/connection: close/i);
+      expect(data).toMatch(/^HTTP\/1\.1 200/);
+      expect(data).toMatch(/connection: close/i);
     } finally {
       await (closing ?? own.close());
     }

@@ -16,6 +16,13 @@ export const ADMIN_CLIENT_HEADER = 'x-admin-client';
 /** A route's `config.audit`: an action name makes a read (a backup that may hold secrets) audited too. */
 export type AuditRouteConfig = { audit?: string };
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Records this route in the audit trail under this action, whatever its method (docs/operations.md, "Audit trail"). */
+    audit?: string;
+  }
+}
+
 const isRead = (m: string) => m === 'GET' || m === 'HEAD';
 
 /**

@@ -19,6 +19,12 @@ type ScopeState = 'open' | 'claimed' | 'written' | 'closed';
 type Scope = { entry: AuditEntry; state: ScopeState; deferred: boolean };
 
 const storage = new AsyncLocalStorage<Scope>();
+/**
+ * Scopes in flight. On Node 20 an enabled AsyncLocalStorage installs promise hooks that tax every promise of the
+ * process, the ordering hot path included; the storage is enabled only while an admin action runs and disabled when
+ * the last one ends (docs/decisions.md, "Audit trail").
+ */
+let active = 0;
 
 /**
  * Runs an admin action in an audit scope. The first transaction that commits inside it (withTx) carries the row, so
@@ -29,11 +35,15 @@ const storage = new AsyncLocalStorage<Scope>();
 export async function runAudited<T>(db: Db, entry: AuditEntry, opts: { deferred: boolean; after?: (result: T) => Partial<AuditEntry> }, fn: () => Promise<T>): Promise<T> {
   const scope: Scope = { entry, state: 'open', deferred: opts.deferred };
   let result: T;
+  active++;
   try {
     result = await storage.run(scope, fn);
   } catch (err) {
     scope.state = 'closed';
     throw err;
+  } finally {
+    // Work the action set off and left running sees no scope from here on; its scope is closed anyway.
+    if (--active === 0) storage.disable();
   }
   // A transaction still in flight (claimed) carries the row itself, or rolls it back with its change.
   const pending = scope.state === 'open';

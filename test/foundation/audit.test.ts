@@ -1,6 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import Fastify from 'fastify';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installAuditHook } from '../../src/admin/audit-routes.js';
 import { PRUNE_BATCH } from '../../src/audit/service.js';
+import { withTx } from '../../src/db/tx.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, makeUser, type TestApp } from '../harness.js';
 import { expectError } from '../helpers/assert.js';
@@ -58,6 +62,68 @@ describe('audit trail', () => {
     expect(failing.map((r) => r.statusCode)).toEqual([400, 404, 404, 409]);
     for (const res of failing) expect(await auditRowsOf(t, reqId(res))).toEqual([]);
     expect(await one(t, sql`SELECT balance::text AS balance FROM users WHERE id = ${u.id}`)).toEqual({ balance: '10.00' });
+  });
+
+  it('admin actions in flight together each get their own row, in their own transaction', async () => {
+    const users = await Promise.all(Array.from({ length: 8 }, () => makeUser(t, { balance: 1 })));
+    const answers = await Promise.all(users.map((u, i) => t.admin('POST', `/admin/v1/users/${u.id}/credit`, { amount: String(i + 1), note: `parallel ${i}` })));
+    for (const [i, res] of answers.entries()) {
+      expect(res.statusCode).toBe(200);
+      expect((await auditRowsOf(t, reqId(res))).map((r) => ({ target: r.target, summary: r.summary, with_change: r.with_change }))).toEqual([
+        { target: `user:${users[i]!.id}`, summary: { amount: String(i + 1), note: `parallel ${i}` }, with_change: true },
+      ]);
+    }
+  });
+
+  it('an action whose transaction starts after another action ended still writes its row in that transaction', async () => {
+    const u = await makeUser(t);
+    const app = Fastify({ genReqId: () => randomUUID() });
+    installAuditHook(app, t.deps.db);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const touch = () => withTx(t.deps.db, async (tx) => tx.execute(sql`UPDATE users SET updated_at = now() WHERE id = ${u.id}`));
+    app.post('/slow', { config: { audit: 'test.slow' } }, async (req) => {
+      await gate;
+      await touch();
+      return { id: req.id };
+    });
+    app.post('/quick', { config: { audit: 'test.quick' } }, async (req) => {
+      await touch();
+      return { id: req.id };
+    });
+    try {
+      const slow = app.inject({ method: 'POST', url: '/slow' });
+      const quick = (await app.inject({ method: 'POST', url: '/quick' })).json() as { id: string };
+      open();
+      const slowId = ((await slow).json() as { id: string }).id;
+      for (const [id, action] of [[quick.id, 'test.quick'], [slowId, 'test.slow']] as const) {
+        expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change }))).toEqual([{ action, with_change: true }]);
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a GET route opts in with config.audit; a GET without it and work outside any action write nothing', async () => {
+    const app = Fastify({ genReqId: () => randomUUID() });
+    installAuditHook(app, t.deps.db);
+    app.get('/backup', { config: { audit: 'backup.create' } }, async (req) => {
+      // A read with a transaction of its own: the row is written in it.
+      await withTx(t.deps.db, async (tx) => tx.execute(sql`SELECT 1`));
+      return { id: req.id };
+    });
+    app.get('/plain', async (req) => ({ id: req.id }));
+    try {
+      const backup = (await app.inject({ method: 'GET', url: '/backup' })).json() as { id: string };
+      const plain = (await app.inject({ method: 'GET', url: '/plain' })).json() as { id: string };
+      expect((await auditRowsOf(t, backup.id)).map((r) => ({ action: r.action, actor: r.actor }))).toEqual([{ action: 'backup.create', actor: 'admin-api' }]);
+      expect(await auditRowsOf(t, plain.id)).toEqual([]);
+    } finally {
+      await app.close();
+    }
+    const before = await one<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM audit_log`);
+    await withTx(t.deps.db, async (tx) => tx.execute(sql`UPDATE settings SET value = value WHERE false`));
+    expect(await one<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM audit_log`)).toEqual(before);
   });
 
   it('the CLI is recorded as actor cli; audit list prints the rows newest first', async () => {

@@ -132,6 +132,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   });
   await app.register(bankFeedRoutes, { settings: deps.settings, clock: deps.clock, bankFeeds: deps.bankFeeds });
   await app.register(adminRoutes, {
+    db: deps.db,
+    audit: deps.audit,
     adminToken: deps.adminToken,
     allowedIps: config.ADMIN_ALLOWED_IPS,
     uploadMaxBytes: config.UPLOAD_MAX_BYTES,

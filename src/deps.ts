@@ -24,6 +24,7 @@ import { createGuard } from './http/guard.js';
 import { createPayClientsService } from './payments/clients.js';
 import { createMethodsService } from './payments/methods.js';
 import { createPaymentsService } from './payments/service.js';
+import { createAuditService } from './audit/service.js';
 import { createCronService } from './jobs/cron.js';
 import { createWebhooksService, type WebhookTimeouts } from './webhooks/deliver.js';
 import { createBankFeedsService } from './payments/bank-feeds.js';
@@ -145,7 +146,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const upstream = createUpstreamOrders({ db, client: source, orders, cipher, clock, settings, logger, metrics: metrics.domain });
   const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
   const sourceOverrides = createOverridesService({ db, bus });
-  const cron = createCronService({ db, clock, settings, payments, webhooks, logger, sync, upstream });
+  const audit = createAuditService({ db, clock, settings });
+  const cron = createCronService({ db, clock, settings, payments, webhooks, logger, sync, upstream, audit });
   const files = createFilesService({ db, bus, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
@@ -171,6 +173,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     payMethods,
     payments,
     cron,
+    audit,
     webhooks,
     bankFeeds,
     source,

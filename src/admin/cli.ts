@@ -174,7 +174,8 @@ async function timeoutOf(call: HttpCall, conn: Connection, fetchFn: typeof fetch
 }
 
 async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch, timeoutMs = call.timeoutMs ?? TIMEOUT_MS): Promise<Outcome> {
-  const headers: Record<string, string> = { authorization: `Bearer ${conn.token}`, accept: 'application/json' };
+  // x-admin-client: the server records the CLI's actions with actor cli (docs/operations.md, "Audit trail").
+  const headers: Record<string, string> = { authorization: `Bearer ${conn.token}`, accept: 'application/json', 'x-admin-client': 'cli' };
   let body: string | FormData | undefined;
   if (call.form) body = call.form;
   else if (call.json !== undefined) {

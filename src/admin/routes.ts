@@ -17,6 +17,7 @@ import { registerAdminWebhookRoutes, type AdminWebhookDeps } from './webhook-rou
 import { registerAdminTransactionRoutes, type AdminTransactionDeps } from './transaction-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import { registerAdminSyncRoutes, type AdminSyncDeps } from './sync-routes.js';
+import { installAuditHook, registerAdminAuditRoutes, type AdminAuditDeps } from './audit-routes.js';
 import {
   adminProduct,
   categoryCreateBody,
@@ -38,7 +39,7 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & AdminSyncDeps & {
+export type AdminDeps = AdminAuditDeps & AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & AdminSyncDeps & {
   adminToken: string;
   allowedIps: string[];
   uploadMaxBytes: number;
@@ -58,6 +59,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     translate: (err) => (err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'not_found' : 'conflict', err.message) : err),
   });
   app.addHook('onRequest', adminGate(deps));
+  // Before any route: every mutating admin route, in this scope and the upload scope, gets its audit row.
+  installAuditHook(app, deps.db);
   const r = app.withTypeProvider<ZodTypeProvider>();
   const errs = (...codes: ErrorCode[]) => errorResponses(...ADMIN_ERRORS, ...codes);
 
@@ -140,6 +143,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminWebhookRoutes(app, deps, ADMIN_ERRORS);
   registerAdminTransactionRoutes(app, deps, ADMIN_ERRORS);
   registerAdminSyncRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminAuditRoutes(app, deps, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: { operationId: 'adminListSettings', summary: 'List settings', description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView), 'Every runtime setting, secret values masked, under data.'), ...errs() } },

@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, codes, products } from '../db/schema/index.js';
+import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
 import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
@@ -71,7 +72,11 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
         if (!Number.isInteger(parentId)) throw new AppError('invalid_request', 'parent must be a category id');
         await requireCategory(parentId);
       }
-      const [row] = await db.insert(categories).values({ name, parentId, sort: input.sort ?? 0 }).returning();
+      const [row] = await withTx(db, async (tx) => {
+        const created = await tx.insert(categories).values({ name, parentId, sort: input.sort ?? 0 }).returning();
+        auditNote({ target: `category:${created[0]!.id}` });
+        return created;
+      });
       await changed();
       return { id: String(row!.id), name: row!.name, parent_id: row!.parentId === null ? null : String(row!.parentId), sort: row!.sort, source: 'local' };
     },
@@ -86,7 +91,8 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
       const maxQty = input.max_qty ?? 100;
       if (maxQty < minQty) throw new AppError('invalid_request', 'max_qty must be >= min_qty');
       const name = input.name.trim();
-      const [row] = await db
+      const [row] = await withTx(db, async (tx) => {
+        const created = await tx
         .insert(products)
         .values({
           categoryId,
@@ -102,6 +108,9 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
           sort: input.sort ?? 0,
         })
         .returning({ id: products.id });
+        auditNote({ target: `product:${created[0]!.id}` });
+        return created;
+      });
       await changed();
       return adminView(await productRow(row!.id));
     },
@@ -154,11 +163,16 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
       const wanted = [...new Set(values.map((v) => v.trim()).filter(Boolean))];
       if (wanted.length === 0 || wanted.length > 10_000) throw new AppError('invalid_request', 'Give 1 to 10000 codes');
       const byDigest = new Map(wanted.map((v) => [cipher.digest(v), v]));
-      const updated = await db
-        .update(codes)
-        .set({ used, usedAt: used ? clock.now() : null })
-        .where(and(inArray(codes.codeDigest, [...byDigest.keys()]), eq(codes.status, 'sold')))
-        .returning({ digest: codes.codeDigest });
+      const updated = await withTx(db, async (tx) => {
+        const rows = await tx
+          .update(codes)
+          .set({ used, usedAt: used ? clock.now() : null })
+          .where(and(inArray(codes.codeDigest, [...byDigest.keys()]), eq(codes.status, 'sold')))
+          .returning({ digest: codes.codeDigest });
+        // Counts only: the audit trail never holds a code value.
+        auditNote({ summary: { marked: rows.length, not_found: byDigest.size - rows.length } });
+        return rows;
+      });
       const found = new Set(updated.map((u) => u.digest));
       return { marked: updated.length, not_found: [...byDigest].filter(([d]) => !found.has(d)).map(([, v]) => v) };
     },
@@ -197,6 +211,7 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
           if (batch.length >= IMPORT_BATCH) await flush();
         }
         await flush();
+        auditNote({ summary: { imported, skipped, invalid } });
         return { product_id: String(id), imported, skipped, invalid };
       });
       await changed();

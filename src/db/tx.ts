@@ -1,10 +1,28 @@
 import { PgTransaction } from 'drizzle-orm/pg-core';
+import { claimAuditRow } from './audit-scope.js';
 import type { Db } from './client.js';
 
-/** Runs fn in a transaction, or inside the caller's transaction when `db` already is one (no nested BEGIN). */
+/**
+ * Runs fn in a transaction, or inside the caller's transaction when `db` already is one (no nested BEGIN). Inside an
+ * admin action's audit scope, the first such transaction also writes the action's audit row before it commits
+ * (docs/operations.md, "Audit trail").
+ */
 export async function withTx<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
   if (db instanceof PgTransaction) return fn(db as unknown as Db);
-  return db.transaction(async (tx) => fn(tx as unknown as Db));
+  const audit = claimAuditRow();
+  if (!audit) return db.transaction(async (tx) => fn(tx as unknown as Db));
+  try {
+    const result = await db.transaction(async (tx) => {
+      const r = await fn(tx as unknown as Db);
+      await audit.write(tx as unknown as Db);
+      return r;
+    });
+    audit.committed();
+    return result;
+  } catch (err) {
+    audit.rolledBack();
+    throw err;
+  }
 }
 
 /** Rows of a raw `db.execute(sql...)`: both drivers answer an object with `rows`. */

@@ -4,6 +4,8 @@ import archiver from 'archiver';
 import { asc, eq } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { productFiles, products } from '../db/schema/index.js';
+import { auditNote } from '../db/audit-scope.js';
+import { withTx } from '../db/tx.js';
 import { AppError } from '../http/errors.js';
 import type { EventBus } from '../shared/events.js';
 import type { FileStorage } from './storage.js';
@@ -78,10 +80,10 @@ export function createFilesService(deps: FilesDeps) {
       const stored = await storage.save(input, deps.maxBytes);
       let row;
       try {
-        [row] = await db
-          .insert(productFiles)
-          .values({ productId, filename: safeFilename(filename), storageName: stored.storageName, sizeBytes: stored.sizeBytes, sha256: stored.sha256 })
-          .returning();
+        [row] = await withTx(db, (tx) => {
+          auditNote({ summary: { filename: safeFilename(filename), size_bytes: stored.sizeBytes, sha256: stored.sha256 } });
+          return tx.insert(productFiles).values({ productId, filename: safeFilename(filename), storageName: stored.storageName, sizeBytes: stored.sizeBytes, sha256: stored.sha256 }).returning();
+        });
       } catch (err) {
         storage.remove(stored.storageName);
         throw err;

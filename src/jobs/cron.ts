@@ -1,5 +1,6 @@
 import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import type { AuditService } from '../audit/service.js';
 import type { Db } from '../db/client.js';
 import { apiNonces, jobLeases, paymentIdempotency } from '../db/schema/index.js';
 import type { PaymentsService } from '../payments/service.js';
@@ -44,7 +45,7 @@ const NO_SYNC = { categories: 0, products: 0, created: 0, updated: 0, missing: 0
  * What GET /api-sync-cron.php runs: every due job, each under its own lease. The quick jobs go first and the
  * reconciler has a time budget; the sync (bounded by sync_timeout_seconds per call) comes last, so it starves nothing.
  */
-export function createCronService(deps: { db: Db; clock: Clock; settings: SettingsService; payments: PaymentsService; webhooks: Pick<WebhooksService, 'deliverDue' | 'purgeDelivered'>; logger: Logger; sync: SyncService; upstream: UpstreamOrders }) {
+export function createCronService(deps: { db: Db; clock: Clock; settings: SettingsService; payments: PaymentsService; webhooks: Pick<WebhooksService, 'deliverDue' | 'purgeDelivered'>; logger: Logger; sync: SyncService; upstream: UpstreamOrders; audit: Pick<AuditService, 'prune'> }) {
   const { db, clock } = deps;
 
   /** Runs fn only if it can take the job's lease (one statement, so two callers cannot both win); frees it after. */
@@ -86,6 +87,7 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
       // Webhooks: due retries and events whose process died before sending them; then retention of delivered ones.
       jobs.webhooks = await locked('webhooks', () => deps.webhooks.deliverDue());
       jobs.webhook_cleanup = await locked('webhook_cleanup', () => deps.webhooks.purgeDelivered());
+      jobs.audit_cleanup = await locked('audit_cleanup', () => deps.audit.prune());
       jobs.reconcile = await locked('reconcile', () => deps.upstream.reconcile(RECONCILE_BUDGET_MS));
       let sync: SyncOutcome;
       try {

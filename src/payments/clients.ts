@@ -1,6 +1,7 @@
 import { asc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { payClients } from '../db/schema/index.js';
+import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
 import { AppError, fieldError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
@@ -114,7 +115,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
 
   async function patch(id: string, set: Partial<typeof payClients.$inferInsert>, withSecrets = false): Promise<PayClientView> {
     const c = await find(id);
-    const [row] = await db.update(payClients).set({ ...set, updatedAt: sql`now()` as unknown as Date }).where(eq(payClients.id, c.id)).returning();
+    const [row] = await withTx(db, (tx) => tx.update(payClients).set({ ...set, updatedAt: sql`now()` as unknown as Date }).where(eq(payClients.id, c.id)).returning());
     return view(row!, withSecrets);
   }
 
@@ -127,7 +128,11 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       if (!name || name.length > 100) throw invalid('name must be 1-100 characters', 'name');
       const domain = normalizeDomain(input.domain);
       if (!webhookOnDomain(input.webhook_url, domain)) throw invalid(`webhook_url must be an http(s) URL on ${domain} or a subdomain of it`, 'webhook_url');
-      const [row] = await db.insert(payClients).values({ name, domain, webhookUrl: input.webhook_url, allowedIps: checkedIpList(input.ips ?? []) }).returning();
+      const [row] = await withTx(db, async (tx) => {
+        const created = await tx.insert(payClients).values({ name, domain, webhookUrl: input.webhook_url, allowedIps: checkedIpList(input.ips ?? []) }).returning();
+        auditNote({ target: `pay_client:${created[0]!.id}` });
+        return created;
+      });
       return view(row!, false);
     },
     /** Issues API key, API secret and webhook secret; refused while no IP is allowed. Shows the secrets once here. */

@@ -1,6 +1,7 @@
 import { and, eq, inArray, lte, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { paymentRequests } from '../db/schema/index.js';
+import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
 import type { Clock } from '../shared/clock.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
@@ -42,6 +43,8 @@ export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<Dom
       if (overdue(p) && to !== 'expired') {
         await tx.execute(sql`SELECT set_config('app.actor', 'system:expiry', true)`);
         const [row] = await tx.update(paymentRequests).set({ status: 'expired' }).where(eq(paymentRequests.id, p.id)).returning();
+        // The caller's action fails, but this change commits: its audit row says what happened instead.
+        auditNote({ summary: { expired_instead: true } });
         return { row: row!, changed: true, expiredInstead: true };
       }
       if (!canTransition(from, to)) throw new PaymentStateError('refused', `Payment ${paymentId} is ${from}; it cannot become ${to}`);

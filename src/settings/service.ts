@@ -2,6 +2,7 @@ import { eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { settings } from '../db/schema/index.js';
+import { withTx } from '../db/tx.js';
 import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import type { EventBus } from '../shared/events.js';
@@ -92,16 +93,13 @@ export function createSettingsService(deps: SettingsDeps) {
     /** Validates, stores and broadcasts; an empty value resets the key to its default. */
     async set(key: string, value: string): Promise<SettingView> {
       const k = requireKey(key);
-      if (value === '') {
-        await deps.db.delete(settings).where(eq(settings.key, k));
-      } else {
-        const parsed = parseSetting(k, value);
-        if (!parsed.ok) throw new AppError('invalid_request', `Invalid value for ${k}: ${parsed.message}`, { details: [{ path: k, message: parsed.message }] });
-        await deps.db
-          .insert(settings)
-          .values({ key: k, value })
-          .onConflictDoUpdate({ target: settings.key, set: { value, updatedAt: sql`now()` } });
-      }
+      const parsed = value === '' ? null : parseSetting(k, value);
+      if (parsed && !parsed.ok) throw new AppError('invalid_request', `Invalid value for ${k}: ${parsed.message}`, { details: [{ path: k, message: parsed.message }] });
+      // A transaction of its own so that an admin action's audit row commits with the change (docs/operations.md).
+      await withTx(deps.db, async (tx) => {
+        if (value === '') await tx.delete(settings).where(eq(settings.key, k));
+        else await tx.insert(settings).values({ key: k, value }).onConflictDoUpdate({ target: settings.key, set: { value, updatedAt: sql`now()` } });
+      });
       snapshot = null;
       await deps.bus.publish('settings');
       return this.view(k);

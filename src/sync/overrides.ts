@@ -1,6 +1,7 @@
 import { and, asc, eq, isNotNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, products, sourceCategoryOverrides, sourceOverrides } from '../db/schema/index.js';
+import { withTx } from '../db/tx.js';
 import { AppError } from '../http/errors.js';
 import type { EventBus } from '../shared/events.js';
 import { MONEY_RE, moneyOut } from '../shared/money.js';
@@ -66,11 +67,13 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
         ...(patch.hidden !== undefined ? { hidden: patch.hidden } : {}),
       };
       if (Object.keys(fields).length === 0) throw new AppError('invalid_request', 'Nothing to override: give at least one field');
-      const [row] = await db
-        .insert(sourceOverrides)
-        .values({ sourceId, ...fields })
-        .onConflictDoUpdate({ target: sourceOverrides.sourceId, set: { ...fields, updatedAt: sql`now()` } })
-        .returning();
+      const [row] = await withTx(db, (tx) =>
+        tx
+          .insert(sourceOverrides)
+          .values({ sourceId, ...fields })
+          .onConflictDoUpdate({ target: sourceOverrides.sourceId, set: { ...fields, updatedAt: sql`now()` } })
+          .returning(),
+      );
       await bus.publish('catalog');
       return view(Number(publicId), row!);
     },
@@ -78,8 +81,11 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
     /** Removes every override of the product: it shows the source's values again (changed now, for delta readers). */
     async clear(publicId: string) {
       const sourceId = await sourceIdOf(publicId, products, 'product');
-      const gone = await db.delete(sourceOverrides).where(eq(sourceOverrides.sourceId, sourceId)).returning({ id: sourceOverrides.sourceId });
-      if (gone.length > 0) await db.update(products).set({ updatedAt: sql`now()` as unknown as Date }).where(eq(products.sourceId, sourceId));
+      const gone = await withTx(db, async (tx) => {
+        const rows = await tx.delete(sourceOverrides).where(eq(sourceOverrides.sourceId, sourceId)).returning({ id: sourceOverrides.sourceId });
+        if (rows.length > 0) await tx.update(products).set({ updatedAt: sql`now()` as unknown as Date }).where(eq(products.sourceId, sourceId));
+        return rows;
+      });
       await bus.publish('catalog');
       return { product_id: publicId.trim(), source_id: sourceId, cleared: gone.length > 0 };
     },
@@ -98,9 +104,12 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
       const sourceId = await sourceIdOf(publicId, categories, 'category');
       const fields = { ...(patch.name !== undefined ? { name: patch.name?.trim() ?? null } : {}), ...(patch.hidden !== undefined ? { hidden: patch.hidden } : {}) };
       if (Object.keys(fields).length === 0) throw new AppError('invalid_request', 'Nothing to override: give --name or --hide/--show');
-      const [row] = await db.insert(sourceCategoryOverrides).values({ sourceId, ...fields }).onConflictDoUpdate({ target: sourceCategoryOverrides.sourceId, set: { ...fields, updatedAt: sql`now()` } }).returning();
-      // Hiding a category changes what its products show: bump them for delta readers.
-      await db.update(products).set({ updatedAt: sql`now()` as unknown as Date }).where(and(isNotNull(products.sourceId), eq(products.categoryId, Number(publicId))));
+      const row = await withTx(db, async (tx) => {
+        const [r] = await tx.insert(sourceCategoryOverrides).values({ sourceId, ...fields }).onConflictDoUpdate({ target: sourceCategoryOverrides.sourceId, set: { ...fields, updatedAt: sql`now()` } }).returning();
+        // Hiding a category changes what its products show: bump them for delta readers.
+        await tx.update(products).set({ updatedAt: sql`now()` as unknown as Date }).where(and(isNotNull(products.sourceId), eq(products.categoryId, Number(publicId))));
+        return r;
+      });
       await bus.publish('catalog');
       return { category_id: publicId.trim(), source_id: sourceId, name: row!.name, hidden: row!.hidden, updated_at: row!.updatedAt.toISOString() };
     },

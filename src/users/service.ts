@@ -1,6 +1,7 @@
 import { asc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { balanceLedger, users } from '../db/schema/index.js';
+import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
 import { AppError, fieldError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
@@ -86,8 +87,12 @@ export function createUsersService(deps: UsersDeps) {
   }
 
   async function update(ref: string | number, set: Partial<typeof users.$inferInsert>): Promise<UserView> {
-    const row = await find(ref);
-    const [updated] = await db.update(users).set({ ...set, updatedAt: sql`now()` as unknown as Date }).where(eq(users.id, row.id)).returning();
+    const updated = await withTx(db, async (tx) => {
+      const row = await find(ref, tx);
+      auditNote({ target: `user:${row.id}` });
+      const [u] = await tx.update(users).set({ ...set, updatedAt: sql`now()` as unknown as Date }).where(eq(users.id, row.id)).returning();
+      return u;
+    });
     await changed();
     return view(updated!, true);
   }
@@ -113,6 +118,7 @@ export function createUsersService(deps: UsersDeps) {
           .onConflictDoNothing({ target: users.name })
           .returning();
         if (!created) throw new AppError('conflict', `A user named ${JSON.stringify(name)} already exists`);
+        auditNote({ target: `user:${created.id}` });
         if (Number(balance) !== 0) {
           await tx.insert(balanceLedger).values({ userId: created.id, amount: balance, balanceAfter: balance, kind: 'admin_credit', note: 'opening balance', actor });
         }
@@ -146,6 +152,7 @@ export function createUsersService(deps: UsersDeps) {
       }
       return withTx(outer, async (tx) => {
         const user = await find(ref, tx);
+        auditNote({ target: `user:${user.id}` });
         const [row] = await tx
           .update(users)
           .set({ balance: sql`${users.balance} + ${amount}::numeric`, updatedAt: sql`now()` as unknown as Date })

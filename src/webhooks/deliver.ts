@@ -2,6 +2,7 @@ import { inArray } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { payClients } from '../db/schema/index.js';
+import { withTx } from '../db/tx.js';
 import { AppError } from '../http/errors.js';
 import { webhookOnDomain } from '../payments/clients.js';
 import type { SettingsService } from '../settings/service.js';
@@ -253,9 +254,12 @@ export function createWebhooksService(deps: WebhooksDeps) {
     show,
     /** Sends a delivered or dead event again, now, with the same event_id and body, and a fresh retry schedule. */
     async resend(eventId: string) {
-      const r = await reopenEvent(db, eventId, clock.now());
-      if (!r) throw new AppError('not_found', `No webhook event ${JSON.stringify(eventId)}`);
-      if (!r.reopened) throw new AppError('conflict', `Webhook event ${eventId} is still pending: it is being retried on its schedule`);
+      // Refused inside the transaction: an admin action's audit row commits only with a reopened event.
+      await withTx(db, async (tx) => {
+        const r = await reopenEvent(tx, eventId, clock.now());
+        if (!r) throw new AppError('not_found', `No webhook event ${JSON.stringify(eventId)}`);
+        if (!r.reopened) throw new AppError('conflict', `Webhook event ${eventId} is still pending: it is being retried on its schedule`);
+      });
       await drain(eventId);
       return show(eventId);
     },

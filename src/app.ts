@@ -122,6 +122,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     cron: deps.cron,
     sync: deps.sync,
     overrides: deps.overrides,
+    backup: deps.backup,
   });
   return app;
 }

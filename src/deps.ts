@@ -32,6 +32,8 @@ import { createSourceClient } from './sync/client.js';
 import { createSyncService } from './sync/service.js';
 import { createUpstreamOrders } from './sync/upstream.js';
 import { createOverridesService } from './sync/overrides.js';
+import { createBackupService, type EmbeddedSource } from './ops/backup.js';
+import { serverVersion } from './ops/version.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -58,6 +60,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const adminToken = config.ADMIN_TOKEN ?? readOrCreateSecret(adminTokenFile).value;
 
   let database = overrides.database;
+  // Only the process that opened the data folder (and holds its lock) backs it up.
+  let embedded: EmbeddedSource | null = null;
   const ownsDatabase = overrides.ownsDatabase ?? !overrides.database;
   if (!database) {
     if (config.DATABASE_URL) {
@@ -69,7 +73,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
       const snapshotDir = config.PGLITE_SNAPSHOT_DIR === 'off' ? null : path.resolve(config.PGLITE_SNAPSHOT_DIR ?? DEFAULT_SNAPSHOT_DIR);
       try {
         // openEmbedded logs one line before the slow part, so that a first start never looks hung.
-        database = await openEmbedded({ pgdata, snapshotDir, log: logger });
+        const opened = await openEmbedded({ pgdata, snapshotDir, log: logger });
+        database = opened;
+        embedded = { client: opened.client, pgdata };
       } catch (err) {
         unlock();
         throw err;
@@ -135,6 +141,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
   const sourceOverrides = createOverridesService({ db, bus });
   const cron = createCronService({ db, clock, settings, payments, webhooks, logger, sync, upstream });
+  const backup = createBackupService({ embedded, databaseKind: database.kind, dataDir: config.dataDir, secrets: { appSecret, adminToken }, version: serverVersion() });
   const files = createFilesService({ db, bus, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
@@ -166,6 +173,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     sync,
     upstream,
     overrides: sourceOverrides,
+    backup,
     async close(): Promise<void> {
       for (const fn of cleanups) await fn();
     },

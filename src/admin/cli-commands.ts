@@ -15,6 +15,7 @@ import { payClientCommands } from './cli/pay-client.js';
 import { payPaymentCommands } from './cli/pay-payment.js';
 import { payWebhookCommands } from './cli/pay-webhook.js';
 import { payTransactionCommands } from './cli/pay-transaction.js';
+import { backupCommands } from './cli/backup.js';
 
 export { CliError, usageError, type Command, type HttpCall, type OptionSpec, type Opts } from './cli/kit.js';
 
@@ -35,4 +36,5 @@ export const COMMANDS: readonly Command[] = [
   ...payPaymentCommands,
   ...payWebhookCommands,
   ...payTransactionCommands,
+  ...backupCommands,
 ];

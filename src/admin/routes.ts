@@ -19,6 +19,7 @@ import { registerAdminWebhookRoutes, type AdminWebhookDeps } from './webhook-rou
 import { registerAdminTransactionRoutes, type AdminTransactionDeps } from './transaction-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import { registerAdminSyncRoutes, type AdminSyncDeps } from './sync-routes.js';
+import { registerAdminBackupRoutes, type AdminBackupDeps } from './backup-routes.js';
 import {
   adminProduct,
   categoryCreateBody,
@@ -40,7 +41,7 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & AdminSyncDeps & {
+export type AdminDeps = AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & AdminSyncDeps & AdminBackupDeps & {
   adminToken: string;
   allowedIps: string[];
   uploadMaxBytes: number;
@@ -147,6 +148,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminWebhookRoutes(app, deps, ADMIN_ERRORS);
   registerAdminTransactionRoutes(app, deps, ADMIN_ERRORS);
   registerAdminSyncRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminBackupRoutes(app, deps, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: { operationId: 'adminListSettings', summary: 'List settings', description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView), 'Every runtime setting, secret values masked, under data.'), ...errs() } },

@@ -28,6 +28,12 @@ export function registerAdminBackupRoutes(app: FastifyInstance, deps: AdminBacku
     handler: async (req, reply) => {
       allowSilence(req.raw, PREPARE_SILENCE_MS);
       const backup = await deps.backup.prepare(req.query.with_secrets === 'true');
+      // A client gone while the copy was made gets nothing; the staging copy goes at once (and the next backup may run).
+      if (req.raw.socket?.destroyed) {
+        backup.stream.destroy();
+        backup.cleanup();
+        return reply;
+      }
       reply.raw.on('close', () => {
         if (!reply.raw.writableFinished) backup.stream.destroy();
         backup.cleanup();

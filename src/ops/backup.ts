@@ -148,8 +148,13 @@ export function createBackupService(deps: BackupDeps) {
     if (running) throw new AppError('conflict', 'A backup is already running; retry when it has finished');
     running = true;
     const stage = path.join(stagingRoot, randomUUID());
-    const cleanup = () => {
+    let released = false;
+    // Once per backup: the answer's end and the response's close both call it, and a later backup must keep its slot.
+    const release = () => {
+      if (released) return;
+      released = true;
       fs.rmSync(stage, { recursive: true, force: true });
+      running = false;
     };
     try {
       const staged: Staged[] = [];
@@ -209,14 +214,12 @@ export function createBackupService(deps: BackupDeps) {
           }
           yield END_OF_ARCHIVE;
         } finally {
-          cleanup();
-          running = false;
+          release();
         }
       }
-      return { manifest, bytes, stream: Readable.from(body(), { objectMode: false }), cleanup: () => { cleanup(); running = false; } };
+      return { manifest, bytes, stream: Readable.from(body(), { objectMode: false }), cleanup: release };
     } catch (err) {
-      cleanup();
-      running = false;
+      release();
       throw err;
     }
   }

@@ -152,6 +152,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     cron: deps.cron,
     sync: deps.sync,
     overrides: deps.overrides,
+    backup: deps.backup,
   });
   return app;
 }

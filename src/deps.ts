@@ -35,6 +35,8 @@ import { createUpstreamOrders } from './sync/upstream.js';
 import { createOverridesService } from './sync/overrides.js';
 import { createFactsSource } from './ops/facts.js';
 import { createMetrics } from './ops/metrics.js';
+import { createBackupService, type EmbeddedSource } from './ops/backup.js';
+import { serverVersion } from './ops/version.js';
 
 export type DepsOverrides = {
   database?: Database;
@@ -62,6 +64,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const adminToken = config.ADMIN_TOKEN ?? readOrCreateSecret(adminTokenFile).value;
 
   let database = overrides.database;
+  // Only the process that opened the data folder (and holds its lock) backs it up.
+  let embedded: EmbeddedSource | null = null;
   const ownsDatabase = overrides.ownsDatabase ?? !overrides.database;
   if (!database) {
     if (config.DATABASE_URL) {
@@ -73,7 +77,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
       const snapshotDir = config.PGLITE_SNAPSHOT_DIR === 'off' ? null : path.resolve(config.PGLITE_SNAPSHOT_DIR ?? DEFAULT_SNAPSHOT_DIR);
       try {
         // openEmbedded logs one line before the slow part, so that a first start never looks hung.
-        database = await openEmbedded({ pgdata, snapshotDir, log: logger });
+        const opened = await openEmbedded({ pgdata, snapshotDir, log: logger });
+        database = opened;
+        embedded = { client: opened.client, pgdata };
       } catch (err) {
         unlock();
         throw err;
@@ -148,6 +154,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const sourceOverrides = createOverridesService({ db, bus });
   const audit = createAuditService({ db, clock, settings });
   const cron = createCronService({ db, clock, settings, payments, webhooks, logger, sync, upstream, audit });
+  const backup = createBackupService({ embedded, databaseKind: database.kind, dataDir: config.dataDir, secrets: { appSecret, adminToken }, version: serverVersion() });
   const files = createFilesService({ db, bus, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
 
   return {
@@ -181,6 +188,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     upstream,
     overrides: sourceOverrides,
     metrics,
+    backup,
     facts,
     syncEnabled,
     /** Once: the shutdown closes the dependencies, and a caller that closes them again (a test) gets the same promise. */

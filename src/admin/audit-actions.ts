@@ -1,7 +1,7 @@
 import { settingDefs } from '../settings/registry.js';
 
 /** What an audited handler sees of its request: already validated by the route's zod schemas. */
-type Req = { params: Record<string, string>; body: Record<string, unknown> | undefined };
+type Req = { params: Record<string, string>; query: Record<string, unknown>; body: Record<string, unknown> | undefined };
 
 export type AuditSpec = {
   /** Stable dotted name, the `action` column (docs/tables.md). */
@@ -47,6 +47,8 @@ export const AUDIT_ACTIONS: Record<string, AuditSpec> = {
   adminAttachFile: { action: 'file.attach', target: product },
   adminMarkCodesUsed: { action: 'codes.mark_used', summary: (r) => ({ codes: (r.body?.codes as unknown[] | undefined)?.length ?? 0, used: r.body?.used }) },
   adminRefundOrder: { action: 'order.refund', target: (r) => `order:${r.params.code}` },
+  // A read, audited through its route's config.audit: who took a copy of the database, and whether with the secrets.
+  adminBackup: { action: 'backup.create', deferred: true, summary: (r) => ({ with_secrets: r.query.with_secrets === 'true' }) },
   adminClearGuards: { action: 'guard.clear', deferred: true, after: (d) => pick(d, ['cleared']) },
   adminSetSetting: {
     action: 'setting.set',

@@ -38,7 +38,7 @@ export function installAuditHook(app: FastifyInstance, db: Db): void {
     const spec: AuditSpec = configured ? { ...AUDIT_ACTIONS[operationId], action: configured } : (AUDIT_ACTIONS[operationId] ?? { action: operationId });
     const handler = route.handler;
     route.handler = async function (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
-      const r = { params: (req.params ?? {}) as Record<string, string>, body: (req.body && typeof req.body === 'object' ? req.body : undefined) as Record<string, unknown> | undefined };
+      const r = { params: (req.params ?? {}) as Record<string, string>, query: (req.query ?? {}) as Record<string, unknown>, body: (req.body && typeof req.body === 'object' ? req.body : undefined) as Record<string, unknown> | undefined };
       const entry = {
         actor: req.headers[ADMIN_CLIENT_HEADER] === 'cli' ? 'cli' : 'admin-api',
         action: spec.action,

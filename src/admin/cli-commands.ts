@@ -16,6 +16,7 @@ import { payPaymentCommands } from './cli/pay-payment.js';
 import { payWebhookCommands } from './cli/pay-webhook.js';
 import { payTransactionCommands } from './cli/pay-transaction.js';
 import { auditCommands } from './cli/audit.js';
+import { backupCommands } from './cli/backup.js';
 
 export { CliError, usageError, type Command, type HttpCall, type OptionSpec, type Opts } from './cli/kit.js';
 
@@ -37,4 +38,5 @@ export const COMMANDS: readonly Command[] = [
   ...payWebhookCommands,
   ...payTransactionCommands,
   ...auditCommands,
+  ...backupCommands,
 ];

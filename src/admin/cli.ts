@@ -28,7 +28,7 @@ const MAX_NOUN_WORDS = Math.max(...[...KNOWN_NOUNS].map((n) => n.split(' ').leng
 /** The second words of the nouns of a group: "pay" -> method, client, payment. */
 const nounsOf = (group: string) => NOUNS.filter((n) => n.startsWith(`${group} `)).map((n) => n.slice(group.length + 1));
 
-const line = (c: Command) => `${c.noun} ${c.verb}${c.usage ? ` ${c.usage}` : ''}`;
+const line = (c: Command) => `${c.noun}${c.verb ? ` ${c.verb}` : ''}${c.usage ? ` ${c.usage}` : ''}`;
 
 function helpText(commands: readonly Command[], full: boolean): string {
   const width = Math.max(...commands.map((c) => line(c).length).filter((n) => n <= 52));
@@ -75,8 +75,9 @@ function resolve(argv: string[]): Resolved {
     throw usageError(`Unknown command "${first} ${second}"; ${first} nouns: ${group.join(', ')}`);
   }
   const noun = argv.slice(0, words).join(' ');
-  const [verb, ...rest] = argv.slice(words);
   const ofNoun = COMMANDS.filter((c) => c.noun === noun);
+  // A noun that is a command by itself (`backup FILE`): everything after it is arguments.
+  const [verb, ...rest] = ofNoun.some((c) => c.verb === '') ? ['', ...argv.slice(words)] : argv.slice(words);
   if (verb === undefined) throw usageError(`${noun} needs a verb: ${ofNoun.map((c) => c.verb).join(', ')} (run reseller-admin ${noun} --help)`);
   if (HELP_FLAGS.has(verb)) return { kind: 'help', text: helpText(ofNoun, false) };
   const command = ofNoun.find((c) => c.verb === verb);
@@ -173,9 +174,11 @@ async function timeoutOf(call: HttpCall, conn: Connection, fetchFn: typeof fetch
   return ((Number.isFinite(seconds) && seconds > 0 ? seconds : fallbackSeconds) + marginSeconds) * 1000;
 }
 
+/** Every call's headers. x-admin-client: the server records the CLI's actions with actor cli (docs/operations.md, "Audit trail"). */
+const cliHeaders = (conn: Connection): Record<string, string> => ({ authorization: `Bearer ${conn.token}`, 'x-admin-client': 'cli' });
+
 async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch, timeoutMs = call.timeoutMs ?? TIMEOUT_MS): Promise<Outcome> {
-  // x-admin-client: the server records the CLI's actions with actor cli (docs/operations.md, "Audit trail").
-  const headers: Record<string, string> = { authorization: `Bearer ${conn.token}`, accept: 'application/json', 'x-admin-client': 'cli' };
+  const headers: Record<string, string> = { ...cliHeaders(conn), accept: 'application/json' };
   let body: string | FormData | undefined;
   if (call.form) body = call.form;
   else if (call.json !== undefined) {
@@ -203,6 +206,29 @@ async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch, tim
   throw new CliError('unexpected_response', `ADMIN_URL=${conn.shown} answered HTTP ${status} without the admin API's JSON envelope: is ADMIN_URL the reseller-gateway server?`);
 }
 
+/** A raw answer of the admin API (a download): the response when it is 2xx, else the envelope as a CliError. */
+async function open(p: string, init: { signal: AbortSignal }, conn: Connection, fetchFn: typeof fetch): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetchFn(conn.base + p, { headers: cliHeaders(conn), signal: init.signal });
+  } catch (err) {
+    throw unreachable(err, conn, TIMEOUT_MS);
+  }
+  if (res.ok) return res;
+  const text = await res.text().catch(() => '');
+  let rec: Record<string, unknown> = {};
+  try {
+    rec = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    // not the envelope: said below
+  }
+  if (rec.ok === false && typeof rec.error === 'string') {
+    const e = refusedToken(rec, conn);
+    throw new CliError(String(e.error), String(e.message));
+  }
+  throw new CliError('unexpected_response', `ADMIN_URL=${conn.shown} answered HTTP ${res.status} without the admin API's JSON envelope: is ADMIN_URL the reseller-gateway server?`);
+}
+
 /** Runs one command line; returns the exit code. Never throws and never writes the admin token. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let token: string | undefined;
@@ -218,9 +244,19 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stdout(r.text);
       return 0;
     }
+    if (r.command.run) {
+      const conn = () => {
+        const c = connection(io.env);
+        token = c.token;
+        return c;
+      };
+      const data = await r.command.run(r.args, r.opts, { open: (p, init) => open(p, init, conn(), io.fetch ?? globalThis.fetch), warn: (m) => io.stderr(`warning: ${m}\n`) });
+      io.stdout(JSON.stringify(data, null, 2) + '\n');
+      return 0;
+    }
     let call: HttpCall;
     try {
-      call = await r.command.call(r.args, r.opts, r.rest);
+      call = await r.command.call!(r.args, r.opts, r.rest);
     } catch (err) {
       // The command checks its own options (a missing --name): say its usage line, as a missing argument does,
       // unless the message already says what to give (an unreadable FILE).

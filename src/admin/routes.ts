@@ -18,6 +18,7 @@ import { registerAdminTransactionRoutes, type AdminTransactionDeps } from './tra
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import { registerAdminSyncRoutes, type AdminSyncDeps } from './sync-routes.js';
 import { installAuditHook, registerAdminAuditRoutes, type AdminAuditDeps } from './audit-routes.js';
+import { registerAdminBackupRoutes, type AdminBackupDeps } from './backup-routes.js';
 import {
   adminProduct,
   categoryCreateBody,
@@ -39,7 +40,7 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = AdminAuditDeps & AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & AdminSyncDeps & {
+export type AdminDeps = AdminAuditDeps & AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & AdminSyncDeps & AdminBackupDeps & {
   adminToken: string;
   allowedIps: string[];
   uploadMaxBytes: number;
@@ -144,6 +145,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminTransactionRoutes(app, deps, ADMIN_ERRORS);
   registerAdminSyncRoutes(app, deps, ADMIN_ERRORS);
   registerAdminAuditRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminBackupRoutes(app, deps, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: { operationId: 'adminListSettings', summary: 'List settings', description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView), 'Every runtime setting, secret values masked, under data.'), ...errs() } },

@@ -90,5 +90,9 @@ export function patchOpenApi<T>(doc: T): T {
   if (download?.responses) {
     download.responses['200'] = { description: 'the ZIP file, streamed', content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } };
   }
+  const backup = paths['/admin/v1/backup']?.get as { responses?: Record<string, unknown> } | undefined;
+  if (backup?.responses) {
+    backup.responses['200'] = { description: 'the tar archive, streamed (backup-manifest.json first)', content: { 'application/x-tar': { schema: { type: 'string', format: 'binary' } } } };
+  }
   return doc;
 }

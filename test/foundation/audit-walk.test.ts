@@ -237,7 +237,9 @@ describe('audit trail: every mutating admin operation', () => {
     expect(ids.length).toBeGreaterThan(30);
     expect(ids.filter((id) => !AUDIT_ACTIONS[id]), 'mutating admin operations without an entry in src/admin/audit-actions.ts').toEqual([]);
     expect(ids.filter((id) => !FIXTURES[id]), 'mutating admin operations without a fixture in this test').toEqual([]);
-    expect(Object.keys(AUDIT_ACTIONS).filter((id) => !ids.includes(id)), 'entries of no mutating operation').toEqual([]);
+    // Reads audited through their route's config.audit (the backup: test/foundation/backup.test.ts checks its row).
+    const auditedReads = ['adminBackup'];
+    expect(Object.keys(AUDIT_ACTIONS).filter((id) => !ids.includes(id) && !auditedReads.includes(id)), 'entries of no mutating operation').toEqual([]);
   });
 
   it('each call leaves exactly one row (action, actor admin-api, target, its X-Request-Id), in the transaction of its change', async () => {

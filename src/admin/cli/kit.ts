@@ -43,10 +43,27 @@ export type Command = {
   /** The last of `args` takes one or more values (CODE...); `call` gets all of them as its third argument. */
   variadic?: boolean;
   options: Record<string, OptionSpec>;
-  call(args: Record<string, string>, opts: Opts, rest: readonly string[]): HttpCall | Promise<HttpCall>;
+  /** The one admin API call the command is; absent for a command that runs itself (`run`). */
+  call?(args: Record<string, string>, opts: Opts, rest: readonly string[]): HttpCall | Promise<HttpCall>;
+  /** A command that is more than one JSON call (a streamed download, a local restore); returns what to print. */
+  run?(args: Record<string, string>, opts: Opts, ctx: RunContext): Promise<unknown>;
   /** What of `data` to print; all of it when absent. */
   output?: (data: unknown) => unknown;
 };
+
+/** What a `run` command gets from cli.ts: an authenticated request to the admin API, and stderr for warnings. */
+export type RunContext = {
+  /** GET/POST on the admin API; a refused or failed answer throws the CliError the CLI prints. */
+  open(path: string, init: { signal: AbortSignal }): Promise<Response>;
+  warn(message: string): void;
+};
+
+/** A command that runs itself rather than being one JSON call. */
+export function runCmd<A extends string>(
+  c: Omit<Command, 'args' | 'call' | 'run' | 'options'> & { args?: readonly A[]; options?: Record<string, OptionSpec>; run(args: Record<A, string>, opts: Opts, ctx: RunContext): Promise<unknown> },
+): Command {
+  return { ...c, args: c.args ?? [], options: c.options ?? {}, run: c.run as Command['run'] };
+}
 
 // The generic ties `args` to the keys `call` destructures, so a typo in an argument name fails type-checking.
 export function cmd<A extends string>(

@@ -16,11 +16,13 @@ RUN npm ci --include=dev --ignore-scripts --no-audit --no-fund
 COPY . .
 # A full build of dist/ (.dockerignore keeps the host's dist/ out), then the dev dependencies go: what runs is node,
 # dist/ and the runtime dependencies.
-# DATA_DIR must be writable by the non-root user (a named volume mounted here inherits this ownership).
+# DATA_DIR must be writable by the non-root user (a named volume mounted here inherits this ownership), and so must
+# the embedded database's snapshot cache (src/db/embedded.ts), which makes every first start after the first fast.
 RUN npm run build \
   && npm prune --omit=dev --no-audit --no-fund \
   && npm cache clean --force \
-  && mkdir -p /app/data && chown node:node /app/data
+  && mkdir -p /app/data /app/node_modules/.cache/reseller-gateway \
+  && chown node:node /app/data /app/node_modules/.cache/reseller-gateway
 
 ENV NODE_ENV=production \
     PORT=3000 \

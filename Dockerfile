@@ -32,7 +32,10 @@ ENV NODE_ENV=production \
 USER node
 EXPOSE 3000
 
-# /readyz answers 200 when the database answers and the server is not shutting down.
+# /readyz answers 200 when the database answers and the server is not shutting down. Docker only marks the container
+# unhealthy (compose's proxy waits for healthy before it starts); it does not restart it. Under an orchestrator that
+# replaces unhealthy containers (Swarm), point the check at /healthz instead: a database outage is not fixed by a
+# restart (docs/operations.md, "Health endpoints").
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 

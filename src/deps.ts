@@ -5,7 +5,7 @@ import type { Config } from './config.js';
 import { openPg, type Database } from './db/client.js';
 import { DEFAULT_SNAPSHOT_DIR, openEmbedded } from './db/embedded.js';
 import { createLogger } from './http/logger.js';
-import { createSettingsService } from './settings/service.js';
+import { createSettingsService, encryptPlaintextSecrets } from './settings/service.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { createCipher, type Cipher } from './shared/crypto.js';
 import { eq } from 'drizzle-orm';
@@ -91,6 +91,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const cipher = createCipher(appSecret);
   try {
     await checkAppSecret(database.db, cipher);
+    // Before any service reads them: secret settings written in plaintext by SQL are encrypted (docs/tables.md).
+    await encryptPlaintextSecrets(database.db, cipher);
   } catch (err) {
     for (const fn of cleanups) await fn();
     throw err;
@@ -126,7 +128,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   }
 
 
-  const settings = createSettingsService({ db, clock, bus, logger, defaults: config.settingDefaults });
+  const settings = createSettingsService({ db, clock, bus, logger, cipher, defaults: config.settingDefaults });
   // A registry per app instance (tests build several per process); the services count through metrics.domain.
   const syncEnabled = async () => (await settings.get('source_url')) !== '';
   const metrics = createMetrics({ poolStats: () => database.poolStats(), syncEnabled });

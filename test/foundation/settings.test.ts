@@ -87,7 +87,8 @@ describe('settings', () => {
       const get = await t.admin('GET', '/admin/v1/settings/cron_token');
       expect(get.statusCode).toBe(200);
       expect(get.json()).toEqual({ ok: true, data: { key: 'cron_token', value: token, default: '', source: 'database', secret: true, help: expect.any(String) } });
-      expect(await query(t, sql`SELECT value FROM settings WHERE key = 'cron_token'`)).toEqual([{ value: token }]);
+      // Stored encrypted (test/foundation/secret-settings.test.ts), read back in clear.
+      expect(await query(t, sql`SELECT value FROM settings WHERE key = 'cron_token'`)).toEqual([{ value: expect.stringMatching(/^enc:v1:/) }]);
 
       await t.adminData('PUT', '/admin/v1/settings/cron_token', { value: '' });
       await t.adminData('PUT', '/admin/v1/settings/source_api_key', { value: '' });

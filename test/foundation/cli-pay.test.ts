@@ -111,7 +111,7 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
       expect((await fails('pay', 'invoice', 'list')).envelope).toEqual(usage('Unknown command "pay invoice"; pay nouns: method, client, payment, webhook, transaction'));
       expect((await fails('pay', 'method')).envelope).toEqual(usage('pay method needs a verb: create, list, update (run reseller-admin pay method --help)'));
       expect((await fails('pay', 'method', 'delete', 'VCB')).envelope).toEqual(usage('Unknown command "pay method delete"; pay method verbs: create, list, update'));
-      expect((await fails('frobnicate')).envelope).toEqual(usage('Unknown command "frobnicate"; commands: user, category, product, codes, order, override, sync, guard, setting, demo, pay, audit (run reseller-admin --help)'));
+      expect((await fails('frobnicate')).envelope).toEqual(usage('Unknown command "frobnicate"; commands: user, category, product, codes, order, override, sync, guard, setting, demo, pay, audit, backup, restore (run reseller-admin --help)'));
 
       expect((await fails('pay', 'method', 'create', '--bank-bin', '970436')).envelope).toEqual(usage(expect.stringMatching(/^--code is required; usage: reseller-admin pay method create /)));
       expect((await fails('pay', 'method', 'create', '--code', 'X', '--bank-bin', '970436', '--bank-name', 'B', '--account-number', '1', '--account-name', 'N', '--default')).envelope).toEqual(

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { decodeHeader, type HeaderFault } from '../db/tar.js';
 
 /**
  * The ustar pieces of the backup archive (docs/operations.md "Backup and restore"): headers written one entry at a
@@ -101,17 +102,8 @@ export class ExactReader {
   }
 }
 
-function field(h: Buffer, start: number, len: number): string {
-  const raw = h.subarray(start, start + len);
-  const end = raw.indexOf(0);
-  return raw.subarray(0, end === -1 ? len : end).toString('utf8');
-}
-
-function octal(h: Buffer, start: number, len: number): number {
-  const s = field(h, start, len).trim();
-  if (!/^[0-7]+$/.test(s)) throw new ArchiveError('the archive has a damaged member header');
-  return parseInt(s, 8);
-}
+const headerFault = (fault: HeaderFault) =>
+  new ArchiveError(fault === 'checksum' ? 'the archive has a damaged member header (bad header checksum)' : 'the archive has a damaged member header');
 
 export type EntryHeader = { name: string; type: 'file' | 'dir'; size: number };
 
@@ -121,13 +113,9 @@ export async function readHeader(r: ExactReader): Promise<EntryHeader | null> {
     throw err instanceof ArchiveError ? new ArchiveError('the archive is truncated (no end-of-archive marker): the file is incomplete') : err;
   });
   if (h.every((b) => b === 0)) return null;
-  let sum = 0;
-  for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 32 : h[i]!;
-  if (sum !== octal(h, 148, 8)) throw new ArchiveError('the archive has a damaged member header (bad header checksum)');
-  const prefix = field(h, 345, 155);
-  const name = ((prefix ? `${prefix}/` : '') + field(h, 0, 100)).replace(/\/+$/, '');
-  const flag = String.fromCharCode(h[156]!);
+  const { name: raw, flag, size } = decodeHeader(h, headerFault);
+  const name = raw.replace(/\/+$/, '');
   if (flag === '5') return { name, type: 'dir', size: 0 };
-  if (flag === '0' || flag === '\0') return { name, type: 'file', size: octal(h, 124, 12) };
+  if (flag === '0' || flag === '\0') return { name, type: 'file', size };
   throw new ArchiveError(`the archive holds ${JSON.stringify(name)} of a kind a backup never has (a link or a device)`);
 }

@@ -10,7 +10,9 @@ import { END_OF_ARCHIVE, memberBytes, padding, tarHeader } from './backup-tar.js
  * Backups of the embedded database (docs/operations.md "Backup and restore", docs/decisions.md "Backup and restore").
  * The database folder is copied while PGlite's transaction queue is held: no statement and no transaction of the
  * app runs meanwhile, so the copy is the database at one moment. The copy goes to a staging folder beside it (a local
- * disk copy, not the client's download speed, is what holds the queue), then streams to the client as a tar.
+ * disk copy, not the client's download speed, is what holds the queue), then streams to the client as a tar. Attached
+ * files, which can be large, only get a hard link in the staging folder while the queue is held; they are hashed (or,
+ * where a link cannot be made, copied) after it is released.
  */
 
 export const BACKUP_FORMAT = 'reseller-gateway-backup';
@@ -29,8 +31,12 @@ export type BackupManifest = {
   migrations: number;
   with_secrets: boolean;
   files: number;
+  /** Attached files the database named at the backup's moment but that were not on disk: not in the archive. */
+  missing_files: MissingFile[];
   members: ManifestMember[];
 };
+
+export type MissingFile = { product_file_id: number; storage_name: string };
 
 export type EmbeddedSource = { client: PGlite; pgdata: string };
 
@@ -53,24 +59,25 @@ const CHUNK = 1 << 20;
 const SLICE_BYTES = 32 << 20;
 
 /**
- * Copies one file and hashes it in the same pass, in synchronous 1 MiB steps: a few thousand small files then cost a
- * few thousand system calls rather than as many turns of a busy event loop (which measured tens of seconds under
- * order load). Returns the bytes copied.
+ * Copies one file (or, without `dst`, only reads it) and hashes it in the same pass, in synchronous 1 MiB steps: a few
+ * thousand small files then cost a few thousand system calls rather than as many turns of a busy event loop (which
+ * measured tens of seconds under order load). Returns the bytes read.
  */
-function copyHashed(src: string, dst: string, member: ManifestMember, buf: Buffer): number {
+function copyHashed(src: string, dst: string | null, member: ManifestMember, buf: Buffer): number {
   const from = fs.openSync(src, 'r');
-  const to = fs.openSync(dst, 'wx', 0o600);
   const hash = createHash('sha256');
   let size = 0;
+  let to: number | null = null;
   try {
+    if (dst !== null) to = fs.openSync(dst, 'wx', 0o600);
     for (let n; (n = fs.readSync(from, buf, 0, buf.length, null)) > 0; ) {
       hash.update(buf.subarray(0, n));
-      fs.writeSync(to, buf, 0, n);
+      if (to !== null) fs.writeSync(to, buf, 0, n);
       size += n;
     }
   } finally {
     fs.closeSync(from);
-    fs.closeSync(to);
+    if (to !== null) fs.closeSync(to);
   }
   member.size = size;
   member.sha256 = hash.digest('hex');
@@ -79,7 +86,7 @@ function copyHashed(src: string, dst: string, member: ManifestMember, buf: Buffe
 
 type Copier = { buf: Buffer; sinceYield: number };
 
-async function copied(c: Copier, src: string, dst: string, member: ManifestMember): Promise<void> {
+async function copied(c: Copier, src: string, dst: string | null, member: ManifestMember): Promise<void> {
   c.sinceYield += copyHashed(src, dst, member, c.buf);
   if (c.sinceYield >= SLICE_BYTES) {
     c.sinceYield = 0;
@@ -105,14 +112,42 @@ async function copyTree(c: Copier, from: string, to: string, out: Staged[], rel:
   }
 }
 
-/** A stored file as it is now, or false when it is gone: stored files never change once written (files/storage.ts). */
-async function keep(c: Copier, src: string, dst: string, member: ManifestMember): Promise<boolean> {
+const gone = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
+
+/**
+ * An attached file named by the database: `linked` once the staging folder holds a hard link to it (its bytes then
+ * stay what they were even if the name were removed), `copy` when a link could not be made (another filesystem, a
+ * filesystem without links), `missing` when it is not on disk.
+ */
+type Attached = { id: number; name: string; src: string; dst: string; state: 'linked' | 'copy' | 'missing' };
+
+/**
+ * Under the transaction lock: one link per file, whatever its size (docs/decisions.md "Backup and restore", "Attached
+ * files"). Any failure but a missing file leaves the file to be copied after the lock.
+ */
+function linkAttached(a: Attached): void {
   try {
-    await copied(c, src, dst, member);
+    fs.linkSync(a.src, a.dst);
+    a.state = 'linked';
+  } catch (err) {
+    a.state = gone(err) ? 'missing' : 'copy';
+  }
+}
+
+/**
+ * After the lock: hashes a linked file in place, or copies and hashes one that could not be linked. Stored files are
+ * never rewritten once attached (files/storage.ts writes a new name and renames it into place), so either way the
+ * bytes are those of the backup's moment; a file removed before its copy counts as missing.
+ */
+async function stageAttached(c: Copier, a: Attached, member: ManifestMember): Promise<boolean> {
+  try {
+    await copied(c, a.state === 'linked' ? a.dst : a.src, a.state === 'linked' ? null : a.dst, member);
     return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
+    if (!gone(err)) throw err;
+    fs.rmSync(a.dst, { force: true });
+    a.state = 'missing';
+    return false;
   }
 }
 
@@ -160,29 +195,37 @@ export function createBackupService(deps: BackupDeps) {
       const staged: Staged[] = [];
       let migrations = 0;
       let fileCount = 0;
+      const attached: Attached[] = [];
       const createdAt = now();
       await fs.promises.mkdir(stage, { recursive: true, mode: 0o700 });
       // The transaction queue: while this callback runs, every query and transaction of the app waits (they all go
       // through it), so the folder is copied between two transactions, never inside one. The checkpoint first writes
       // the changed pages to the data files, so that opening the copy replays next to no WAL. Files are hashed as they
-      // are copied: one read of each byte.
+      // are copied: one read of each byte. Attached files get only a hard link here: their size must not hold orders.
       const copier: Copier = { buf: Buffer.allocUnsafe(CHUNK), sinceYield: 0 };
       await src.client.transaction(async (tx) => {
         await tx.exec('CHECKPOINT');
         migrations = (await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).rows[0]?.n ?? 0;
-        const stored = (await tx.query<{ storage_name: string }>('SELECT storage_name FROM product_files ORDER BY id')).rows;
+        const stored = (await tx.query<{ id: number; storage_name: string }>('SELECT id::int AS id, storage_name FROM product_files ORDER BY id')).rows;
         await copyTree(copier, src.pgdata, path.join(stage, 'pgdata'), staged, 'pgdata');
         fs.mkdirSync(path.join(stage, 'files'), { mode: 0o700 });
-        staged.push({ abs: path.join(stage, 'files'), member: { path: 'files', type: 'dir', size: 0 } });
-        for (const { storage_name: name } of stored) {
-          if (!/^[0-9a-f-]{36}$/.test(name)) continue;
-          const member: ManifestMember = { path: `files/${name}`, type: 'file', size: 0 };
-          if (await keep(copier, path.join(deps.dataDir, 'files', name), path.join(stage, 'files', name), member)) {
-            staged.push({ abs: path.join(stage, 'files', name), member });
-            fileCount++;
-          }
+        for (const { id, storage_name: name } of stored) {
+          // files/storage.ts only ever names files so; any other name would not be a path inside DATA_DIR/files.
+          const valid = /^[0-9a-f-]{36}$/.test(name);
+          const a: Attached = { id, name, src: path.join(deps.dataDir, 'files', name), dst: path.join(stage, 'files', name), state: 'missing' };
+          if (valid) linkAttached(a);
+          attached.push(a);
         }
       });
+      staged.push({ abs: path.join(stage, 'files'), member: { path: 'files', type: 'dir', size: 0 } });
+      for (const a of attached) {
+        const member: ManifestMember = { path: `files/${a.name}`, type: 'file', size: 0 };
+        if (a.state !== 'missing' && (await stageAttached(copier, a, member))) {
+          staged.push({ abs: a.dst, member });
+          fileCount++;
+        }
+      }
+      const missing = attached.filter((a) => a.state === 'missing').map((a) => ({ product_file_id: a.id, storage_name: a.name }));
       if (withSecrets) {
         for (const [name, value] of [['app-secret', deps.secrets.appSecret], ['admin-token', deps.secrets.adminToken]] as const) {
           const content = Buffer.from(`${value}\n`);
@@ -198,6 +241,7 @@ export function createBackupService(deps: BackupDeps) {
         migrations,
         with_secrets: withSecrets,
         files: fileCount,
+        missing_files: missing,
         members: staged.map((s) => s.member),
       };
       const manifestBytes = Buffer.from(JSON.stringify(manifest, null, 1) + '\n');

@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { ArchiveError, BLOCK, ExactReader, readHeader } from './backup-tar.js';
-import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, MANIFEST_NAME, type BackupManifest, type ManifestMember } from './backup.js';
+import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, MANIFEST_NAME, type BackupManifest, type ManifestMember, type MissingFile } from './backup.js';
 
 /**
  * Rebuilds a data folder from a backup archive (docs/operations.md "Backup and restore"). Runs without a server: the
@@ -19,6 +19,8 @@ export type RestoreResult = {
   migrations: number;
   with_secrets: boolean;
   files: number;
+  /** Attached files the backup's database names but that were not on disk at the backup (not in the archive). */
+  missing_files: MissingFile[];
   members: number;
   bytes: number;
 };
@@ -29,10 +31,21 @@ const CHUNK = 1 << 20;
 function openArchive(file: string): Readable {
   const fd = fs.openSync(file, 'r');
   const magic = Buffer.alloc(2);
-  fs.readSync(fd, magic, 0, 2, 0);
+  try {
+    // A folder opens, and fails only here (EISDIR): the descriptor must not outlive the refusal.
+    fs.readSync(fd, magic, 0, 2, 0);
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
+  }
   const raw = fs.createReadStream('', { fd, highWaterMark: CHUNK });
+  if (magic[0] !== 0x1f || magic[1] !== 0x8b) return raw;
   // A .tar.gz (an operator who compressed the archive) reads the same; gunzip's own check catches a damaged one.
-  return magic[0] === 0x1f && magic[1] === 0x8b ? raw.pipe(zlib.createGunzip()) : raw;
+  // pipeline, not pipe: a read error of the file then fails the gunzip stream the reader waits on, instead of leaving
+  // it waiting for data that never comes; and destroying gunzip (the restore's end) closes the file.
+  const gunzip = zlib.createGunzip();
+  pipeline(raw, gunzip, () => {});
+  return gunzip;
 }
 
 /** A member name that stays inside the folder: relative, no `..`, no empty or odd parts. */
@@ -129,7 +142,8 @@ export async function restoreArchive(file: string, dataDir: string): Promise<Res
     input = openArchive(file);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new ArchiveError(`cannot read ${file} (${code === 'ENOENT' ? 'no such file' : (code ?? 'error')})`);
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a folder; give the backup archive file' : (code ?? 'error');
+    throw new ArchiveError(`cannot read ${file} (${why})`);
   }
   fs.mkdirSync(path.dirname(target), { recursive: true });
   const tmp = path.join(path.dirname(target), `.${path.basename(target)}.restoring-${randomBytes(4).toString('hex')}`);
@@ -151,6 +165,7 @@ export async function restoreArchive(file: string, dataDir: string): Promise<Res
       migrations: manifest.migrations,
       with_secrets: manifest.with_secrets,
       files: manifest.files,
+      missing_files: manifest.missing_files ?? [],
       members: manifest.members.length,
       bytes,
     };

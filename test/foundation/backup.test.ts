@@ -78,6 +78,7 @@ describe.skipIf(onPostgres())('backup and restore of the embedded database (embe
   let fileProduct = '';
   const attached = randomBytes(700_000);
   let fileOrder = '';
+  let lostFile = '';
   let afterOrder = '';
   let firstCodeOrder = '';
   let full = '';
@@ -106,6 +107,15 @@ describe.skipIf(onPostgres())('backup and restore of the embedded database (embe
     form.append('file', new Blob([new Uint8Array(attached)]), 'guide.bin');
     const up = await fetch(`${base}/admin/v1/products/${fileProduct}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
     expect(up.status).toBe(200);
+    // A second file product whose attached file then disappears from disk: the backup names it instead of hiding it.
+    const lostProduct = String((await admin('POST', '/admin/v1/products', { category_id: cat.id, name: 'Lost', price: '1', type: 'file', max_qty: 1 })).id);
+    const filesDir = path.join(root, 'src', 'files');
+    const before = new Set(fs.readdirSync(filesDir));
+    const lostForm = new FormData();
+    lostForm.append('file', new Blob([new Uint8Array(randomBytes(100))]), 'lost.bin');
+    expect((await fetch(`${base}/admin/v1/products/${lostProduct}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: lostForm })).status).toBe(200);
+    lostFile = fs.readdirSync(filesDir).find((f) => !before.has(f))!;
+    fs.rmSync(path.join(filesDir, lostFile));
     for (let i = 0; i < USERS; i++) {
       const u = await admin('POST', '/admin/v1/users', { name: `u${i}`, balance: CREDIT });
       users.push({ id: Number(u.id), key: String(u.api_key) });
@@ -148,11 +158,11 @@ describe.skipIf(onPostgres())('backup and restore of the embedded database (embe
       await until(() => placed >= 60, 'orders before the backup');
       full = path.join(root, 'full.tar');
       const b = await cli(['backup', full, '--with-secrets'], env);
-      expect(b.err).toBe('');
+      expect(b.err).toMatch(/^warning: 1 attached file\(s\) the database names were not on the server's disk and are not in this backup \(see missing_files\)/);
       expect(b.code).toBe(0);
       const sum = b.json();
       const bytes = fs.readFileSync(full);
-      expect(sum).toMatchObject({ file: full, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), with_secrets: true, migrations: expect.any(Number), files: 1 });
+      expect(sum).toMatchObject({ file: full, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), with_secrets: true, migrations: expect.any(Number), files: 1, missing_files: [{ product_file_id: expect.any(Number), storage_name: lostFile }] });
       const atBackup = placed;
       await until(() => placed >= atBackup + 40, 'orders after the backup');
 
@@ -202,7 +212,7 @@ describe.skipIf(onPostgres())('backup and restore of the embedded database (embe
     const dir = path.join(root, 'restored');
     const r = await cli(['restore', full, '--data-dir', dir], {});
     expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: '' });
-    expect(r.json()).toMatchObject({ data_dir: dir, with_secrets: true, files: 1 });
+    expect(r.json()).toMatchObject({ data_dir: dir, with_secrets: true, files: 1, missing_files: [{ storage_name: lostFile }] });
     expect(fs.readFileSync(path.join(dir, 'app-secret'), 'utf8').trim()).toBe(appSecret);
 
     const src = await readDb(path.join(root, 'src'));

@@ -66,7 +66,11 @@ async function backup(file: string, opts: { withSecrets: boolean; force: boolean
   fs.closeSync(fd);
   fs.renameSync(tmp, target);
   const manifest = manifestOf(head) ?? {};
+  const missing = Array.isArray(manifest.missing_files) ? (manifest.missing_files as unknown[]) : [];
   if (!opts.withSecrets) ctx.warn(NO_SECRETS_WARNING);
+  if (missing.length > 0) {
+    ctx.warn(`${missing.length} attached file(s) the database names were not on the server's disk and are not in this backup (see missing_files); orders of their products cannot be downloaded after a restore until the files are attached again`);
+  }
   return {
     file: target,
     bytes,
@@ -76,6 +80,7 @@ async function backup(file: string, opts: { withSecrets: boolean; force: boolean
     server_version: manifest.server_version,
     migrations: manifest.migrations,
     files: manifest.files,
+    missing_files: missing,
   };
 }
 
@@ -84,7 +89,7 @@ export const backupCommands: readonly Command[] = [
   runCmd({
     noun: 'backup', verb: '',
     usage: 'FILE [--with-secrets] [--force]',
-    summary: 'archive of the embedded database and attached files, taken while the server serves; --with-secrets adds app-secret and admin-token; prints {file, bytes, sha256, ...}',
+    summary: 'archive of the embedded database and attached files, taken while the server serves; --with-secrets adds app-secret and admin-token; prints {file, bytes, sha256, ..., missing_files}',
     args: ['FILE'], options: { 'with-secrets': B, force: B },
     run: ({ FILE }, o, ctx) => backup(FILE, { withSecrets: o['with-secrets'] === true, force: o.force === true }, ctx),
   }),

@@ -96,6 +96,21 @@ describe('shutdown past its bound', () => {
       await t.close();
     }
   });
+
+  it('cut webhook attempts still being recorded at the bound: the database is left open and the report says busy', async () => {
+    const t = await createTestApp();
+    try {
+      let closed = false;
+      // A record that never ends (a database that stopped answering): what stop() waits for after cutting attempts.
+      const webhooks = { stop: () => new Promise<{ finished: number; interrupted: number }>(() => undefined) };
+      const report = await shutdown({ app: t.app, requests: t.requests, webhooks, sync: t.deps.sync, closeDeps: async () => void (closed = true), logger: t.deps.logger }, 1_000);
+      expect(report).toMatchObject({ outcome: 'busy', requests_left: 0 });
+      expect(closed).toBe(false);
+      expect(t.logs.join('\n')).toContain('webhook attempts still being recorded at the bound; exiting without closing the database');
+    } finally {
+      await t.close();
+    }
+  });
 });
 
 describe('shutdown with a webhook attempt in flight', () => {
@@ -156,7 +171,7 @@ describe('shutdown with a webhook attempt in flight', () => {
     const client = await makeHookClient(first, receiver.url);
     await approve(first, (await pendingPayment(first, client)).payment_id);
     // Recorded, not only claimed (a claim counts the attempt): its retry time is then set from the clock before the advance.
-    await until(async () => (await outboxOf(first, client.id))[0]?.last_error != null, 'attempt 1 to be recorded');
+    await until(async () => ((await outboxOf(first, client.id))[0]?.last_error ?? null) !== null, 'attempt 1 to be recorded');
     first.clock.advance(3_600_000); // past the first retry delay (60 s ± 10 %): due for the cron call
     await first.adminData('PUT', '/admin/v1/settings/cron_token', { value: 'cron-token-shutdown' });
     const base = await first.listen();

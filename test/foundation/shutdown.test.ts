@@ -9,7 +9,7 @@ import { shutdown, type ShutdownReport } from '../../src/ops/shutdown.js';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { midOnFake } from '../intermediary/fake-source.js';
 import { makeMethod } from '../payments/helpers.js';
-import { approve, attemptsOf, makeHookClient, outboxOf, pendingPayment, startReceiver, until, type Answer } from '../webhooks/kit.js';
+import { approve, attemptsOf, cron, makeHookClient, outboxOf, pendingPayment, startReceiver, until, type Answer } from '../webhooks/kit.js';
 
 // docs/operations.md, "Shutdown": what a SIGTERM does to requests and webhook attempts in flight (main.ts calls the
 // same shutdown() with SHUTDOWN_TIMEOUT_MS; the drill scripts/drills/sigterm.ts does it to a real process under load).
@@ -96,6 +96,21 @@ describe('shutdown past its bound', () => {
       await t.close();
     }
   });
+
+  it('cut webhook attempts still being recorded at the bound: the database is left open and the report says busy', async () => {
+    const t = await createTestApp();
+    try {
+      let closed = false;
+      // A record that never ends (a database that stopped answering): what stop() waits for after cutting attempts.
+      const webhooks = { stop: () => new Promise<{ finished: number; interrupted: number }>(() => undefined) };
+      const report = await shutdown({ app: t.app, requests: t.requests, webhooks, sync: t.deps.sync, closeDeps: async () => void (closed = true), logger: t.deps.logger }, 1_000);
+      expect(report).toMatchObject({ outcome: 'busy', requests_left: 0 });
+      expect(closed).toBe(false);
+      expect(t.logs.join('\n')).toContain('webhook attempts still being recorded at the bound; exiting without closing the database');
+    } finally {
+      await t.close();
+    }
+  });
 });
 
 describe('shutdown with a webhook attempt in flight', () => {
@@ -138,6 +153,58 @@ describe('shutdown with a webhook attempt in flight', () => {
     expect(drained).toMatchObject({ attempted: 1, delivered: 1 });
     expect((await outboxOf(second, client.id))[0]).toMatchObject({ status: 'delivered', attempts: 2 });
     expect(receiver.received.map((r) => r.headers['x-webhook-id'])).toEqual([row!.event_id, row!.event_id]);
+  });
+
+  it('a cron call whose drain waits on a receiver that holds the attempt: the attempt is cut at the HTTP bound and recorded, the handler ends, the stop is clean, and the next process delivers the event once', async () => {
+    // Attempt 1 (the NOTIFY drain) fails, so that attempt 2 is the cron call's; attempt 2 is held; later ones answer.
+    const held: ((a: Answer) => void)[] = [];
+    let holding = true;
+    const receiver = await startReceiver((n) => (n === 0 ? { status: 500, body: 'busy' } : holding ? new Promise<Answer>((resolve) => held.push(resolve)) : { status: 200, body: 'ok' }));
+    open.push({ close: async () => {
+      holding = false;
+      held.splice(0).forEach((a) => a({ status: 200 }));
+      await receiver.close();
+    } });
+    const first = await createTestApp();
+    open.push(first);
+    await makeMethod(first, 'SDC');
+    const client = await makeHookClient(first, receiver.url);
+    await approve(first, (await pendingPayment(first, client)).payment_id);
+    // Recorded, not only claimed (a claim counts the attempt): its retry time is then set from the clock before the advance.
+    await until(async () => ((await outboxOf(first, client.id))[0]?.last_error ?? null) !== null, 'attempt 1 to be recorded');
+    first.clock.advance(3_600_000); // past the first retry delay (60 s ± 10 %): due for the cron call
+    await first.adminData('PUT', '/admin/v1/settings/cron_token', { value: 'cron-token-shutdown' });
+    const base = await first.listen();
+    const cronCall = fetch(`${base}/api-sync-cron.php?token=cron-token-shutdown`).then((r) => r.status, () => 'cut' as const);
+    await until(() => receiver.received.length === 2, 'the cron call to send attempt 2');
+    expect(first.requests.size()).toBe(1);
+
+    // Bound 4 s: HTTP and attempts until 2.8 s, handlers until 3.6 s. The receiver holds attempt 2 past all of it.
+    const report = await stop(first, 4_000);
+    await cronCall;
+
+    // Not 'busy': the cron handler did not outlive the bound waiting for its attempt (which would leave it unrecorded
+    // and the event to its 60 s claim lease).
+    expect(report).toMatchObject({ outcome: 'clean', requests_left: 0, webhooks_interrupted: 1 });
+    const [row] = await outboxOf(first, client.id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 2, last_error: 'interrupted: this server stopped before the receiver answered' });
+    expect(await attemptsOf(first, row!.event_id)).toEqual([
+      expect.objectContaining({ attempt: 1, status_code: 500 }),
+      expect.objectContaining({ attempt: 2, status_code: null, error: 'interrupted: this server stopped before the receiver answered' }),
+    ]);
+    // Due now, not at the end of the claim's 60 s lease (a claim moves next_attempt_at to the lease's end).
+    const [due] = rowsOf<{ due: boolean }>(await first.deps.db.execute(sql`SELECT next_attempt_at <= ${first.clock.now().toISOString()}::timestamptz AS due FROM webhook_outbox WHERE event_id = ${row!.event_id}`));
+    expect(due!.due).toBe(true);
+
+    // The next process: its cron call takes the webhooks job (its lease was freed by the ended handler) and delivers once.
+    holding = false;
+    held.splice(0).forEach((a) => a({ status: 200, body: 'too late' }));
+    const second = await createTestApp({ database: first.deps.database, clock: first.clock });
+    open.push(second);
+    expect((await cron(second)).jobs.webhooks).toMatchObject({ attempted: 1, delivered: 1 });
+    expect((await outboxOf(second, client.id))[0]).toMatchObject({ status: 'delivered', attempts: 3 });
+    expect(receiver.received.map((r) => r.headers['x-webhook-id'])).toEqual([row!.event_id, row!.event_id, row!.event_id]);
+    expect((await cron(second)).jobs.webhooks).toMatchObject({ attempted: 0 });
   });
 });
 

@@ -85,7 +85,7 @@ describe('catalogue sync from a source site (two app instances)', () => {
       ok: false,
       error: 'sync_failed',
       message: expect.stringContaining('cannot be reached'),
-      jobs: { payments: expect.any(Object), cleanup: expect.any(Object), webhooks: expect.anything(), webhook_cleanup: expect.anything(), reconcile: expect.objectContaining({ checked: 0 }) },
+      jobs: { payments: expect.any(Object), cleanup: expect.any(Object), webhooks: expect.anything(), webhook_cleanup: expect.anything(), audit_cleanup: { audit_deleted: 0 }, reconcile: expect.objectContaining({ checked: 0 }) },
     });
     expect(res.body).not.toContain(deadUrl.split(':')[2]!);
     expect((await s.get('/api/v1/products')).json()).toEqual(before);

@@ -112,7 +112,6 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     facts: deps.facts,
     redis: deps.redis,
     metrics: deps.metrics,
-    syncEnabled: deps.syncEnabled,
     isClosing: () => closing,
     adminToken: deps.adminToken,
     allowedIps: config.ADMIN_ALLOWED_IPS,

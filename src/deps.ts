@@ -50,6 +50,8 @@ export type DepsOverrides = {
   webhookResolver?: Resolver;
   /** Connect and total timeouts of a webhook attempt (tests shorten them; default DESIGN 5's 5 s and 15 s). */
   webhookTimeouts?: WebhookTimeouts;
+  /** Bound of the database read behind /readyz and /metrics (tests shorten it; default FACTS_TIMEOUT_MS, 2 s). */
+  factsTimeoutMs?: number;
 };
 
 /** Composition root: builds every service from the config; the CLI, jobs and tests reuse it with overrides. */
@@ -130,9 +132,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
 
   const settings = createSettingsService({ db, clock, bus, logger, cipher, defaults: config.settingDefaults });
   // A registry per app instance (tests build several per process); the services count through metrics.domain.
-  const syncEnabled = async () => (await settings.get('source_url')) !== '';
-  const metrics = createMetrics({ poolStats: () => database.poolStats(), syncEnabled });
-  const facts = createFactsSource({ db, clock });
+  const metrics = createMetrics({ poolStats: () => database.poolStats() });
+  const facts = createFactsSource({ db, clock, timeoutMs: overrides.factsTimeoutMs, sourceUrlDefault: config.settingDefaults.source_url });
   const users = createUsersService({ db, cipher, bus, clock });
   const catalog = createCatalogService({ db, cipher, bus, clock, settings });
   const orders = createOrderService({ db, bus, clock, settings, inFlightPerUser: config.ORDERS_IN_FLIGHT_PER_USER, metrics: metrics.domain });
@@ -192,7 +193,6 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     metrics,
     backup,
     facts,
-    syncEnabled,
     /** Once: the shutdown closes the dependencies, and a caller that closes them again (a test) gets the same promise. */
     close(): Promise<void> {
       closing ??= (async () => {

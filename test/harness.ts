@@ -87,6 +87,8 @@ export type TestAppOptions = {
   webhookResolver?: Resolver;
   /** Shorter webhook connect/total timeouts for a test of what happens when they run out. */
   webhookTimeouts?: WebhookTimeouts;
+  /** A shorter bound of the /readyz and /metrics database read, for a test of a database that stops answering. */
+  factsTimeoutMs?: number;
 };
 
 /**
@@ -120,7 +122,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const logs: string[] = [];
   const logger = createLogger('info', { write: (line: string) => void logs.push(line) } as pino.DestinationStream);
   const clock = opts.clock ?? manualClock();
-  const deps = await createDeps(config, { database, clock, logger, skipMigrations: true, ownsDatabase: false, webhookResolver: opts.webhookResolver ?? offlineResolver, webhookTimeouts: opts.webhookTimeouts });
+  const deps = await createDeps(config, { database, clock, logger, skipMigrations: true, ownsDatabase: false, webhookResolver: opts.webhookResolver ?? offlineResolver, webhookTimeouts: opts.webhookTimeouts, factsTimeoutMs: opts.factsTimeoutMs });
   const requests = createInFlightRequests();
   const app = await buildApp(deps, { requests });
   await app.ready();

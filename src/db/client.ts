@@ -50,8 +50,23 @@ export const POOL_CONNECT_TIMEOUT_MS = 10_000;
 // Arbitrary but fixed: serialises migrations of processes starting together on one PostgreSQL.
 const MIGRATION_LOCK_KEY = 724_611_001;
 
+/**
+ * TCP keepalive on the pool's connections, first probe after this much silence: a connection whose peer vanished
+ * (a failover, a host gone) while we wait for an answer to a statement the server already acknowledged is then found
+ * dead and fails its statement, instead of waiting forever. The kernel's probe interval and count still apply (Linux
+ * defaults: 9 probes 75 s apart), and a statement whose bytes were never acknowledged is governed by retransmission,
+ * not keepalive: statements that must answer in seconds carry their own bound (docs/operations.md, "Health endpoints").
+ */
+export const POOL_KEEPALIVE_DELAY_MS = 10_000;
+
 export async function openPg(url: string, poolSize: number): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: POOL_CONNECT_TIMEOUT_MS });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: POOL_CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: POOL_KEEPALIVE_DELAY_MS,
+  });
   // An idle client that loses its connection emits 'error'; without a listener that would kill the process.
   pool.on('error', () => {});
   // pg-pool drops its own 'error' listener while a client is checked out: a connection that dies then (a restart, a

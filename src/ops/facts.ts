@@ -1,14 +1,18 @@
 import { sql } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import pg from 'pg';
 import type { Db } from '../db/client.js';
 import { rowsOf } from '../db/tx.js';
+import { parseSetting } from '../settings/registry.js';
 import type { Clock } from '../shared/clock.js';
 
 /**
  * What /metrics and /readyz read from the database (docs/operations.md, "Metrics" and "Health endpoints"), in one
  * statement of scalar subqueries, each on an index that holds only the rows it counts: the pending and dead webhook
  * events (webhook_outbox_due_idx or webhook_outbox_client_due_idx, webhook_outbox_dead_idx), the pending orders
- * (orders_pending_idx) and the newest sync runs (the primary key, newest first). No subquery reads the delivered
- * events or the settled orders, whose tables grow; test/foundation/metrics-plan.test.ts checks the plan.
+ * (orders_pending_idx), the newest sync runs (the primary key, newest first) and the stored source_url (one row of
+ * the settings table, whose rows are the registry's keys at most). No subquery reads the delivered events or the
+ * settled orders, whose tables grow; test/foundation/metrics-plan.test.ts checks the plan.
  */
 export type OpsFacts = {
   webhooksPending: number;
@@ -20,6 +24,11 @@ export type OpsFacts = {
   syncLastSuccessAt: Date | null;
   /** Failed sync runs since the last successful one, counted up to SYNC_FAILURES_CAP. */
   syncConsecutiveFailures: number;
+  /**
+   * Intermediary mode is on (source_url set), read in the same statement: asking the settings service instead would
+   * reload its snapshot when stale, an unbounded read of its own that a scrape or a probe would wait for.
+   */
+  syncEnabled: boolean;
 };
 
 /** Bounds the failed runs a read counts when the source has been failing for a long time (a run every minute is 1440 a day). */
@@ -35,7 +44,8 @@ export const FACTS_QUERY = sql`
     (SELECT finished_at FROM last_ok) AS sync_last_success_at,
     (SELECT count(*) FROM (
       SELECT 1 FROM sync_runs WHERE ok = false AND id > coalesce((SELECT id FROM last_ok), 0) LIMIT ${SYNC_FAILURES_CAP}
-    ) failed)::int AS sync_failures`;
+    ) failed)::int AS sync_failures,
+    (SELECT value FROM settings WHERE key = 'source_url') AS source_url`;
 
 type FactsRow = {
   webhooks_pending: number;
@@ -44,10 +54,53 @@ type FactsRow = {
   stuck_orders: number;
   sync_last_success_at: Date | string | null;
   sync_failures: number;
+  source_url: string | null;
 };
 
-export async function readFacts(db: Db): Promise<OpsFacts> {
-  const [r] = rowsOf<FactsRow>(await db.execute(FACTS_QUERY));
+/** How long one read serves every caller: parallel scrapers and probes cost one read a second, not one each. */
+export const FACTS_TTL_MS = 1_000;
+/** A read that takes longer answers an error (the database counts as down for /readyz). */
+export const FACTS_TIMEOUT_MS = 2_000;
+
+export class FactsTimeout extends Error {
+  constructor(ms: number) {
+    super(`the database did not answer within ${ms} ms`);
+    this.name = 'FactsTimeout';
+  }
+}
+
+const dialect = new PgDialect();
+
+/**
+ * The statement, bounded on PostgreSQL by pg's client-side query_timeout: past it pg fails the statement and the pool
+ * discards its connection, so a read stuck on a connection that went silent (a failover, a network black hole) does
+ * not hold that connection until the kernel gives up on it (about 15 minutes). The server-side statement_timeout
+ * would not do: a silent server never says it gave up. drizzle has no per-statement option, hence the pool itself
+ * ($client). The embedded database runs in this process and has no connection to lose.
+ */
+async function factsRows(db: Db, timeoutMs: number | undefined): Promise<FactsRow[]> {
+  const client = (db as unknown as { $client?: unknown }).$client;
+  if (timeoutMs === undefined || !(client instanceof pg.Pool)) return rowsOf<FactsRow>(await db.execute(FACTS_QUERY));
+  const q = dialect.sqlToQuery(FACTS_QUERY);
+  try {
+    const res = await client.query<FactsRow>({ text: q.sql, values: q.params, query_timeout: timeoutMs } as pg.QueryConfig);
+    return res.rows;
+  } catch (err) {
+    // pg's own words for its query_timeout (lib/client.js).
+    if (err instanceof Error && err.message === 'Query read timeout') throw new FactsTimeout(timeoutMs);
+    throw err;
+  }
+}
+
+/** Whether source_url is set, as the settings service would see it: the stored value if valid, else the default. */
+function sourceUrlSet(stored: string | null, fallback: string): boolean {
+  const parsed = stored === null ? null : parseSetting('source_url', stored);
+  const value = parsed?.ok ? parsed.value : (parseSetting('source_url', fallback) as { value?: string }).value;
+  return (value ?? '') !== '';
+}
+
+export async function readFacts(db: Db, opts: { timeoutMs?: number; sourceUrlDefault?: string } = {}): Promise<OpsFacts> {
+  const [r] = await factsRows(db, opts.timeoutMs);
   const last = r!.sync_last_success_at;
   return {
     webhooksPending: Number(r!.webhooks_pending),
@@ -57,58 +110,52 @@ export async function readFacts(db: Db): Promise<OpsFacts> {
     // Raw rows: pg answers a Date, PGlite may answer the text of the timestamp.
     syncLastSuccessAt: last === null ? null : new Date(last),
     syncConsecutiveFailures: Number(r!.sync_failures),
+    syncEnabled: sourceUrlSet(r!.source_url, opts.sourceUrlDefault ?? ''),
   };
 }
 
-/** How long one read serves every caller: parallel scrapers and probes cost one read a second, not one each. */
-export const FACTS_TTL_MS = 1_000;
-/** A read that takes longer answers an error (the database counts as down for /readyz); the read itself goes on. */
-export const FACTS_TIMEOUT_MS = 2_000;
-
-export class FactsTimeout extends Error {
-  constructor() {
-    super(`the database did not answer within ${FACTS_TIMEOUT_MS} ms`);
-    this.name = 'FactsTimeout';
-  }
-}
-
 /**
- * The facts, read at most once per FACTS_TTL_MS for scrapes (on the injected clock) and never twice at once: a caller arriving
- * while a read runs waits for that read, bounded by FACTS_TIMEOUT_MS, so a database that hangs holds one connection,
- * not one per probe. A failed read is remembered for the same TTL.
+ * The facts, read at most once per FACTS_TTL_MS for scrapes (on the injected clock) and never twice at once while a
+ * read is within its bound: a caller arriving meanwhile joins that read, so a database that hangs holds one connection,
+ * not one per probe. Each read has one deadline (FACTS_TIMEOUT_MS from its start), which is also every joiner's: past
+ * it the read fails with FactsTimeout and is not joined any more, so the next caller starts a fresh read (on a new
+ * connection after a failover) instead of waiting for one stuck on a silent connection. A failed read is remembered
+ * for the same TTL as an answer. `sourceUrlDefault`: source_url's default from the environment (config).
  */
-export function createFactsSource(deps: { db: Db; clock: Clock; timeoutMs?: number; ttlMs?: number }) {
+export function createFactsSource(deps: { db: Db; clock: Clock; timeoutMs?: number; ttlMs?: number; sourceUrlDefault?: string }) {
   const ttl = deps.ttlMs ?? FACTS_TTL_MS;
   const timeoutMs = deps.timeoutMs ?? FACTS_TIMEOUT_MS;
   let last: { at: number; result: Promise<OpsFacts> } | null = null;
   let running: Promise<OpsFacts> | null = null;
 
   function start(): Promise<OpsFacts> {
-    const read = readFacts(deps.db);
-    running = read;
-    const at = deps.clock.now().getTime();
-    // Remembered when it settles, so the TTL counts from the answer; a rejection is handled by whoever awaits it.
-    read.then(
-      () => (last = { at, result: read }),
-      () => (last = { at, result: read }),
-    ).finally(() => {
-      if (running === read) running = null;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        // Before the rejection reaches anyone: a caller that sees the timeout and asks again gets a fresh read.
+        if (running === read) running = null;
+        reject(new FactsTimeout(timeoutMs));
+      }, timeoutMs);
+      timer.unref();
     });
+    const read: Promise<OpsFacts> = Promise.race([readFacts(deps.db, { timeoutMs, sourceUrlDefault: deps.sourceUrlDefault }), deadline]);
+    running = read;
+    // Remembered when it settles, so the TTL counts from the answer; a rejection is handled by whoever awaits it.
+    const remember = () => {
+      clearTimeout(timer);
+      last = { at: deps.clock.now().getTime(), result: read };
+      if (running === read) running = null;
+    };
+    read.then(remember, remember);
     return read;
   }
 
   return {
-    /** `fresh`: no remembered answer (/readyz must see a database that just went away); a read in flight is joined. */
+    /** `fresh`: no remembered answer (/readyz must see a database that just went away); a read within its bound is joined. */
     get(opts: { fresh?: boolean } = {}): Promise<OpsFacts> {
       const now = deps.clock.now().getTime();
       if (!opts.fresh && last && now - last.at < ttl && now >= last.at) return last.result;
-      const read = running ?? start();
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new FactsTimeout()), timeoutMs);
-        timer.unref();
-      });
-      return Promise.race([read, timeout]).finally(() => clearTimeout(timer));
+      return running ?? start();
     },
   };
 }

@@ -15,8 +15,6 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 
 export type MetricsDeps = {
   poolStats: () => PoolStats;
-  /** Whether intermediary mode is on (source_url set): off, the sync gauges read 0. */
-  syncEnabled: () => Promise<boolean>;
 };
 
 /**
@@ -81,7 +79,9 @@ export function createMetrics(deps: MetricsDeps) {
     poolMax.set(p.max);
     const dbGauges = [outbox, oldestPending, syncLast, syncFailures, syncEnabled, stuck];
     try {
-      const [f, enabled] = await Promise.all([facts.get(), deps.syncEnabled()]);
+      // One bounded read (ops/facts.ts), whether intermediary mode is on included: off, the sync gauges read 0.
+      const f = await facts.get();
+      const enabled = f.syncEnabled;
       outbox.set({ state: 'pending' }, f.webhooksPending);
       outbox.set({ state: 'dead' }, f.webhooksDead);
       oldestPending.set(f.oldestPendingSeconds);

@@ -48,9 +48,13 @@ async function redisState(redis: Redis | undefined): Promise<'ok' | 'down' | 'of
   }
 }
 
-/** Each dependency's state beyond the database (which answered: `facts` came from it). */
-export async function readinessChecks(f: OpsFacts, deps: { redis: Redis | undefined; syncEnabled: () => Promise<boolean> }): Promise<Readiness> {
-  const [redis, syncOn] = await Promise.all([redisState(deps.redis), deps.syncEnabled()]);
+/**
+ * Each dependency's state beyond the database (which answered: `facts` came from it). Nothing here reads the database
+ * again: whether the sync is on came in the same bounded statement as the rest (ops/facts.ts).
+ */
+export async function readinessChecks(f: OpsFacts, deps: { redis: Redis | undefined }): Promise<Readiness> {
+  const redis = await redisState(deps.redis);
+  const syncOn = f.syncEnabled;
   const failures = syncOn ? f.syncConsecutiveFailures : 0;
   return {
     database: { state: 'ok' },

@@ -16,8 +16,6 @@ export type OpsDeps = {
   facts: FactsSource;
   redis: Redis | undefined;
   metrics: Metrics;
-  /** Whether intermediary mode is on (source_url set). */
-  syncEnabled: () => Promise<boolean>;
   isClosing: () => boolean;
   adminToken: string;
   allowedIps: string[];

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { SettingsService } from '../settings/service.js';
 import { signRequest } from '../ordering/signing.js';
+import { timeoutSignal } from '../shared/abort.js';
 import { AnswerTooLarge, MAX_JSON_VALUES, peek, readBounded, tooManyJsonValues, ZIP_CONTENT_TYPES, ZIP_LOCAL_HEADER } from './answer.js';
 
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -57,27 +58,6 @@ function tooLarge(max: number): SourceError {
   return new SourceError('unknown', `The source site sent an answer larger than ${max} bytes (source_max_answer_bytes)`, 'answer_too_large');
 }
 
-/**
- * The signal of one call: aborted after `ms` (a TimeoutError, as AbortSignal.timeout gives) or when the caller's signal
- * aborts (with its reason). A timer we hold, not AbortSignal.any([outer, AbortSignal.timeout(ms)]): on Node 20 the
- * combined signal loses its timeout source at the next garbage collection and never fires (docs/decisions.md,
- * "Sync: one page at a time"), which left a call waiting for the run's deadline instead of sync_timeout_seconds.
- */
-export function callBound(ms: number, outer?: AbortSignal): { signal: AbortSignal; done(): void } {
-  const own = new AbortController();
-  const timer = setTimeout(() => own.abort(new DOMException('The source site did not answer in time', 'TimeoutError')), ms);
-  const follow = () => own.abort(outer?.reason);
-  if (outer?.aborted) follow();
-  else outer?.addEventListener('abort', follow, { once: true });
-  return {
-    signal: own.signal,
-    done() {
-      clearTimeout(timer);
-      outer?.removeEventListener('abort', follow);
-    },
-  };
-}
-
 export type SourceClientDeps = { settings: SettingsService; logger: Logger };
 
 /** Client of the source site's ordering API (the same API as ours): settings-driven, bounded, address-free errors. */
@@ -124,7 +104,7 @@ export function createSourceClient(deps: SourceClientDeps) {
       let res: Dispatcher.ResponseData;
       let text: string;
       // The caller's signal (a sync run's own deadline) ends the call too.
-      const bound = callBound(left, signal);
+      const bound = timeoutSignal(left, signal, 'The source site did not answer in time');
       try {
         res = (await request(`${base}${path}${qs}`, {
           method,

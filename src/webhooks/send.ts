@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { request, type Dispatcher } from 'undici';
+import { timeoutSignal } from '../shared/abort.js';
 import { hmacSha256Hex } from '../shared/crypto.js';
 import { TargetRefusedError } from './target.js';
 
@@ -37,22 +38,6 @@ export type Delivery = {
   /** Ends the attempt before its total timeout (the server stopping); the outcome is then `retry` without a status. */
   signal?: AbortSignal;
 };
-
-/** The attempt's own timeout, or the caller's signal, whichever ends first (a timer we hold: see callBound in sync/client.ts). */
-function attemptSignal(totalMs: number, outer?: AbortSignal): { signal: AbortSignal; done(): void } {
-  const own = new AbortController();
-  const timer = setTimeout(() => own.abort(new DOMException('timeout', 'TimeoutError')), totalMs);
-  const follow = () => own.abort(outer?.reason);
-  if (outer?.aborted) follow();
-  else outer?.addEventListener('abort', follow, { once: true });
-  return {
-    signal: own.signal,
-    done() {
-      clearTimeout(timer);
-      outer?.removeEventListener('abort', follow);
-    },
-  };
-}
 
 /** Retry-After as seconds or an HTTP date; bounded to [1 s, 1 day]. */
 function parseRetryAfter(value: string | string[] | undefined, now: Date): number | undefined {
@@ -103,7 +88,8 @@ export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date
   const totalMs = d.totalTimeoutMs ?? TOTAL_TIMEOUT_MS;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const bound = attemptSignal(totalMs, d.signal);
+  // The attempt's own total timeout, or the caller's signal (the server stopping), whichever ends first.
+  const bound = timeoutSignal(totalMs, d.signal, 'timeout');
   try {
     const res = await request(d.url, {
       method: 'POST',

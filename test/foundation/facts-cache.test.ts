@@ -6,16 +6,16 @@ import { manualClock } from '../../src/shared/clock.js';
 // The facts behind /metrics and /readyz (src/ops/facts.ts): one read per second for scrapes, never two at once, and a
 // bounded wait on a database that does not answer. The database here is a stand-in that counts and holds its reads.
 
-const ROW = { webhooks_pending: 2, oldest_pending_seconds: 12.5, webhooks_dead: 1, stuck_orders: 0, sync_last_success_at: null, sync_failures: 0 };
+const ROW = { webhooks_pending: 2, oldest_pending_seconds: 12.5, webhooks_dead: 1, stuck_orders: 0, sync_last_success_at: null, sync_failures: 0, source_url: null as string | null };
 
-function fakeDb() {
+function fakeDb(row = ROW) {
   const held: ((v: unknown) => void)[] = [];
   let reads = 0;
   let hold = false;
   const db = {
     execute: () => {
       reads++;
-      if (!hold) return Promise.resolve({ rows: [ROW] });
+      if (!hold) return Promise.resolve({ rows: [row] });
       return new Promise((resolve) => held.push(resolve));
     },
   } as unknown as Db;
@@ -23,7 +23,7 @@ function fakeDb() {
     db,
     reads: () => reads,
     hold: (on: boolean) => (hold = on),
-    release: () => held.splice(0).forEach((r) => r({ rows: [ROW] })),
+    release: () => held.splice(0).forEach((r) => r({ rows: [row] })),
   };
 }
 
@@ -45,17 +45,34 @@ describe('facts source', () => {
     expect(f.reads()).toBe(3);
   });
 
-  it('joins a read in flight instead of starting another, and bounds the wait of each caller', async () => {
+  it('joins a read within its bound; past it every caller gets FactsTimeout and the next one starts a fresh read', async () => {
     const f = fakeDb();
     const facts = createFactsSource({ db: f.db, clock: manualClock(), timeoutMs: 50 });
     f.hold(true);
     const waits = [facts.get(), facts.get({ fresh: true }), facts.get({ fresh: true })];
-    for (const w of waits) await expect(w).rejects.toBeInstanceOf(FactsTimeout);
     // A database that hangs holds one read, not one per probe.
     expect(f.reads()).toBe(1);
-    const later = facts.get({ fresh: true });
+    for (const w of waits) await expect(w).rejects.toBeInstanceOf(FactsTimeout);
     expect(f.reads()).toBe(1);
+    // The first read stays stuck (a connection gone silent); the database answers a new one: the next probe is not
+    // held by the stuck read, it gets the new answer.
+    f.hold(false);
+    expect(await facts.get({ fresh: true })).toMatchObject({ webhooksPending: 2 });
+    expect(f.reads()).toBe(2);
+    // The stuck read ending late changes nothing.
     f.release();
-    expect(await later).toMatchObject({ webhooksPending: 2 });
+    expect(await facts.get()).toMatchObject({ webhooksPending: 2 });
+    expect(f.reads()).toBe(2);
+  });
+
+  it('says whether intermediary mode is on as the settings would: the stored source_url if valid, else the default', async () => {
+    const enabled = async (stored: string | null, sourceUrlDefault?: string) =>
+      (await createFactsSource({ db: fakeDb({ ...ROW, source_url: stored }).db, clock: manualClock(), sourceUrlDefault }).get()).syncEnabled;
+    expect(await enabled(null)).toBe(false);
+    expect(await enabled(null, 'https://source.example')).toBe(true);
+    expect(await enabled('https://source.example')).toBe(true);
+    // A value written by SQL that the settings refuse counts as the default, as in the settings service.
+    expect(await enabled('not a url')).toBe(false);
+    expect(await enabled('not a url', 'https://source.example')).toBe(true);
   });
 });

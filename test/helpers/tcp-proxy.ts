@@ -10,6 +10,11 @@ export type TcpProxy = {
   stall(): void;
   /** Forwards again what was held back while stalled. */
   resume(): void;
+  /**
+   * New connections are forwarded again while the stalled ones stay silent for good: a failover, where the old
+   * connections lead nowhere and new ones reach the database.
+   */
+  admitNew(): void;
   close(): Promise<void>;
 };
 
@@ -17,6 +22,8 @@ export type TcpProxy = {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   const pairs = new Set<[net.Socket, net.Socket]>();
+  // The pairs stall() unpiped, which resume() pipes again (never a pair twice: its data would be doubled).
+  const held = new Set<[net.Socket, net.Socket]>();
   let stalled = false;
   let server: net.Server | null = null;
   let port = 0;
@@ -35,8 +42,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         }
         const pair: [net.Socket, net.Socket] = [client, upstream];
         pairs.add(pair);
-        client.on('close', () => pairs.delete(pair));
-        if (!stalled) {
+        client.on('close', () => {
+          pairs.delete(pair);
+          held.delete(pair);
+        });
+        if (stalled) held.add(pair);
+        else {
           client.pipe(upstream);
           upstream.pipe(client);
         }
@@ -66,7 +77,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     restore: () => listen(port),
     stall() {
       stalled = true;
-      for (const [c, u] of pairs) {
+      for (const pair of pairs) {
+        const [c, u] = pair;
+        if (held.has(pair)) continue;
+        held.add(pair);
         c.unpipe(u);
         u.unpipe(c);
         c.pause();
@@ -75,10 +89,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     resume() {
       stalled = false;
-      for (const [c, u] of pairs) {
+      for (const [c, u] of held) {
         c.pipe(u);
         u.pipe(c);
       }
+      held.clear();
+    },
+    admitNew() {
+      stalled = false;
     },
     close: stop,
   };

@@ -48,6 +48,7 @@ export const AUDIT_ACTIONS: Record<string, AuditSpec> = {
   adminMarkCodesUsed: { action: 'codes.mark_used', summary: (r) => ({ codes: (r.body?.codes as unknown[] | undefined)?.length ?? 0, used: r.body?.used }) },
   adminRefundOrder: { action: 'order.refund', target: (r) => `order:${r.params.code}` },
   // A read, audited through its route's config.audit: who took a copy of the database, and whether with the secrets.
+  // Its handler writes the row before the archive goes out (src/admin/backup-routes.ts).
   adminBackup: { action: 'backup.create', deferred: true, summary: (r) => ({ with_secrets: r.query.with_secrets === 'true' }) },
   adminClearGuards: { action: 'guard.clear', deferred: true, after: (d) => pick(d, ['cleared']) },
   adminSetSetting: {

@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import Fastify from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installAuditHook } from '../../src/admin/audit-routes.js';
+import { registerAdminBackupRoutes } from '../../src/admin/backup-routes.js';
 import { PRUNE_BATCH } from '../../src/audit/service.js';
+import type { BackupService, PreparedBackup } from '../../src/ops/backup.js';
 import { withTx } from '../../src/db/tx.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, makeUser, type TestApp } from '../harness.js';
@@ -142,6 +146,45 @@ describe('audit trail', () => {
       for (const [id, action] of [[tick.id, 'test.tick'], [inflightId, 'test.inflight']] as const) {
         expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change })), action).toEqual([{ action, with_change: false }]);
       }
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('the row of a backup is in before its first byte goes out; a refused row fails the request and hands nothing out', async () => {
+    // The real handler, over a stand-in copy: the test app's database has no folder on disk to back up.
+    const app = Fastify({ genReqId: () => randomUUID() });
+    app.setValidatorCompiler(validatorCompiler);
+    app.setSerializerCompiler(serializerCompiler);
+    installAuditHook(app, t.deps.db);
+    const rows = async () => (await one<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM audit_log WHERE action = 'backup.create'`)).n;
+    const seen: number[] = [];
+    let cleaned = 0;
+    const prepare = async (): Promise<PreparedBackup> => ({
+      manifest: { created_at: new Date(0).toISOString() } as PreparedBackup['manifest'],
+      bytes: 5,
+      stream: Readable.from(
+        (async function* () {
+          seen.push(await rows());
+          yield Buffer.from('hello');
+        })(),
+      ),
+      cleanup: () => cleaned++,
+    });
+    registerAdminBackupRoutes(app, { backup: { prepare } as unknown as BackupService }, []);
+    try {
+      const before = await rows();
+      const res = await app.inject({ method: 'GET', url: '/admin/v1/backup?with_secrets=true' });
+      expect([res.statusCode, res.body]).toEqual([200, 'hello']);
+      expect(seen).toEqual([before + 1]);
+      const undo = await refuseAuditRows(t, 'backup.create');
+      const refused = await app.inject({ method: 'GET', url: '/admin/v1/backup?with_secrets=true' });
+      await undo();
+      expect(refused.statusCode).toBe(500);
+      expect(refused.body).not.toContain('hello');
+      expect(seen).toHaveLength(1);
+      expect(cleaned).toBe(2);
+      expect(await rows()).toBe(before + 1);
     } finally {
       await app.close();
     }

@@ -294,6 +294,8 @@ describe('audit trail: every mutating admin operation', () => {
       expect(rows.map((r) => ({ action: r.action, actor: r.actor, target: r.target, request_id: r.request_id })), op.operationId).toEqual([
         { action: spec.action, actor: 'admin-api', target, request_id: requestId },
       ]);
+      // The merge's counts, noted inside its transaction (no `after` runs once a transaction carried the row).
+      if (op.operationId === 'adminSyncRun') expect(Object.keys(rows[0]!.summary).sort()).toEqual(['created', 'force', 'missing', 'mode', 'ran', 'skipped', 'updated']);
       // A deferred action (guard clear) has no transaction of its own; every other row, sync.run's included (its merge
       // transaction), shares its transaction with the change.
       if (rows[0]!.with_change !== !spec.deferred) failures.push(`${op.operationId}: with_change=${rows[0]!.with_change}`);

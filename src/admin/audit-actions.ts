@@ -9,9 +9,9 @@ export type AuditSpec = {
   target?: (r: Req) => string | null;
   /** An allowlist of the request's fields: a summary never holds a key, token, secret, code value or password. */
   summary?: (r: Req) => Record<string, unknown>;
-  /** No database transaction of its own (Redis, a sync under its own leases): the row follows success. */
+  /** No database transaction of its own (Redis): the row follows success, or the handler writes it (writeAuditRowNow). */
   deferred?: boolean;
-  /** Adds to the summary from the answer's `data` (counts known only at the end). */
+  /** Adds to the summary from the answer's `data` when no transaction carried the row (counts known only at the end). */
   after?: (data: Record<string, unknown>) => Record<string, unknown>;
 };
 
@@ -48,6 +48,7 @@ export const AUDIT_ACTIONS: Record<string, AuditSpec> = {
   adminMarkCodesUsed: { action: 'codes.mark_used', summary: (r) => ({ codes: (r.body?.codes as unknown[] | undefined)?.length ?? 0, used: r.body?.used }) },
   adminRefundOrder: { action: 'order.refund', target: (r) => `order:${r.params.code}` },
   // A read, audited through its route's config.audit: who took a copy of the database, and whether with the secrets.
+  // Its handler writes the row before the archive goes out (src/admin/backup-routes.ts).
   adminBackup: { action: 'backup.create', deferred: true, summary: (r) => ({ with_secrets: r.query.with_secrets === 'true' }) },
   adminClearGuards: { action: 'guard.clear', deferred: true, after: (d) => pick(d, ['cleared']) },
   adminSetSetting: {
@@ -61,7 +62,8 @@ export const AUDIT_ACTIONS: Record<string, AuditSpec> = {
     },
   },
   adminDemoSeed: { action: 'demo.seed', target: () => 'demo' },
-  adminSyncRun: { action: 'sync.run', deferred: true, summary: (r) => pick(r.body, ['force']), after: (d) => pick(d, ['ran', 'reason', 'mode', 'created', 'updated', 'missing', 'skipped']) },
+  // The merge's transaction carries the row (with its counts, src/sync/write.ts); a run that did not run gets it after.
+  adminSyncRun: { action: 'sync.run', summary: (r) => pick(r.body, ['force']), after: (d) => pick(d, ['ran', 'reason', 'mode', 'created', 'updated', 'missing', 'skipped']) },
   adminSetOverride: { action: 'override.set', target: product, summary: (r) => ({ ...fieldsOf(r), ...pick(r.body, ['price_adjust', 'fixed_price', 'name', 'hidden']) }) },
   adminClearOverride: { action: 'override.clear', target: product },
   adminSetCategoryOverride: { action: 'category_override.set', target: (r) => `category:${r.params.id}`, summary: (r) => pick(r.body, ['name', 'hidden']) },

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { dropAuditRow, writeAuditRowNow } from '../db/audit-scope.js';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
 import { allowSilence } from '../http/server-options.js';
 import type { BackupService } from '../ops/backup.js';
@@ -31,10 +32,21 @@ export function registerAdminBackupRoutes(app: FastifyInstance, deps: AdminBacku
       allowSilence(req.raw, PREPARE_SILENCE_MS);
       const backup = await deps.backup.prepare(req.query.with_secrets === 'true');
       // A client gone while the copy was made gets nothing; the staging copy goes at once (and the next backup may run).
+      // Nothing left the server for it either: no audit row (docs/operations.md, "Audit trail").
       if (req.raw.socket?.destroyed) {
         backup.stream.destroy();
         backup.cleanup();
+        dropAuditRow();
         return reply;
+      }
+      // The row is in before the first byte goes out: a with_secrets archive never leaves unrecorded. A failed insert
+      // fails the request (the error envelope), and the copy goes.
+      try {
+        await writeAuditRowNow();
+      } catch (err) {
+        backup.stream.destroy();
+        backup.cleanup();
+        throw err;
       }
       reply.raw.on('close', () => {
         if (!reply.raw.writableFinished) backup.stream.destroy();

@@ -5,11 +5,12 @@ import type { Db } from './client.js';
 /**
  * Runs fn in a transaction, or inside the caller's transaction when `db` already is one (no nested BEGIN). Inside an
  * admin action's audit scope, the first such transaction also writes the action's audit row before it commits
- * (docs/operations.md, "Audit trail").
+ * (docs/operations.md, "Audit trail"). `audit: 'skip'`: a step that must not carry the row (a sync run's staging,
+ * whose row belongs to the merge that changes the catalogue).
  */
-export async function withTx<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> {
+export async function withTx<T>(db: Db, fn: (tx: Db) => Promise<T>, opts?: { audit?: 'skip' }): Promise<T> {
   if (db instanceof PgTransaction) return fn(db as unknown as Db);
-  const audit = claimAuditRow();
+  const audit = opts?.audit === 'skip' ? null : claimAuditRow();
   if (!audit) return db.transaction(async (tx) => fn(tx as unknown as Db));
   try {
     const result = await db.transaction(async (tx) => {

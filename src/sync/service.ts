@@ -1,5 +1,6 @@
 import { and, desc, eq, gt, isNotNull, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import { auditNote } from '../db/audit-scope.js';
 import type { Db } from '../db/client.js';
 import { syncRuns } from '../db/schema/index.js';
 import { AppError } from '../http/errors.js';
@@ -110,6 +111,7 @@ export function createSyncService(deps: SyncDeps) {
         },
       });
       bounds.checkDeadline();
+      auditNote({ summary: { ran: true, mode, skipped: totalOf(tally.skipped) } });
       const counts = await mergeCatalogue(db, runId, cats, mode === 'full', read.staged);
       const prev = from ? (await db.select({ w: syncRuns.watermark }).from(syncRuns).where(eq(syncRuns.ok, true)).orderBy(desc(syncRuns.id)).limit(1))[0]?.w : null;
       const watermark = mode === 'full' ? (read.deltaCapable ? read.watermark : null) : [prev, read.watermark].reduce<Date | null>((a, b) => (b && (!a || b > a) ? b : a), null);

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { auditNote } from '../db/audit-scope.js';
 import type { Db } from '../db/client.js';
 import { rowsOf, withTx } from '../db/tx.js';
 import type { SourceCategory } from './records.js';
@@ -80,6 +81,9 @@ export async function mergeCatalogue(db: Db, runId: number, cats: SourceCategory
     const [missing] = rowsOf<{ n: number }>(
       await tx.execute(sql`WITH m AS (UPDATE products SET missing = true, updated_at = now() WHERE NOT missing AND ${gone} RETURNING 1) SELECT count(*)::int AS n FROM m`),
     );
-    return { categories: cats.length, products: Number(up?.listed ?? 0), created: Number(up?.created ?? 0), updated: Number(up?.updated ?? 0), missing: Number(missing?.n ?? 0) };
+    const counts = { categories: cats.length, products: Number(up?.listed ?? 0), created: Number(up?.created ?? 0), updated: Number(up?.updated ?? 0), missing: Number(missing?.n ?? 0) };
+    // An admin run's audit row commits in this transaction, with what it changed (docs/operations.md, "Audit trail").
+    auditNote({ summary: { created: counts.created, updated: counts.updated, missing: counts.missing } });
+    return counts;
   });
 }

@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import type { LightMyRequestResponse } from 'fastify';
+import { randomBytes, randomUUID } from 'node:crypto';
+import Fastify, { type LightMyRequestResponse } from 'fastify';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUDIT_ACTIONS } from '../../src/admin/audit-actions.js';
-import { rowsOf } from '../../src/db/tx.js';
+import { installAuditHook } from '../../src/admin/audit-routes.js';
+import { rowsOf, withTx } from '../../src/db/tx.js';
 import { ADMIN_TOKEN, bearer, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { midId, seedSource, twoShops, type Shops } from '../intermediary/kit.js';
 import { makeMethod, makePayClient, type PayCreds } from '../payments/helpers.js';
@@ -213,10 +214,11 @@ describe('audit trail: every mutating admin operation', () => {
   let shops: Shops;
   let ctx: Ctx;
   let operations: Operation[];
+  let sourceZing: string;
 
   beforeAll(async () => {
     shops = await twoShops();
-    await seedSource(shops.source);
+    sourceZing = (await seedSource(shops.source)).b.id;
     await shops.syncNow();
     const t = shops.mid;
     await makeMethod(t, 'VCB');
@@ -242,6 +244,43 @@ describe('audit trail: every mutating admin operation', () => {
     expect(Object.keys(AUDIT_ACTIONS).filter((id) => !ids.includes(id) && !auditedReads.includes(id)), 'entries of no mutating operation').toEqual([]);
   });
 
+  it('a source order that runs while an admin action is open writes no audit row in its transaction', async () => {
+    const t = ctx.t;
+    const one = async (q: ReturnType<typeof sql>) => rowsOf<{ n: number }>(await t.deps.db.execute(q))[0]!;
+    const u = await makeUser(t);
+    await importCodes(ctx.shops.source, sourceZing, [`AUDIT-${rnd()}${rnd()}`]);
+    const product = await midId(ctx.shops, 'Zing 50k');
+    // An audit row sharing a transaction with an order row: only a leaked scope could put one there.
+    const withOrders = sql`SELECT count(*)::int AS n FROM audit_probe_rows p WHERE p.xid IN (SELECT xid FROM audit_probe_changes WHERE tbl = 'orders')`;
+    const before = await one(withOrders);
+    const app = Fastify({ genReqId: () => randomUUID() });
+    installAuditHook(app, t.deps.db);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let started!: () => void;
+    const inScope = new Promise<void>((r) => (started = r));
+    app.post('/admin-action', { config: { audit: 'test.admin_action' } }, async (req) => {
+      started();
+      await gate;
+      await withTx(t.deps.db, async (tx) => tx.execute(sql`UPDATE users SET updated_at = now() WHERE id = ${u.id}`));
+      return { id: req.id };
+    });
+    try {
+      const action = app.inject({ method: 'POST', url: '/admin-action' });
+      await inScope;
+      // A source product: its order is taken in a transaction of the application (withTx), while the admin scope is open.
+      const order = await ctx.shops.order({ product_id: product, quantity: 1 });
+      expect(order.statusCode, order.body).toBe(200);
+      open();
+      const id = ((await action).json() as { id: string }).id;
+      expect(await one(withOrders)).toEqual(before);
+      expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change }))).toEqual([{ action: 'test.admin_action', with_change: true }]);
+      expect(await auditRowsOf(t, String(order.headers['x-request-id']))).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('each call leaves exactly one row (action, actor admin-api, target, its X-Request-Id), in the transaction of its change', async () => {
     const failures: string[] = [];
     for (const op of operations) {
@@ -255,7 +294,10 @@ describe('audit trail: every mutating admin operation', () => {
       expect(rows.map((r) => ({ action: r.action, actor: r.actor, target: r.target, request_id: r.request_id })), op.operationId).toEqual([
         { action: spec.action, actor: 'admin-api', target, request_id: requestId },
       ]);
-      // A deferred action has no transaction of its own; every other row shares its transaction with the change.
+      // The merge's counts, noted inside its transaction (no `after` runs once a transaction carried the row).
+      if (op.operationId === 'adminSyncRun') expect(Object.keys(rows[0]!.summary).sort()).toEqual(['created', 'force', 'missing', 'mode', 'ran', 'skipped', 'updated']);
+      // A deferred action (guard clear) has no transaction of its own; every other row, sync.run's included (its merge
+      // transaction), shares its transaction with the change.
       if (rows[0]!.with_change !== !spec.deferred) failures.push(`${op.operationId}: with_change=${rows[0]!.with_change}`);
     }
     expect(failures).toEqual([]);

@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import Fastify from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installAuditHook } from '../../src/admin/audit-routes.js';
+import { registerAdminBackupRoutes } from '../../src/admin/backup-routes.js';
 import { PRUNE_BATCH } from '../../src/audit/service.js';
+import type { BackupService, PreparedBackup } from '../../src/ops/backup.js';
 import { withTx } from '../../src/db/tx.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, makeUser, type TestApp } from '../harness.js';
@@ -99,6 +103,88 @@ describe('audit trail', () => {
       for (const [id, action] of [[quick.id, 'test.quick'], [slowId, 'test.slow']] as const) {
         expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change }))).toEqual([{ action, with_change: true }]);
       }
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a transaction the handler set off without awaiting carries no row once the handler ended (one tick later, or in flight)', async () => {
+    const u = await makeUser(t);
+    const app = Fastify({ genReqId: () => randomUUID() });
+    installAuditHook(app, t.deps.db);
+    const touch = (tx: typeof t.deps.db) => tx.execute(sql`UPDATE users SET updated_at = now() WHERE id = ${u.id}`);
+    let background: Promise<unknown> = Promise.resolve();
+    // Begins one microtask after the handler's own promise resolved: the gap between its end and the scope's close.
+    app.post('/tick', { config: { audit: 'test.tick' } }, async (req) => {
+      void Promise.resolve().then(() => (background = withTx(t.deps.db, touch)));
+      return { id: req.id };
+    });
+    // Claims the row while the handler runs, and is still in flight when it ends.
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    app.post('/inflight', { config: { audit: 'test.inflight' } }, async (req) => {
+      let entered!: () => void;
+      const inTx = new Promise<void>((r) => (entered = r));
+      background = withTx(t.deps.db, async (tx) => {
+        entered();
+        await gate;
+        return touch(tx);
+      });
+      await inTx;
+      return { id: req.id };
+    });
+    try {
+      const tick = (await app.inject({ method: 'POST', url: '/tick' })).json() as { id: string };
+      await background;
+      const inflight = app.inject({ method: 'POST', url: '/inflight' });
+      // Macrotask turn: the handler has returned and its scope closed (PGlite: the row's insert waits for this transaction).
+      await new Promise<void>((r) => setImmediate(r));
+      open();
+      await background;
+      const inflightId = ((await inflight).json() as { id: string }).id;
+      // Each action still has its one row, written after it (no transaction of its own), not in the background one.
+      for (const [id, action] of [[tick.id, 'test.tick'], [inflightId, 'test.inflight']] as const) {
+        expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change })), action).toEqual([{ action, with_change: false }]);
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('the row of a backup is in before its first byte goes out; a refused row fails the request and hands nothing out', async () => {
+    // The real handler, over a stand-in copy: the test app's database has no folder on disk to back up.
+    const app = Fastify({ genReqId: () => randomUUID() });
+    app.setValidatorCompiler(validatorCompiler);
+    app.setSerializerCompiler(serializerCompiler);
+    installAuditHook(app, t.deps.db);
+    const rows = async () => (await one<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM audit_log WHERE action = 'backup.create'`)).n;
+    const seen: number[] = [];
+    let cleaned = 0;
+    const prepare = async (): Promise<PreparedBackup> => ({
+      manifest: { created_at: new Date(0).toISOString() } as PreparedBackup['manifest'],
+      bytes: 5,
+      stream: Readable.from(
+        (async function* () {
+          seen.push(await rows());
+          yield Buffer.from('hello');
+        })(),
+      ),
+      cleanup: () => cleaned++,
+    });
+    registerAdminBackupRoutes(app, { backup: { prepare } as unknown as BackupService }, []);
+    try {
+      const before = await rows();
+      const res = await app.inject({ method: 'GET', url: '/admin/v1/backup?with_secrets=true' });
+      expect([res.statusCode, res.body]).toEqual([200, 'hello']);
+      expect(seen).toEqual([before + 1]);
+      const undo = await refuseAuditRows(t, 'backup.create');
+      const refused = await app.inject({ method: 'GET', url: '/admin/v1/backup?with_secrets=true' });
+      await undo();
+      expect(refused.statusCode).toBe(500);
+      expect(refused.body).not.toContain('hello');
+      expect(seen).toHaveLength(1);
+      expect(cleaned).toBe(2);
+      expect(await rows()).toBe(before + 1);
     } finally {
       await app.close();
     }

@@ -4,12 +4,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import yauzl from 'yauzl';
 import { runCli } from '../../src/admin/cli.js';
 import { openPglite } from '../../src/db/client.js';
 import { createCipher } from '../../src/shared/crypto.js';
 import { ADMIN_TOKEN, createTestApp, onPostgres } from '../harness.js';
 import { baseUrlOf, startServer, stopServer, type Server } from '../helpers/server-process.js';
+import { unzip } from '../helpers/zip.js';
 
 // Backup and restore of the embedded database (docs/operations.md "Backup and restore"): real server processes with
 // their own DATA_DIR, real HTTP, the real CLI, and the restored folder opened by a real server and by PGlite.
@@ -23,29 +23,6 @@ async function cli(argv: string[], env: Record<string, string>) {
   let err = '';
   const code = await runCli(argv, { env, stdout: (s) => void (out += s), stderr: (s) => void (err += s) });
   return { code, out, err, json: () => JSON.parse(out) as Record<string, unknown> };
-}
-
-function unzip(buf: Buffer): Promise<Map<string, Buffer>> {
-  return new Promise((resolve, reject) => {
-    yauzl.fromBuffer(buf, { lazyEntries: true }, (err, zip) => {
-      if (err || !zip) return reject(err);
-      const out = new Map<string, Buffer>();
-      zip.on('entry', (entry: yauzl.Entry) => {
-        zip.openReadStream(entry, (e, stream) => {
-          if (e || !stream) return reject(e);
-          const chunks: Buffer[] = [];
-          stream.on('data', (c: Buffer) => chunks.push(c));
-          stream.on('end', () => {
-            out.set(entry.fileName, Buffer.concat(chunks));
-            zip.readEntry();
-          });
-        });
-      });
-      zip.on('end', () => resolve(out));
-      zip.on('error', reject);
-      zip.readEntry();
-    });
-  });
 }
 
 type Row = Record<string, unknown>;

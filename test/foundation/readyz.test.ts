@@ -8,6 +8,7 @@ import { ADMIN_TOKEN, createTestApp, createTestDatabase, makeCategory, makeProdu
 import { describeNeeding } from '../helpers/dependency.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { makePayClient } from '../payments/helpers.js';
+import { redisAnswers } from '../helpers/redis.js';
 
 // /readyz (docs/operations.md, "Health endpoints"): 503 only for what stops serving (the database, a shutdown); every
 // other dependency is reported in `checks`, with 200.
@@ -209,14 +210,7 @@ describe.skipIf(!onPostgres())('/readyz on a database that stops answering (Post
   });
 });
 
-const redisUp = await new Promise<boolean>((resolve) => {
-  const s = net.connect(6379, '127.0.0.1');
-  s.once('connect', () => {
-    s.destroy();
-    resolve(true);
-  });
-  s.once('error', () => resolve(false));
-});
+const redisUp = await redisAnswers('redis://127.0.0.1:6379');
 
 describeNeeding({ name: 'Redis on 127.0.0.1:6379', available: redisUp, hint: 'start redis-server' })('/readyz with Redis', () => {
   let proxy: TcpProxy;

@@ -115,19 +115,31 @@ describe('shutdown past its bound', () => {
 
 describe('shutdown with a webhook attempt in flight', () => {
   const open: { close(): Promise<void> }[] = [];
+
+  /**
+   * A webhook receiver that fails the attempts `fails` names with 500, holds every other one until release(), then
+   * answers 200; it is released and closed after the test.
+   */
+  async function holdingReceiver(fails: (n: number) => boolean) {
+    const held: ((a: Answer) => void)[] = [];
+    let holding = true;
+    const receiver = await startReceiver((n) => (fails(n) ? { status: 500, body: 'busy' } : holding ? new Promise<Answer>((resolve) => held.push(resolve)) : { status: 200, body: 'ok' }));
+    const release = (answer: Answer) => {
+      holding = false;
+      held.splice(0).forEach((a) => a(answer));
+    };
+    open.push({ close: async () => {
+      release({ status: 200 });
+      await receiver.close();
+    } });
+    return { receiver, release };
+  }
   afterEach(async () => {
     while (open.length > 0) await open.pop()!.close();
   });
 
   it('an attempt whose receiver holds it past the grace is cut: the event stays pending, due at once, and a restarted server delivers it once', async () => {
-    const held: ((a: Answer) => void)[] = [];
-    let holding = true;
-    const receiver = await startReceiver(() => (holding ? new Promise<Answer>((resolve) => held.push(resolve)) : { status: 200, body: 'ok' }));
-    open.push({ close: async () => {
-      holding = false;
-      held.splice(0).forEach((a) => a({ status: 200 }));
-      await receiver.close();
-    } });
+    const { receiver, release } = await holdingReceiver(() => false);
     const first = await createTestApp();
     open.push(first);
     await makeMethod(first, 'SDN');
@@ -145,8 +157,7 @@ describe('shutdown with a webhook attempt in flight', () => {
     expect(due!.due).toBe(true);
 
     // The next process on the same database: the receiver now answers, the event goes out again with the same id.
-    holding = false;
-    held.splice(0).forEach((a) => a({ status: 200, body: 'too late' }));
+    release({ status: 200, body: 'too late' });
     const second = await createTestApp({ database: first.deps.database, clock: first.clock });
     open.push(second);
     const drained = await second.deps.webhooks.deliverDue();
@@ -157,14 +168,7 @@ describe('shutdown with a webhook attempt in flight', () => {
 
   it('a cron call whose drain waits on a receiver that holds the attempt: the attempt is cut at the HTTP bound and recorded, the handler ends, the stop is clean, and the next process delivers the event once', async () => {
     // Attempt 1 (the NOTIFY drain) fails, so that attempt 2 is the cron call's; attempt 2 is held; later ones answer.
-    const held: ((a: Answer) => void)[] = [];
-    let holding = true;
-    const receiver = await startReceiver((n) => (n === 0 ? { status: 500, body: 'busy' } : holding ? new Promise<Answer>((resolve) => held.push(resolve)) : { status: 200, body: 'ok' }));
-    open.push({ close: async () => {
-      holding = false;
-      held.splice(0).forEach((a) => a({ status: 200 }));
-      await receiver.close();
-    } });
+    const { receiver, release } = await holdingReceiver((n) => n === 0);
     const first = await createTestApp();
     open.push(first);
     await makeMethod(first, 'SDC');
@@ -197,8 +201,7 @@ describe('shutdown with a webhook attempt in flight', () => {
     expect(due!.due).toBe(true);
 
     // The next process: its cron call takes the webhooks job (its lease was freed by the ended handler) and delivers once.
-    holding = false;
-    held.splice(0).forEach((a) => a({ status: 200, body: 'too late' }));
+    release({ status: 200, body: 'too late' });
     const second = await createTestApp({ database: first.deps.database, clock: first.clock });
     open.push(second);
     expect((await cron(second)).jobs.webhooks).toMatchObject({ attempted: 1, delivered: 1 });

@@ -1,22 +1,15 @@
-import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
 import { describeNeeding } from '../helpers/dependency.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { redisAnswers } from '../helpers/redis.js';
 
 // Issue 9 drill "Redis outage": with REDIS_URL set, losing Redis keeps the API serving, rate limits keep counting per
 // process, and the outage is logged once (not once per reconnect attempt). Needs Redis on 127.0.0.1:6379; the test
 // reaches it through a TCP relay that it can cut, so the machine's Redis is never stopped.
 
-const redisUp = await new Promise<boolean>((resolve) => {
-  const s = net.connect(6379, '127.0.0.1');
-  s.once('connect', () => {
-    s.destroy();
-    resolve(true);
-  });
-  s.once('error', () => resolve(false));
-});
+const redisUp = await redisAnswers('redis://127.0.0.1:6379');
 
 async function until(cond: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 100 && !cond(); i++) await new Promise((r) => setTimeout(r, 50));

@@ -6,7 +6,18 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', Blob: 'readonly', fetch: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        Blob: 'readonly',
+        fetch: 'readonly',
+      },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
@@ -21,15 +32,34 @@ export default tseslint.config(
   // The two public APIs share only the platform (http/, shared/, db/): neither imports the other (issue 11).
   {
     files: ['src/payments/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/ordering/*'], message: 'payments/ imports nothing from ordering/: move the shared piece to http/.' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/ordering/*'], message: 'payments/ imports nothing from ordering/: move the shared piece to http/.' }] },
+      ],
+    },
   },
   {
     files: ['src/ordering/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/payments/*'], message: 'ordering/ imports nothing from payments/: move the shared piece to http/.' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/payments/*'], message: 'ordering/ imports nothing from payments/: move the shared piece to http/.' }] },
+      ],
+    },
   },
   // shared/ is a leaf: it imports packages and its own files, nothing else of the project.
   {
     files: ['src/shared/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../*', '../**'], message: 'shared/ imports nothing from the project: return a value and let the caller choose.' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../*', '../**'], message: 'shared/ imports nothing from the project: return a value and let the caller choose.' },
+          ],
+        },
+      ],
+    },
   },
 );

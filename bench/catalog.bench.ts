@@ -10,7 +10,12 @@ export async function run(seconds: number): Promise<void> {
     const user = await s.admin<{ api_key: string }>('POST', '/admin/v1/users', { name: 'bench', balance: 1000 });
     const cat = await s.admin<{ id: string }>('POST', '/admin/v1/categories', { name: 'Bench' });
     for (let i = 0; i < 200; i++) {
-      await s.admin('POST', '/admin/v1/products', { category_id: cat.id, name: `Thẻ bench ${i}`, price: 1000 + i, description: 'x'.repeat(200) });
+      await s.admin('POST', '/admin/v1/products', {
+        category_id: cat.id,
+        name: `Thẻ bench ${i}`,
+        price: 1000 + i,
+        description: 'x'.repeat(200),
+      });
     }
     const headers = { authorization: `Bearer ${user.api_key}` };
     const url = `${s.base}/api/v1/products?limit=50`;

@@ -47,25 +47,47 @@ export async function run(): Promise<void> {
   const port = 3900 + Math.floor(Math.random() * 90);
   const base = `http://127.0.0.1:${port}`;
   const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: path.join(dir, 'data'), ADMIN_TOKEN, LOG_LEVEL: 'warn', DATABASE_URL: own?.url ?? '' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: path.join(dir, 'data'),
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: own?.url ?? '',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
     await waitReady(base, 60_000);
     const admin = async <T>(method: string, p: string, body?: unknown): Promise<T> => {
-      const res = await fetch(base + p, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+      const res = await fetch(base + p, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
       const json = (await res.json()) as { data: T };
       if (!res.ok) throw new Error(`${p}: ${res.status} ${JSON.stringify(json)}`);
       return json.data;
     };
     const user = await admin<{ api_key: string }>('POST', '/admin/v1/users', { name: 'bench', balance: 100000 });
     const cat = await admin<{ id: string }>('POST', '/admin/v1/categories', { name: 'Files' });
-    const product = await admin<{ id: string }>('POST', '/admin/v1/products', { category_id: cat.id, name: 'Big file', type: 'file', price: 1000, max_qty: 1 });
+    const product = await admin<{ id: string }>('POST', '/admin/v1/products', {
+      category_id: cat.id,
+      name: 'Big file',
+      type: 'file',
+      price: 1000,
+      max_qty: 1,
+    });
     const beforeUpload = rssOf(server.pid!);
     const form = new FormData();
     form.append('file', await fs.openAsBlob(file), 'big.bin');
     const t0 = performance.now();
-    const up = await fetch(`${base}/admin/v1/products/${product.id}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
+    const up = await fetch(`${base}/admin/v1/products/${product.id}/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: form,
+    });
     if (!up.ok) throw new Error(`upload: ${up.status} ${await up.text()}`);
     const uploadS = (performance.now() - t0) / 1000;
     const order = await fetch(`${base}/api/v1/order/create`, {
@@ -82,7 +104,9 @@ export async function run(): Promise<void> {
       peak = Math.max(peak, rssOf(server.pid!));
     }, 50);
     const t1 = performance.now();
-    const res = await fetch(`${base}/api/v1/order-download?order_code=${order.order_code}`, { headers: { authorization: `Bearer ${user.api_key}` } });
+    const res = await fetch(`${base}/api/v1/order-download?order_code=${order.order_code}`, {
+      headers: { authorization: `Bearer ${user.api_key}` },
+    });
     let bytes = 0;
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.byteLength;
     const seconds = (performance.now() - t1) / 1000;
@@ -90,9 +114,15 @@ export async function run(): Promise<void> {
     peak = Math.max(peak, rssOf(server.pid!));
 
     const growth = (peak - baseline) / MiB;
-    console.log(`file ${sizeMiB} MiB; upload ${uploadS.toFixed(1)} s (${(sizeMiB / uploadS).toFixed(0)} MiB/s); server RSS before upload ${(beforeUpload / MiB).toFixed(0)} MiB`);
-    console.log(`download: ${(bytes / MiB).toFixed(1)} MiB ZIP in ${seconds.toFixed(1)} s = ${(bytes / MiB / seconds).toFixed(0)} MiB/s, HTTP ${res.status}`);
-    console.log(`server RSS: idle ${(baseline / MiB).toFixed(0)} MiB, peak ${(peak / MiB).toFixed(0)} MiB, growth ${growth.toFixed(1)} MiB (target < 64 MiB: ${growth < 64 ? 'met' : 'NOT met'})`);
+    console.log(
+      `file ${sizeMiB} MiB; upload ${uploadS.toFixed(1)} s (${(sizeMiB / uploadS).toFixed(0)} MiB/s); server RSS before upload ${(beforeUpload / MiB).toFixed(0)} MiB`,
+    );
+    console.log(
+      `download: ${(bytes / MiB).toFixed(1)} MiB ZIP in ${seconds.toFixed(1)} s = ${(bytes / MiB / seconds).toFixed(0)} MiB/s, HTTP ${res.status}`,
+    );
+    console.log(
+      `server RSS: idle ${(baseline / MiB).toFixed(0)} MiB, peak ${(peak / MiB).toFixed(0)} MiB, growth ${growth.toFixed(1)} MiB (target < 64 MiB: ${growth < 64 ? 'met' : 'NOT met'})`,
+    );
     if (bytes < sizeMiB * MiB) throw new Error(`short download: ${bytes} bytes`);
   } finally {
     server.kill('SIGTERM');

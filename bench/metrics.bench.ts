@@ -36,7 +36,11 @@ function orderLoad(ctx: BenchContext, productId: string): Promise<LoadResult> {
 }
 
 /** Scrapes every `ms` while `run` goes on; answers the scrape count, their median time and the size of the text. */
-async function withScraper<T>(base: string, ms: number | null, run: () => Promise<T>): Promise<{ result: T; scrapes: number; scrapeMs: number; bytes: number }> {
+async function withScraper<T>(
+  base: string,
+  ms: number | null,
+  run: () => Promise<T>,
+): Promise<{ result: T; scrapes: number; scrapeMs: number; bytes: number }> {
   if (ms === null) return { result: await run(), scrapes: 0, scrapeMs: 0, bytes: 0 };
   const times: number[] = [];
   let bytes = 0;
@@ -75,11 +79,14 @@ export async function run(seconds: number): Promise<void> {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
   const ctx = await createContext(runSeconds, connections);
-  const figures = new Map<number | null, { rps: number[]; p99: number[]; cpuUs: number[]; scrapes: number; scrapeMs: number[]; bytes: number }>(
-    INTERVALS.map((i) => [i, { rps: [], p99: [], cpuUs: [], scrapes: 0, scrapeMs: [], bytes: 0 }]),
-  );
+  const figures = new Map<
+    number | null,
+    { rps: number[]; p99: number[]; cpuUs: number[]; scrapes: number; scrapeMs: number[]; bytes: number }
+  >(INTERVALS.map((i) => [i, { rps: [], p99: [], cpuUs: [], scrapes: 0, scrapeMs: [], bytes: 0 }]));
   try {
-    console.log(`scrape cost: order load ${runSeconds} s x ${rounds} rounds, ${connections} connections, PostgreSQL, server in a child process`);
+    console.log(
+      `scrape cost: order load ${runSeconds} s x ${rounds} rounds, ${connections} connections, PostgreSQL, server in a child process`,
+    );
     const warm = { ...ctx, seconds: 3 };
     await orderLoad(warm, await prepare(warm)); // warm-up, not measured
     for (let round = 0; round < rounds; round++) {
@@ -97,7 +104,9 @@ export async function run(seconds: number): Promise<void> {
         f.scrapes += r.scrapes;
         if (r.scrapes > 0) f.scrapeMs.push(r.scrapeMs);
         f.bytes = Math.max(f.bytes, r.bytes);
-        console.log(`round ${round + 1}  ${label(ms).padEnd(18)} ${String(r.result.okRps).padStart(6)} orders/s  p99 ${r.result.p99} ms  server CPU ${cpuUs} µs/order  non-2xx ${r.result.non2xx}  errors ${r.result.errors}  scrapes ${r.scrapes}${r.scrapes ? ` (median ${r.scrapeMs.toFixed(1)} ms)` : ''}`);
+        console.log(
+          `round ${round + 1}  ${label(ms).padEnd(18)} ${String(r.result.okRps).padStart(6)} orders/s  p99 ${r.result.p99} ms  server CPU ${cpuUs} µs/order  non-2xx ${r.result.non2xx}  errors ${r.result.errors}  scrapes ${r.scrapes}${r.scrapes ? ` (median ${r.scrapeMs.toFixed(1)} ms)` : ''}`,
+        );
       }
     }
     const base = median(figures.get(null)!.rps);

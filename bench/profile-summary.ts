@@ -23,7 +23,12 @@ const selfUs = new Map<number, number>();
 prof.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0)));
 const totalSampled = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
-const short = (url: string) => (url.includes('node_modules') ? url.slice(url.lastIndexOf('node_modules') + 13) : url.startsWith('file://') ? path.relative(process.cwd(), new URL(url).pathname) : url);
+const short = (url: string) =>
+  url.includes('node_modules')
+    ? url.slice(url.lastIndexOf('node_modules') + 13)
+    : url.startsWith('file://')
+      ? path.relative(process.cwd(), new URL(url).pathname)
+      : url;
 const label = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${short(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
 
 const self = new Map<string, number>();

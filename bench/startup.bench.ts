@@ -64,7 +64,13 @@ async function startOnce(v: Variant, env: Record<string, string>): Promise<Sampl
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${v.name} exited with ${child.exitCode}: ${stderr}`);
-      if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (performance.now() - t0 > 120_000) throw new Error(`${v.name} not ready in 120 s: ${stderr}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -91,7 +97,12 @@ export async function run(): Promise<void> {
   const variants = wanted.map((i) => VARIANTS[i]!);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-startup-'));
   const env = { ADMIN_TOKEN: 'bench-admin-token-0123456789abcdef', LOG_LEVEL: 'warn', PGLITE_SNAPSHOT_DIR: path.join(dir, 'snapshots') };
-  console.log(`startup bench on PGlite, median of ${runs} runs; RSS after ${process.env.BENCH_IDLE_SECONDS ?? 3} s idle (load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  console.log(
+    `startup bench on PGlite, median of ${runs} runs; RSS after ${process.env.BENCH_IDLE_SECONDS ?? 3} s idle (load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')})`,
+  );
   const rows: string[] = [];
   const report = (label: string, v: Variant, s: Sample[]) => {
     const row = `${label.padEnd(12)} ${v.name.padEnd(32)} ready in ${median(s.map((x) => x.seconds)).toFixed(2)} s (${Math.min(...s.map((x) => x.seconds)).toFixed(2)}-${Math.max(...s.map((x) => x.seconds)).toFixed(2)})   server RSS ${Math.round(median(s.map((x) => x.serverMiB)))} MiB   tree RSS ${Math.round(median(s.map((x) => x.treeMiB)))} MiB`;
@@ -101,7 +112,9 @@ export async function run(): Promise<void> {
   try {
     if (process.env.BENCH_STARTUP_COLD === '1') {
       for (const [i, v] of variants.entries()) {
-        report('cold', v, [await startOnce(v, { ...env, PGLITE_SNAPSHOT_DIR: path.join(dir, `cold-snap-${i}`), DATA_DIR: path.join(dir, `cold-${i}`) })]);
+        report('cold', v, [
+          await startOnce(v, { ...env, PGLITE_SNAPSHOT_DIR: path.join(dir, `cold-snap-${i}`), DATA_DIR: path.join(dir, `cold-${i}`) }),
+        ]);
       }
     }
     // The snapshot is built once here, so that every measured first start finds it.

@@ -22,7 +22,9 @@ process.stdin.on('data', (line: string) => {
   const m = /^change (\d+)/.exec(line.trim());
   if (!m) return;
   void source.deps.db
-    .execute(sql`UPDATE products SET price = price + 1, updated_at = now() WHERE id IN (SELECT id FROM products ORDER BY id LIMIT ${Number(m[1])})`)
+    .execute(
+      sql`UPDATE products SET price = price + 1, updated_at = now() WHERE id IN (SELECT id FROM products ORDER BY id LIMIT ${Number(m[1])})`,
+    )
     .then(() => process.stdout.write('changed\n'));
 });
 process.stdin.on('end', () => {

@@ -5,7 +5,15 @@ import { startServer } from './lib.js';
 const PRODUCTS = Number(process.env.BENCH_SYNC_PRODUCTS ?? 50_000);
 const CHANGED = 100;
 
-export type SyncFigures = { products: number; fullSeconds: number; productsPerSecond: number; peakRssMiB: number; idleRssMiB: number; deltaSeconds: number; changed: number };
+export type SyncFigures = {
+  products: number;
+  fullSeconds: number;
+  productsPerSecond: number;
+  peakRssMiB: number;
+  idleRssMiB: number;
+  deltaSeconds: number;
+  changed: number;
+};
 
 /**
  * Catalogue sync of intermediary mode: a source instance with 50,000 products (its own process, bench/sync-source.ts),
@@ -14,9 +22,13 @@ export type SyncFigures = { products: number; fullSeconds: number; productsPerSe
  * its own on that server, dropped at the end.
  */
 export async function measureSync(serverUrl = process.env.BENCH_DATABASE_URL, products = PRODUCTS): Promise<SyncFigures> {
-  const child = spawn(process.execPath, ['--import', 'tsx', new URL('./sync-source.ts', import.meta.url).pathname, String(products), serverUrl ?? ''], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', new URL('./sync-source.ts', import.meta.url).pathname, String(products), serverUrl ?? ''],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const next = async () => String((await lines.next()).value ?? '');
   const stopSource = async () => {
@@ -49,7 +61,8 @@ export async function measureSync(serverUrl = process.env.BENCH_DATABASE_URL, pr
     const t1 = performance.now();
     const delta = await mid.admin<{ ran: boolean; mode: string; updated: number }>('POST', '/admin/v1/sync/run', { force: true });
     const deltaMs = performance.now() - t1;
-    if (delta.mode !== 'delta' || delta.updated !== CHANGED) throw new Error(`delta sync did not update exactly the changes: ${JSON.stringify(delta)}`);
+    if (delta.mode !== 'delta' || delta.updated !== CHANGED)
+      throw new Error(`delta sync did not update exactly the changes: ${JSON.stringify(delta)}`);
     return {
       products,
       fullSeconds: fullMs / 1000,
@@ -67,7 +80,9 @@ export async function measureSync(serverUrl = process.env.BENCH_DATABASE_URL, pr
 }
 
 export async function run(): Promise<void> {
-  console.log(`sync bench on ${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}: ${PRODUCTS} source products (source in its own process), pages of 1000`);
+  console.log(
+    `sync bench on ${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}: ${PRODUCTS} source products (source in its own process), pages of 1000`,
+  );
   const f = await measureSync();
   console.log(
     `full sync   ${f.fullSeconds.toFixed(2)} s   ${f.productsPerSecond} products/s   peak RSS of the intermediary ${f.peakRssMiB} MiB (${f.idleRssMiB} MiB before)   (targets: < 20 s, < 300 MiB)`,

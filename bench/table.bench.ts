@@ -47,7 +47,9 @@ async function machine(serverUrl: string, loadBefore: number[]): Promise<string>
 
 export async function run(seconds: number): Promise<void> {
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-  const wanted = process.env.BENCH_ROWS?.split(',').map((s) => s.trim()).filter(Boolean);
+  const wanted = process.env.BENCH_ROWS?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = wanted?.filter((id) => !rows.some((r) => r.id === id)) ?? [];
   if (unknown.length > 0) throw new Error(`unknown row(s) ${unknown.join(', ')}; known: ${rows.map((r) => r.id).join(', ')}`);
   const loadBefore = os.loadavg();

@@ -28,12 +28,18 @@ export type WebhookRun = { label: string; events: number; seconds: number; perSe
 export async function run(): Promise<void> {
   const runs = await measureWebhooks((kind) => console.log(`webhooks bench on ${kind}: receiver on 127.0.0.1 answering 200`));
   for (const r of runs) {
-    console.log(`${r.label.padEnd(44)} ${String(r.events).padStart(6)} events in ${r.seconds.toFixed(2)} s = ${String(r.perSecond).padStart(6)} deliveries/s (receiver got ${r.received}; approving them in one UPDATE took ${r.approvalSeconds.toFixed(2)} s)`);
+    console.log(
+      `${r.label.padEnd(44)} ${String(r.events).padStart(6)} events in ${r.seconds.toFixed(2)} s = ${String(r.perSecond).padStart(6)} deliveries/s (receiver got ${r.received}; approving them in one UPDATE took ${r.approvalSeconds.toFixed(2)} s)`,
+    );
   }
 }
 
 /** Both runs (16 clients, then 1); with BENCH_DATABASE_URL the server works in a database of its own there. */
-export async function measureWebhooks(started: (kind: string) => void = () => {}, total = Number(process.env.BENCH_WEBHOOKS ?? 2000), serverUrl = process.env.BENCH_DATABASE_URL): Promise<WebhookRun[]> {
+export async function measureWebhooks(
+  started: (kind: string) => void = () => {},
+  total = Number(process.env.BENCH_WEBHOOKS ?? 2000),
+  serverUrl = process.env.BENCH_DATABASE_URL,
+): Promise<WebhookRun[]> {
   const child = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['pipe', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
@@ -46,10 +52,21 @@ export async function measureWebhooks(started: (kind: string) => void = () => {}
     throw err;
   });
   try {
-    await s.admin('POST', '/admin/v1/pay/methods', { code: 'BENCH', bank_bin: '970436', bank_name: 'VCB', account_number: '0123456789', account_name: 'BENCH', activate: true });
+    await s.admin('POST', '/admin/v1/pay/methods', {
+      code: 'BENCH',
+      bank_bin: '970436',
+      bank_name: 'VCB',
+      account_number: '0123456789',
+      account_name: 'BENCH',
+      activate: true,
+    });
     const client = async () => {
       // A client's domain is a name, never an IP address: the local receiver is registered as localhost.
-      const c = await s.admin<{ id: number }>('POST', '/admin/v1/pay/clients', { name: 'bench', domain: 'localhost', webhook_url: url.replace('127.0.0.1', 'localhost') });
+      const c = await s.admin<{ id: number }>('POST', '/admin/v1/pay/clients', {
+        name: 'bench',
+        domain: 'localhost',
+        webhook_url: url.replace('127.0.0.1', 'localhost'),
+      });
       await s.admin('POST', `/admin/v1/pay/clients/${c.id}/approve`, { ips: ['127.0.0.1'], allow_private_targets: true });
       return c.id;
     };
@@ -68,7 +85,8 @@ export async function measureWebhooks(started: (kind: string) => void = () => {}
       // Delivery starts when the commit's NOTIFY arrives, after this point: the clock measures delivery only.
       const started = process.hrtime.bigint();
       const approvalSeconds = Number(started - approving) / 1e9;
-      const delivered = async () => rowsOf<{ n: number }>(await s.deps.db.execute(sql`SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'delivered'`))[0]!.n;
+      const delivered = async () =>
+        rowsOf<{ n: number }>(await s.deps.db.execute(sql`SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'delivered'`))[0]!.n;
       const deadline = Date.now() + 120_000;
       while ((await delivered()) < seq) {
         if (Date.now() > deadline) throw new Error(`only ${await delivered()} of ${seq} delivered after 120 s`);
@@ -81,7 +99,10 @@ export async function measureWebhooks(started: (kind: string) => void = () => {}
     const many: number[] = [];
     for (let i = 0; i < 16; i++) many.push(await client());
     started(s.kind);
-    return [await measure('16 clients', many, total), await measure('1 client (4 in flight at most)', [await client()], Math.max(100, Math.floor(total / 4)))];
+    return [
+      await measure('16 clients', many, total),
+      await measure('1 client (4 in flight at most)', [await client()], Math.max(100, Math.floor(total / 4))),
+    ];
   } finally {
     await s.close();
     child.stdin.end();

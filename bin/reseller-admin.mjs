@@ -46,7 +46,13 @@ if (tsx) {
   // Fresh, or no tsx to run the sources (a production install without dev dependencies): the build is what there is.
   cli = await import(compiled.href);
 } else {
-  process.stderr.write(JSON.stringify({ ok: false, error: 'usage', message: 'dist/ is missing: run `npm run build` (or `npm install`, which builds it) first' }) + '\n');
+  process.stderr.write(
+    JSON.stringify({
+      ok: false,
+      error: 'usage',
+      message: 'dist/ is missing: run `npm run build` (or `npm install`, which builds it) first',
+    }) + '\n',
+  );
   process.exit(1);
 }
 await cli.main();

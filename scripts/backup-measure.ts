@@ -20,7 +20,9 @@ const ORDERS = Number(process.argv[2] ?? 50_000);
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-backup-measure-'));
 const ADMIN_TOKEN = 'measure-admin-token-0123456789abcdef';
 const dirSize = (dir: string): number =>
-  fs.readdirSync(dir, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? dirSize(path.join(dir, e.name)) : fs.statSync(path.join(dir, e.name)).size), 0);
+  fs
+    .readdirSync(dir, { withFileTypes: true })
+    .reduce((n, e) => n + (e.isDirectory() ? dirSize(path.join(dir, e.name)) : fs.statSync(path.join(dir, e.name)).size), 0);
 
 try {
   const config = loadConfig({ DATA_DIR: path.join(root, 'src'), ADMIN_TOKEN, LOG_LEVEL: 'warn' });
@@ -71,7 +73,8 @@ try {
   await deps.close();
 
   const t2 = performance.now();
-  if ((await runCli(['restore', file, '--data-dir', path.join(root, 'restored')], { env: {}, ...quiet })) !== 0) throw new Error('restore failed');
+  if ((await runCli(['restore', file, '--data-dir', path.join(root, 'restored')], { env: {}, ...quiet })) !== 0)
+    throw new Error('restore failed');
   const restoreMs = performance.now() - t2;
   console.log(
     JSON.stringify(

@@ -38,10 +38,14 @@ const built = ENTRY_POINTS.every((f) => fs.existsSync(path.join(DIST, f)));
 if (!tsc) {
   if (ifNeeded && built) process.exit(0);
   if (ifNeeded && process.env.npm_lifecycle_event === 'prepare') {
-    console.error('reseller-gateway: TypeScript is not installed (a production install), so dist/ was not built; build it with `npm ci && npm run build` before pruning dev dependencies (docs/operations.md, "Production build").');
+    console.error(
+      'reseller-gateway: TypeScript is not installed (a production install), so dist/ was not built; build it with `npm ci && npm run build` before pruning dev dependencies (docs/operations.md, "Production build").',
+    );
     process.exit(0);
   }
-  console.error('reseller-gateway: dist/ is missing and TypeScript is not installed to build it: run `npm install` (with dev dependencies), then `npm run build` (docs/operations.md, "Production build").');
+  console.error(
+    'reseller-gateway: dist/ is missing and TypeScript is not installed to build it: run `npm install` (with dev dependencies), then `npm run build` (docs/operations.md, "Production build").',
+  );
   process.exit(1);
 }
 if (!fs.existsSync(path.join(ROOT, 'src'))) {

@@ -11,7 +11,12 @@ import { createDeps } from '../src/deps.js';
 const out = process.argv[2];
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-openapi-'));
 try {
-  const config = loadConfig({ DATA_DIR: dataDir, APP_SECRET: 'openapi-dump-secret-0123456789abcdef0123', ADMIN_TOKEN: 'openapi-dump-token-0123456789', LOG_LEVEL: 'warn' });
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    APP_SECRET: 'openapi-dump-secret-0123456789abcdef0123',
+    ADMIN_TOKEN: 'openapi-dump-token-0123456789',
+    LOG_LEVEL: 'warn',
+  });
   const deps = await createDeps(config, { database: await openPglite({}), ownsDatabase: true });
   const app = await buildApp(deps);
   try {

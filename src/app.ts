@@ -38,7 +38,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   const requests = opts.requests ?? createInFlightRequests();
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    childLoggerFactory: (logger, bindings, opts) => lazyChildLogger(logger as Logger, bindings, opts as Record<string, unknown>) as FastifyBaseLogger,
+    childLoggerFactory: (logger, bindings, opts) =>
+      lazyChildLogger(logger as Logger, bindings, opts as Record<string, unknown>) as FastifyBaseLogger,
     // A hop count trusts that many proxies nearest to us (Fastify takes it only as a function).
     trustProxy: typeof config.TRUST_PROXY === 'number' ? trustHops(config.TRUST_PROXY) : config.TRUST_PROXY,
     bodyLimit: config.BODY_LIMIT_BYTES,
@@ -116,7 +117,19 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     adminToken: deps.adminToken,
     allowedIps: config.ADMIN_ALLOWED_IPS,
   });
-  await app.register(orderingRoutes, { guard: deps.guard, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, users: deps.users, settings: deps.settings, catalog: deps.catalog, orders: deps.orders, delivery: deps.delivery, verifySignature: deps.verifySignature, files: deps.files, upstream: deps.upstream });
+  await app.register(orderingRoutes, {
+    guard: deps.guard,
+    redis: deps.redis,
+    redisPrefix: config.REDIS_PREFIX,
+    users: deps.users,
+    settings: deps.settings,
+    catalog: deps.catalog,
+    orders: deps.orders,
+    delivery: deps.delivery,
+    verifySignature: deps.verifySignature,
+    files: deps.files,
+    upstream: deps.upstream,
+  });
   await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings, guard: deps.guard });
   await app.register(paymentRoutes, {
     prefix: paymentPrefix,

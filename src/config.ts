@@ -6,7 +6,12 @@ import { resolveDefaults, type SettingKey } from './settings/registry.js';
 
 const ipList = z
   .string()
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  )
   .refine((list) => list.every((entry) => parseIpRule(entry) !== null), 'each entry must be an IPv4/IPv6 address or CIDR');
 
 /**
@@ -18,7 +23,10 @@ const trustProxy = z.string().transform((s, ctx): boolean | number | string[] =>
   if (v === '' || v === 'false' || v === '0') return false;
   if (v === 'true') return true;
   if (/^\d+$/.test(v)) return Number(v);
-  const list = s.split(',').map((x) => x.trim()).filter(Boolean);
+  const list = s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
   if (list.every((x) => isIP(x) !== 0 || parseIpRule(x) !== null)) return list;
   ctx.addIssue({ code: 'custom', message: 'must be true, false, a hop count or a comma list of addresses/CIDRs' });
   return z.NEVER;
@@ -26,7 +34,12 @@ const trustProxy = z.string().transform((s, ctx): boolean | number | string[] =>
 
 /** Environment variables read by the server; every one is optional. Runtime settings take their defaults from their upper-case names (CURRENCY=USD). */
 export const envSchema = z.object({
-  PORT: z.string().regex(/^\d{1,5}$/, 'must be a port number').transform(Number).pipe(z.number().max(65535)).default(3000),
+  PORT: z
+    .string()
+    .regex(/^\d{1,5}$/, 'must be a port number')
+    .transform(Number)
+    .pipe(z.number().max(65535))
+    .default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
   DATA_DIR: z.string().min(1).default('./data'),
   // Cache of the migrated embedded database that a first start loads (src/db/embedded.ts); "off" keeps none.
@@ -43,11 +56,30 @@ export const envSchema = z.object({
   ADMIN_ALLOWED_IPS: ipList.default(['127.0.0.1', '::1']),
   TRUST_PROXY: trustProxy.default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
-  UPLOAD_MAX_BYTES: z.coerce.number().int().min(1024).default(50 * 1024 * 1024),
-  FILE_MAX_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024 * 1024),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
-  REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,40}$/, 'letters, digits, : _ - (1-40)').default('rg:'),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(10 * 1024 * 1024)
+    .default(64 * 1024),
+  UPLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(50 * 1024 * 1024),
+  FILE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(4 * 1024 * 1024 * 1024),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+    .optional(),
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:_-]{1,40}$/, 'letters, digits, : _ - (1-40)')
+    .default('rg:'),
   PAYMENT_BASE_PATH: z
     .string()
     .regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'must be empty or a path like /pay')

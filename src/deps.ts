@@ -129,20 +129,36 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     });
   }
 
-
   const settings = createSettingsService({ db, clock, bus, logger, cipher, defaults: config.settingDefaults });
   // A registry per app instance (tests build several per process); the services count through metrics.domain.
   const metrics = createMetrics({ poolStats: () => database.poolStats() });
   const facts = createFactsSource({ db, clock, timeoutMs: overrides.factsTimeoutMs, sourceUrlDefault: config.settingDefaults.source_url });
   const users = createUsersService({ db, cipher, bus, clock });
   const catalog = createCatalogService({ db, cipher, bus, clock, settings });
-  const orders = createOrderService({ db, bus, clock, settings, inFlightPerUser: config.ORDERS_IN_FLIGHT_PER_USER, metrics: metrics.domain });
+  const orders = createOrderService({
+    db,
+    bus,
+    clock,
+    settings,
+    inFlightPerUser: config.ORDERS_IN_FLIGHT_PER_USER,
+    metrics: metrics.domain,
+  });
   const verifySignature = createSignatureVerifier({ db, clock });
   const guard = createGuard({ clock, settings, logger, redis, prefix: config.REDIS_PREFIX });
   const payClients = createPayClientsService({ db, cipher, clock });
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger, metrics: metrics.domain });
-  const webhooks = createWebhooksService({ db, clock, settings, cipher, logger, bus, resolver: overrides.webhookResolver, timeouts: overrides.webhookTimeouts, metrics: metrics.domain });
+  const webhooks = createWebhooksService({
+    db,
+    clock,
+    settings,
+    cipher,
+    logger,
+    bus,
+    resolver: overrides.webhookResolver,
+    timeouts: overrides.webhookTimeouts,
+    metrics: metrics.domain,
+  });
   cleanups.unshift(async () => {
     await webhooks.stop();
   });
@@ -157,8 +173,19 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const sourceOverrides = createOverridesService({ db, bus });
   const audit = createAuditService({ db, clock, settings });
   const cron = createCronService({ db, clock, settings, payments, webhooks, logger, sync, upstream, audit });
-  const backup = createBackupService({ embedded, databaseKind: database.kind, dataDir: config.dataDir, secrets: { appSecret, adminToken }, version: serverVersion() });
-  const files = createFilesService({ db, bus, storage: createFileStorage(path.join(config.dataDir, 'files')), maxBytes: config.FILE_MAX_BYTES });
+  const backup = createBackupService({
+    embedded,
+    databaseKind: database.kind,
+    dataDir: config.dataDir,
+    secrets: { appSecret, adminToken },
+    version: serverVersion(),
+  });
+  const files = createFilesService({
+    db,
+    bus,
+    storage: createFileStorage(path.join(config.dataDir, 'files')),
+    maxBytes: config.FILE_MAX_BYTES,
+  });
 
   return {
     config,

@@ -36,7 +36,9 @@ async function main(): Promise<void> {
     throw err;
   }
   if (config.TRUST_PROXY === true) {
-    deps.logger.warn('TRUST_PROXY=true believes X-Forwarded-For from any client, which then chooses its own address (allowlists, admin access); set the proxy hop count or the proxy addresses instead');
+    deps.logger.warn(
+      'TRUST_PROXY=true believes X-Forwarded-For from any client, which then chooses its own address (allowlists, admin access); set the proxy hop count or the proxy addresses instead',
+    );
   }
   const requests = createInFlightRequests();
   const app = await buildApp(deps, { requests });
@@ -74,7 +76,10 @@ async function main(): Promise<void> {
     }, config.SHUTDOWN_TIMEOUT_MS + FORCE_MARGIN_MS);
     force.unref();
     try {
-      const report = await shutdown({ app, requests, webhooks: deps.webhooks, sync: deps.sync, closeDeps: () => deps.close(), logger: deps.logger }, config.SHUTDOWN_TIMEOUT_MS);
+      const report = await shutdown(
+        { app, requests, webhooks: deps.webhooks, sync: deps.sync, closeDeps: () => deps.close(), logger: deps.logger },
+        config.SHUTDOWN_TIMEOUT_MS,
+      );
       deps.logger.info(report, report.outcome === 'clean' ? 'stopped' : 'stopped with requests still running');
       process.exit(report.outcome === 'clean' ? 0 : 1);
     } catch (err) {

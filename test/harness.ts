@@ -122,13 +122,27 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const logs: string[] = [];
   const logger = createLogger('info', { write: (line: string) => void logs.push(line) } as pino.DestinationStream);
   const clock = opts.clock ?? manualClock();
-  const deps = await createDeps(config, { database, clock, logger, skipMigrations: true, ownsDatabase: false, webhookResolver: opts.webhookResolver ?? offlineResolver, webhookTimeouts: opts.webhookTimeouts, factsTimeoutMs: opts.factsTimeoutMs });
+  const deps = await createDeps(config, {
+    database,
+    clock,
+    logger,
+    skipMigrations: true,
+    ownsDatabase: false,
+    webhookResolver: opts.webhookResolver ?? offlineResolver,
+    webhookTimeouts: opts.webhookTimeouts,
+    factsTimeoutMs: opts.factsTimeoutMs,
+  });
   const requests = createInFlightRequests();
   const app = await buildApp(deps, { requests });
   await app.ready();
   const request = (o: InjectOptions) => app.inject({ remoteAddress: '127.0.0.1', ...o });
   const admin = (method: InjectOptions['method'], url: string, payload?: unknown) =>
-    request({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}) });
+    request({
+      method,
+      url,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
+    });
   return {
     app,
     deps,
@@ -170,7 +184,11 @@ export async function makeCategory(t: TestApp, name = 'Cards') {
 }
 
 export async function makeProduct(t: TestApp, input: Record<string, unknown> & { category_id: string }) {
-  return t.adminData<{ id: string; name: string; stock: number; hidden: boolean }>('POST', '/admin/v1/products', { name: 'Product', price: 1000, ...input });
+  return t.adminData<{ id: string; name: string; stock: number; hidden: boolean }>('POST', '/admin/v1/products', {
+    name: 'Product',
+    price: 1000,
+    ...input,
+  });
 }
 
 export async function importCodes(t: TestApp, productId: string, codes: string[]) {

@@ -24,6 +24,9 @@ app.get('/balance', async () => {
 });
 
 process.on('SIGTERM', () => {
-  void app.close().then(() => pool.end()).then(() => process.exit(0));
+  void app
+    .close()
+    .then(() => pool.end())
+    .then(() => process.exit(0));
 });
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });

@@ -82,7 +82,12 @@ export async function createContext(seconds: number, connections: number): Promi
     const auth = { authorization: `Bearer ${user.api_key}` };
     const cat = await ours.admin<{ id: string }>('POST', '/admin/v1/categories', { name: 'Bench' });
     for (let i = 0; i < 40; i++) {
-      await ours.admin('POST', '/admin/v1/products', { category_id: cat.id, name: `Thẻ bench ${i}`, price: 1000 + i, description: 'x'.repeat(200) });
+      await ours.admin('POST', '/admin/v1/products', {
+        category_id: cat.id,
+        name: `Thẻ bench ${i}`,
+        price: 1000 + i,
+        description: 'x'.repeat(200),
+      });
     }
     // The bare baseline sends exactly the bytes of our page.
     const page = await fetch(ours.base + PRODUCTS_PATH, { headers: auth });
@@ -91,16 +96,27 @@ export async function createContext(seconds: number, connections: number): Promi
     fs.writeFileSync(bodyFile, Buffer.from(await page.arrayBuffer()));
     const bare = await spawnNode(
       'bench/table/bare-server.ts',
-      { DATABASE_URL: dbUrl, DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? '10', BARE_BODY_FILE: bodyFile, BARE_CONTENT_TYPE: page.headers.get('content-type') ?? 'application/json', BARE_USER_ID: String(user.id) },
+      {
+        DATABASE_URL: dbUrl,
+        DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? '10',
+        BARE_BODY_FILE: bodyFile,
+        BARE_CONTENT_TYPE: page.headers.get('content-type') ?? 'application/json',
+        BARE_USER_ID: String(user.id),
+      },
       { readyPath: '/healthz' },
     );
     procs.push(bare);
 
     let codeProductId: string | null = null;
     const codeProduct = async (n: number) => {
-      codeProductId ??= (await ours.admin<{ id: string }>('POST', '/admin/v1/products', { category_id: cat.id, name: 'Bench code', price: 1, max_qty: 10 })).id;
-      const { rows } = await queryOn(dbUrl, `SELECT count(*)::int AS n FROM codes WHERE product_id = ${Number(codeProductId)} AND status = 'available'`);
-      for (let stock = (rows[0] as { n: number }).n; stock < n; ) {
+      codeProductId ??= (
+        await ours.admin<{ id: string }>('POST', '/admin/v1/products', { category_id: cat.id, name: 'Bench code', price: 1, max_qty: 10 })
+      ).id;
+      const { rows } = await queryOn(
+        dbUrl,
+        `SELECT count(*)::int AS n FROM codes WHERE product_id = ${Number(codeProductId)} AND status = 'available'`,
+      );
+      for (let stock = (rows[0] as { n: number }).n; stock < n;) {
         const codes = Array.from({ length: Math.min(5000, n - stock) }, () => `B-${randomBytes(8).toString('hex')}`);
         await ours.admin('POST', `/admin/v1/products/${codeProductId}/codes`, codes.join('\n'), 'text/plain');
         stock += codes.length;

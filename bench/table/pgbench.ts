@@ -21,7 +21,14 @@ export async function pgbench(serverUrl: string, clients: number, seconds: numbe
   await queryOn(serverUrl, `CREATE DATABASE ${name}`);
   try {
     await run('pgbench', ['-i', '-q', '-s', '1'], { env });
-    return parse((await run('pgbench', ['-c', String(clients), '-j', '2', '-T', String(seconds), '-b', 'tpcb-like'], { env, timeout: (seconds + 60) * 1000 })).stdout);
+    return parse(
+      (
+        await run('pgbench', ['-c', String(clients), '-j', '2', '-T', String(seconds), '-b', 'tpcb-like'], {
+          env,
+          timeout: (seconds + 60) * 1000,
+        })
+      ).stdout,
+    );
   } finally {
     await queryOn(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   }

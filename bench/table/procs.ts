@@ -38,7 +38,11 @@ export async function freePort(): Promise<number> {
  * Starts `node [nodeArgs] --import tsx <script>` with only `env` (plus PATH/HOME) and PORT set, and waits (at most
  * `timeoutMs`) until GET <readyPath> answers 200.
  */
-export async function spawnNode(script: string, env: Record<string, string>, opts: { nodeArgs?: string[]; readyPath: string; timeoutMs?: number }): Promise<Proc> {
+export async function spawnNode(
+  script: string,
+  env: Record<string, string>,
+  opts: { nodeArgs?: string[]; readyPath: string; timeoutMs?: number },
+): Promise<Proc> {
   const port = await freePort();
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', TSX, path.join(ROOT, script)], {
     cwd: ROOT,
@@ -54,7 +58,10 @@ export async function spawnNode(script: string, env: Record<string, string>, opt
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}: ${stderr}`);
-    const ok = await fetch(base + opts.readyPath).then((r) => r.ok, () => false);
+    const ok = await fetch(base + opts.readyPath).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');

@@ -46,16 +46,34 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
     const port = await freePort();
     pgTool(bin, 'initdb', ['-D', dir, '-U', 'postgres', '-A', 'trust', '--no-sync']);
-    const start = () => pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', path.join(dir, 'log'), '-w', '-t', '30', 'start');
+    const start = () =>
+      pgCtl(
+        '-o',
+        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+        '-l',
+        path.join(dir, 'log'),
+        '-w',
+        '-t',
+        '30',
+        'start',
+      );
     start();
     const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
     server = await startServer({ DATABASE_URL: url, DATABASE_POOL_SIZE: '10' });
     const s = server;
     const user = await adminData<{ id: number; api_key: string }>(s.base, 'POST', '/admin/v1/users', { name: 'drill', balance: INITIAL });
     const cat = await adminData<{ id: string }>(s.base, 'POST', '/admin/v1/categories', { name: 'Drill' });
-    const product = await adminData<{ id: string }>(s.base, 'POST', '/admin/v1/products', { category_id: cat.id, name: 'Card', price: PRICE, max_qty: 3 });
+    const product = await adminData<{ id: string }>(s.base, 'POST', '/admin/v1/products', {
+      category_id: cat.id,
+      name: 'Card',
+      price: PRICE,
+      max_qty: 3,
+    });
     const codes = Array.from({ length: 40_000 }, (_, i) => `DRILL-${i}`).join('\n');
-    const imp = await call(s.base, 'POST', `/admin/v1/products/${product.id}/codes`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, text: codes });
+    const imp = await call(s.base, 'POST', `/admin/v1/products/${product.id}/codes`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+      text: codes,
+    });
     if (imp.status !== 200) throw new Error(`import: ${imp.status}`);
 
     // Order load: 8 workers until told to stop; every answer is kept.
@@ -65,7 +83,10 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     const worker = async () => {
       while (running) {
         const i = seq++;
-        const a = await call(s.base, 'POST', '/api/v1/order/create', { headers: { authorization: `Bearer ${user.api_key}` }, body: { product_id: product.id, quantity: 1 + (i % 3), request_id: `drill-${i}` } });
+        const a = await call(s.base, 'POST', '/api/v1/order/create', {
+          headers: { authorization: `Bearer ${user.api_key}` },
+          body: { product_id: product.id, quantity: 1 + (i % 3), request_id: `drill-${i}` },
+        });
         answers.push({ ...a, at: Date.now() });
         if (a.status !== 200) await sleep(50);
       }
@@ -87,14 +108,19 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     start();
     const backAt = Date.now();
     facts.database_down_ms = backAt - stoppedAt;
-    await until(() => answers.some((a) => a.at > backAt && a.status === 200), 5000, 'a 2xx order within 5 s of the database return').catch((e: Error) => failures.push(e.message));
+    await until(() => answers.some((a) => a.at > backAt && a.status === 200), 5000, 'a 2xx order within 5 s of the database return').catch(
+      (e: Error) => failures.push(e.message),
+    );
     const firstOk = answers.find((a) => a.at > backAt && a.status === 200);
     facts.serving_again_after_ms = firstOk ? firstOk.at - backAt : null;
     await sleep(1000);
     running = false;
     await Promise.all(workers);
     const refused = answers.filter((a) => a.status === 422).length;
-    if (refused > 0) failures.push(`${refused} orders refused (422): the drill's stock or balance ran out, so it cannot tell when the server serves again`);
+    if (refused > 0)
+      failures.push(
+        `${refused} orders refused (422): the drill's stock or balance ran out, so it cannot tell when the server serves again`,
+      );
     if (s.exited()) failures.push(`the server exited:\n${s.log().slice(-2000)}`);
 
     const byStatus: Record<string, number> = {};
@@ -102,15 +128,18 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     facts.answers = byStatus;
     for (const a of answers) {
       if (a.status === 0) failures.push(`a request hung or lost its connection (${a.ms} ms)`);
-      else if (a.status >= 500 && !(a.status === 503 && a.body?.error === 'unavailable' && a.headers.get('retry-after'))) failures.push(`answer ${a.status} ${JSON.stringify(a.body)}`);
-      else if (a.status >= 400 && (a.body?.ok !== false || typeof a.body?.error !== 'string')) failures.push(`answer ${a.status} outside the envelope`);
+      else if (a.status >= 500 && !(a.status === 503 && a.body?.error === 'unavailable' && a.headers.get('retry-after')))
+        failures.push(`answer ${a.status} ${JSON.stringify(a.body)}`);
+      else if (a.status >= 400 && (a.body?.ok !== false || typeof a.body?.error !== 'string'))
+        failures.push(`answer ${a.status} outside the envelope`);
     }
     if (!answers.some((a) => a.status === 503)) failures.push('no request saw the outage (503): the drill did not test anything');
 
     const check = new pg.Client({ connectionString: url });
     await check.connect();
     const stored = new Set((await check.query('SELECT order_code FROM orders')).rows.map((r: { order_code: string }) => r.order_code));
-    for (const a of answers) if (a.status === 200 && !stored.has(String(a.body?.order_code))) failures.push(`2xx order ${String(a.body?.order_code)} is missing`);
+    for (const a of answers)
+      if (a.status === 200 && !stored.has(String(a.body?.order_code))) failures.push(`2xx order ${String(a.body?.order_code)} is missing`);
     const sums = (
       await check.query(
         `SELECT (SELECT balance FROM users WHERE id = $1)::text AS balance, (SELECT coalesce(sum(total), 0) FROM orders WHERE user_id = $1)::text AS spent,
@@ -121,7 +150,8 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     ).rows[0] as { balance: string; spent: string; units: number; sold: number; orders: number; ledger: number };
     await check.end();
     facts.orders_stored = sums.orders;
-    if (Number(sums.balance) + Number(sums.spent) !== INITIAL) failures.push(`balance not conserved: ${sums.balance} + ${sums.spent} != ${INITIAL}`);
+    if (Number(sums.balance) + Number(sums.spent) !== INITIAL)
+      failures.push(`balance not conserved: ${sums.balance} + ${sums.spent} != ${INITIAL}`);
     if (sums.sold !== sums.units) failures.push(`stock not conserved: ${sums.sold} codes sold for ${sums.units} units ordered`);
     if (sums.ledger !== sums.orders) failures.push(`${sums.ledger} ledger rows for ${sums.orders} orders`);
   } catch (err) {

@@ -26,7 +26,11 @@ async function loadUntilSignal(s: Server, f: Fixture, tag: string, signal: NodeJ
   const loops = Array.from({ length: CLIENTS }, async (_, c) => {
     for (let n = 0; !s.exited(); n++) {
       const requestId = `${tag}-${c}-${n}`;
-      const r = await call(s.base, 'POST', '/api/v1/order/create', { headers: { authorization: `Bearer ${f.key}` }, body: { product_id: f.productId, quantity: 1, request_id: requestId }, timeoutMs: 15_000 });
+      const r = await call(s.base, 'POST', '/api/v1/order/create', {
+        headers: { authorization: `Bearer ${f.key}` },
+        body: { product_id: f.productId, quantity: 1, request_id: requestId },
+        timeoutMs: 15_000,
+      });
       if (r.status === 200) answered.push(requestId);
       else if (r.status !== 0 && !(r.status === 503 && r.body?.error === 'not_ready')) others.push(`${r.status} ${String(r.body?.error)}`);
       if (r.status === 0) await sleep(20);
@@ -59,7 +63,8 @@ async function check(s: Server, f: Fixture, answered: string[], label: string, f
     if (data.length < 100) break;
   }
   if (missing > 0) failures.push(`${label}: ${missing} orders that answered 200 are not stored`);
-  if (user.balance !== BALANCE - stored * PRICE) failures.push(`${label}: balance ${user.balance} for ${stored} orders of ${PRICE} from ${BALANCE}`);
+  if (user.balance !== BALANCE - stored * PRICE)
+    failures.push(`${label}: balance ${user.balance} for ${stored} orders of ${PRICE} from ${BALANCE}`);
   return { missing, stored, balance: user.balance };
 }
 
@@ -73,8 +78,17 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     servers.push(s1);
     const u = await adminData<{ id: number; api_key: string }>(s1.base, 'POST', '/admin/v1/users', { name: 'drill', balance: BALANCE });
     const cat = await adminData<{ id: string }>(s1.base, 'POST', '/admin/v1/categories', { name: 'Cards' });
-    const p = await adminData<{ id: string }>(s1.base, 'POST', '/admin/v1/products', { category_id: cat.id, name: 'Card', price: PRICE, max_qty: 10 });
-    const imp = await fetch(`${s1.base}/admin/v1/products/${p.id}/codes`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, body: Array.from({ length: 3_000 }, (_, i) => `EMB-${i}`).join('\n') });
+    const p = await adminData<{ id: string }>(s1.base, 'POST', '/admin/v1/products', {
+      category_id: cat.id,
+      name: 'Card',
+      price: PRICE,
+      max_qty: 10,
+    });
+    const imp = await fetch(`${s1.base}/admin/v1/products/${p.id}/codes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+      body: Array.from({ length: 3_000 }, (_, i) => `EMB-${i}`).join('\n'),
+    });
     if (imp.status !== 200) throw new Error(`code import answered ${imp.status}`);
     const f: Fixture = { key: u.api_key, userId: u.id, productId: p.id };
 
@@ -89,7 +103,13 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     servers.push(s3);
     const afterKill = await check(s3, f, [...term.answered, ...kill.answered], 'after SIGKILL', failures);
     Object.assign(facts, {
-      sigterm: { orders_answered: term.answered.length, before_signal: term.before, exit_code: term.exitCode, exit_ms: term.exitMs, ...afterTerm },
+      sigterm: {
+        orders_answered: term.answered.length,
+        before_signal: term.before,
+        exit_code: term.exitCode,
+        exit_ms: term.exitMs,
+        ...afterTerm,
+      },
       sigkill: { orders_answered: kill.answered.length, before_signal: kill.before, reopened: true, ...afterKill },
     });
   } finally {

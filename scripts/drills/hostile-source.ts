@@ -45,7 +45,19 @@ type Mode = 'ok' | 'pages' | 'endless' | 'stopped';
 async function hostileSource() {
   const state = { mode: 'ok' as Mode, pages: 0, bytes: 0 };
   const description = 'lorem ipsum '.repeat(342).slice(0, 4096);
-  const product = (id: number, desc = '') => ({ id: String(id), name: `Product ${id}`, category_id: '1', price: 1000, stock: 10, status: 'in_stock', min_qty: 1, max_qty: 100, description: desc, description2: '', type: 'code' });
+  const product = (id: number, desc = '') => ({
+    id: String(id),
+    name: `Product ${id}`,
+    category_id: '1',
+    price: 1000,
+    stock: 10,
+    status: 'in_stock',
+    min_qty: 1,
+    max_qty: 100,
+    description: desc,
+    description2: '',
+    type: 'code',
+  });
   const json = (res: http.ServerResponse, code: number, body: unknown) => {
     const text = JSON.stringify(body);
     res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
@@ -53,10 +65,12 @@ async function hostileSource() {
   const chunk = Buffer.from(Array.from({ length: 16 }, (_, i) => JSON.stringify(product(900_000 + i, description)) + ',').join(''));
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://source');
-    if (url.pathname === '/api/v1/categories') return json(res, 200, { ok: true, data: [{ id: '1', name: 'Games', parent_id: null, sort: 0 }] });
+    if (url.pathname === '/api/v1/categories')
+      return json(res, 200, { ok: true, data: [{ id: '1', name: 'Games', parent_id: null, sort: 0 }] });
     if (url.pathname !== '/api/v1/products') return json(res, 404, { ok: false, error: 'not_found', message: 'unknown route' });
     const page = Number(url.searchParams.get('page') ?? 1);
-    if (state.mode === 'ok') return json(res, 200, { ok: true, data: [product(1), product(2)], page, limit: 1000, total: 2, has_more: false });
+    if (state.mode === 'ok')
+      return json(res, 200, { ok: true, data: [product(1), product(2)], page, limit: 1000, total: 2, has_more: false });
     if (state.mode === 'stopped') return json(res, 503, { ok: false, error: 'unavailable', message: 'drill safety stop' });
     if (state.mode === 'pages') {
       state.pages++;
@@ -89,7 +103,21 @@ async function hostileSource() {
   };
 }
 
-type Row = { case: string; idle_mib: number; peak_mib: number; over_idle_mib: number; hwm_mib: number; run_ms: number; answer: string; status_row: string; lease_free: boolean; catalogue_kept: boolean; serves: boolean; source_mib_sent: number; pages: number };
+type Row = {
+  case: string;
+  idle_mib: number;
+  peak_mib: number;
+  over_idle_mib: number;
+  hwm_mib: number;
+  run_ms: number;
+  answer: string;
+  status_row: string;
+  lease_free: boolean;
+  catalogue_kept: boolean;
+  serves: boolean;
+  source_mib_sent: number;
+  pages: number;
+};
 
 /** One case on a fresh server process; returns its row and adds its failures. */
 async function runCase(name: string, mode: Mode, env: Record<string, string>, failures: string[]): Promise<Row> {
@@ -98,7 +126,12 @@ async function runCase(name: string, mode: Mode, env: Record<string, string>, fa
   try {
     server = await startServer({ ...env, LOG_LEVEL: 'error' });
     const s = server;
-    for (const [k, v] of Object.entries({ ...SETTINGS, source_url: source.url, source_api_key: 'drill-source-key-0123456789abcdef', cron_token: CRON_TOKEN })) {
+    for (const [k, v] of Object.entries({
+      ...SETTINGS,
+      source_url: source.url,
+      source_api_key: 'drill-source-key-0123456789abcdef',
+      cron_token: CRON_TOKEN,
+    })) {
       await adminData(s.base, 'PUT', `/admin/v1/settings/${k}`, { value: v });
     }
     const user = await adminData<{ api_key: string }>(s.base, 'POST', '/admin/v1/users', { name: 'reseller', balance: 1000 });
@@ -131,7 +164,10 @@ async function runCase(name: string, mode: Mode, env: Record<string, string>, fa
     const started = Date.now();
     const cron = await call(s.base, 'GET', `/api-sync-cron.php?token=${CRON_TOKEN}`, { timeoutMs: 120_000 });
     // A lost answer (the connection cut) is not the end of the run: sample until its row says it finished.
-    const finished = async () => s.exited() || (await adminData<{ finished_at: string | null }[]>(s.base, 'GET', '/admin/v1/sync/status'))[0]?.finished_at ? true : false;
+    const finished = async () =>
+      s.exited() || (await adminData<{ finished_at: string | null }[]>(s.base, 'GET', '/admin/v1/sync/status'))[0]?.finished_at
+        ? true
+        : false;
     await until(finished, 120_000, 'the hostile run to finish').catch((err: Error) => failures.push(`${name}: ${err.message}`));
     const runMs = Date.now() - started;
     clearInterval(sampler);
@@ -165,11 +201,16 @@ async function runCase(name: string, mode: Mode, env: Record<string, string>, fa
       source_mib_sent: Math.round(source.state.bytes / MIB),
       pages: source.state.pages,
     };
-    if (peak - idle > LIMIT_MIB * 1024) failures.push(`${name}: peak RSS ${mib(peak - idle)} MiB above idle (limit ${LIMIT_MIB})${stopped ? '; the drill cut the source off at its safety limit' : ''}`);
+    if (peak - idle > LIMIT_MIB * 1024)
+      failures.push(
+        `${name}: peak RSS ${mib(peak - idle)} MiB above idle (limit ${LIMIT_MIB})${stopped ? '; the drill cut the source off at its safety limit' : ''}`,
+      );
     if (exited) failures.push(`${name}: the server process exited`);
-    if (cron.status !== 502 || cron.body?.error !== 'sync_failed') failures.push(`${name}: the cron answer was ${answer}, not 502 sync_failed`);
+    if (cron.status !== 502 || cron.body?.error !== 'sync_failed')
+      failures.push(`${name}: the cron answer was ${answer}, not 502 sync_failed`);
     if (stopped) failures.push(`${name}: the run failed only because the drill stopped the source`);
-    if (!row || row.ok !== false || !row.error) failures.push(`${name}: the sync status row does not say the run failed (${result.status_row})`);
+    if (!row || row.ok !== false || !row.error)
+      failures.push(`${name}: the sync status row does not say the run failed (${result.status_row})`);
     if (!leaseFree) failures.push(`${name}: a forced sync right after did not run (${again.status} ${JSON.stringify(again.body)})`);
     if (!kept) failures.push(`${name}: the catalogue changed`);
     if (!serves) failures.push(`${name}: the server does not serve (healthz ${health.status}, products ${after.status} in ${after.ms} ms)`);
@@ -187,7 +228,9 @@ async function withDatabase<T>(base: string | undefined, fn: (env: Record<string
   const client = new pg.Client({ connectionString: base });
   await client.connect();
   await client.query(`CREATE DATABASE ${name}`);
-  const unregister = onAbort(() => execFileSync('psql', [base, '-qc', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`], { stdio: 'ignore', timeout: 15_000 }));
+  const unregister = onAbort(() =>
+    execFileSync('psql', [base, '-qc', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`], { stdio: 'ignore', timeout: 15_000 }),
+  );
   try {
     const u = new URL(base);
     u.pathname = `/${name}`;
@@ -202,7 +245,10 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
   facts.settings = SETTINGS;
   facts.database = process.env.DRILL_PG_URL ? 'postgresql' : 'embedded';
   const rows: Row[] = [];
-  for (const [name, mode] of [['a. pages for ever', 'pages'], ['b. endless answer', 'endless']] as const) {
+  for (const [name, mode] of [
+    ['a. pages for ever', 'pages'],
+    ['b. endless answer', 'endless'],
+  ] as const) {
     rows.push(await withDatabase(process.env.DRILL_PG_URL, (env) => runCase(name, mode, env, failures)));
   }
   console.table(rows.map((r) => ({ ...r, status_row: r.status_row.slice(0, 60) })));

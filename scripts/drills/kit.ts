@@ -93,7 +93,20 @@ export async function startServer(env: Record<string, string>, opts: { dataDir?:
   const { cmd, args } = serverCommand();
   const child = spawn(cmd, args, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, APP_SECRET, LOG_LEVEL: 'warn', GUARD_ENABLED: 'false', RATE_LIMIT_PER_MINUTE: '1000000', ORDER_RATE_LIMIT_PER_MINUTE: '1000000', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      ADMIN_TOKEN,
+      APP_SECRET,
+      LOG_LEVEL: 'warn',
+      GUARD_ENABLED: 'false',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      ORDER_RATE_LIMIT_PER_MINUTE: '1000000',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
@@ -106,10 +119,17 @@ export async function startServer(env: Record<string, string>, opts: { dataDir?:
   const unregister = onAbort(kill);
   const base = `http://127.0.0.1:${port}`;
   try {
-    await until(async () => {
-      if (exited) throw new Error(`server exited at start:\n${out}`);
-      return fetch(`${base}/healthz`).then((r) => r.ok, () => false);
-    }, 60_000, 'the server to start');
+    await until(
+      async () => {
+        if (exited) throw new Error(`server exited at start:\n${out}`);
+        return fetch(`${base}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+      },
+      60_000,
+      'the server to start',
+    );
   } catch (err) {
     kill();
     unregister();
@@ -137,7 +157,12 @@ export async function startServer(env: Record<string, string>, opts: { dataDir?:
 export type Answer = { status: number; body: Record<string, unknown> | null; headers: Headers; ms: number };
 
 /** One HTTP call bounded in time; a hang is an answer with status 0. */
-export async function call(base: string, method: string, url: string, opts: { headers?: Record<string, string>; body?: unknown; text?: string; timeoutMs?: number } = {}): Promise<Answer> {
+export async function call(
+  base: string,
+  method: string,
+  url: string,
+  opts: { headers?: Record<string, string>; body?: unknown; text?: string; timeoutMs?: number } = {},
+): Promise<Answer> {
   const started = Date.now();
   try {
     const res = await fetch(base + url, {
@@ -159,7 +184,8 @@ export async function call(base: string, method: string, url: string, opts: { he
   }
 }
 
-export const admin = (base: string, method: string, url: string, body?: unknown) => call(base, method, url, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
+export const admin = (base: string, method: string, url: string, body?: unknown) =>
+  call(base, method, url, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body });
 
 export async function adminData<T>(base: string, method: string, url: string, body?: unknown): Promise<T> {
   const a = await admin(base, method, url, body);
@@ -171,7 +197,11 @@ export async function adminData<T>(base: string, method: string, url: string, bo
  * Runs a drill within its time bound and prints its verdict as JSON; the process exits 1 on any failure. The drill
  * fills `failures` and `facts`, and cleans up after itself (its own `finally`).
  */
-export function runDrill(name: string, boundMs: number, drill: (failures: string[], facts: Record<string, unknown>) => Promise<void>): void {
+export function runDrill(
+  name: string,
+  boundMs: number,
+  drill: (failures: string[], facts: Record<string, unknown>) => Promise<void>,
+): void {
   const failures: string[] = [];
   const facts: Record<string, unknown> = {};
   const bound = setTimeout(() => {
@@ -209,7 +239,13 @@ export function heldRequest(base: string, path: string, headers: Record<string, 
   socket.setEncoding('utf8').on('data', (c: string) => (raw += c));
   socket.on('error', () => undefined);
   const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
-  const head = Object.entries({ host: u.host, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'keep-alive', ...headers })
+  const head = Object.entries({
+    host: u.host,
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    connection: 'keep-alive',
+    ...headers,
+  })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('');
   const half = Math.floor(body.length / 2);
@@ -229,7 +265,13 @@ export function parseRaw(raw: string): { status: number; headers: Record<string,
   const m = /^HTTP\/1\.1 (\d{3})/.exec(raw);
   if (!m) return { status: 0, headers: {}, body: null };
   const split = raw.indexOf('\r\n\r\n');
-  const headers = Object.fromEntries(raw.slice(0, split).split('\r\n').slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  const headers = Object.fromEntries(
+    raw
+      .slice(0, split)
+      .split('\r\n')
+      .slice(1)
+      .map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  );
   let body: Record<string, unknown> | null = null;
   try {
     body = JSON.parse(raw.slice(split + 4)) as Record<string, unknown>;

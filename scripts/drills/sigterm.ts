@@ -35,7 +35,12 @@ type Outcome = { kind: Kind; status: number; body: Record<string, unknown> | nul
 async function post(url: string, headers: Record<string, string>, body: string): Promise<Outcome> {
   const sentAt = Date.now();
   try {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+    });
     const text = await res.text();
     let parsed: Record<string, unknown> | null = null;
     try {
@@ -73,12 +78,25 @@ async function receiver() {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { state, port: (server.address() as AddressInfo).port, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    state,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
 const paySign = (secret: string, event: string, body: string) => createHmac('sha256', secret).update(`${event}\n${body}`).digest('hex');
 
-type Fixture = { users: { id: number; key: string }[]; productId: string; client: { id: number; api_key: string; api_secret: string; webhook_secret: string }; payments: string[] };
+type Fixture = {
+  users: { id: number; key: string }[];
+  productId: string;
+  client: { id: number; api_key: string; api_secret: string; webhook_secret: string };
+  payments: string[];
+};
 
 async function setUp(s: Server, hookPort: number): Promise<Fixture> {
   const users = [];
@@ -87,18 +105,52 @@ async function setUp(s: Server, hookPort: number): Promise<Fixture> {
     users.push({ id: u.id, key: u.api_key });
   }
   const cat = await adminData<{ id: string }>(s.base, 'POST', '/admin/v1/categories', { name: 'Cards' });
-  const product = await adminData<{ id: string }>(s.base, 'POST', '/admin/v1/products', { category_id: cat.id, name: 'Card', price: PRICE, max_qty: 10 });
+  const product = await adminData<{ id: string }>(s.base, 'POST', '/admin/v1/products', {
+    category_id: cat.id,
+    name: 'Card',
+    price: PRICE,
+    max_qty: 10,
+  });
   const codes = Array.from({ length: CODES }, (_, i) => `SIGTERM-${product.id}-${i}`).join('\n');
-  const imp = await fetch(`${s.base}/admin/v1/products/${product.id}/codes`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, body: codes });
+  const imp = await fetch(`${s.base}/admin/v1/products/${product.id}/codes`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+    body: codes,
+  });
   if (imp.status !== 200) throw new Error(`code import answered ${imp.status}`);
-  await adminData(s.base, 'POST', '/admin/v1/pay/methods', { code: 'VCB', bank_bin: '970436', bank_code: 'VCB', bank_name: 'Vietcombank', account_number: '0123456789', account_name: 'Cong ty ABC', activate: true });
-  const req = await adminData<{ id: number }>(s.base, 'POST', '/admin/v1/pay/clients', { name: 'Shop', domain: 'localhost', webhook_url: `http://localhost:${hookPort}/hook` });
-  const client = await adminData<Fixture['client']>(s.base, 'POST', `/admin/v1/pay/clients/${req.id}/approve`, { ips: ['127.0.0.1', '::1'], allow_private_targets: true });
+  await adminData(s.base, 'POST', '/admin/v1/pay/methods', {
+    code: 'VCB',
+    bank_bin: '970436',
+    bank_code: 'VCB',
+    bank_name: 'Vietcombank',
+    account_number: '0123456789',
+    account_name: 'Cong ty ABC',
+    activate: true,
+  });
+  const req = await adminData<{ id: number }>(s.base, 'POST', '/admin/v1/pay/clients', {
+    name: 'Shop',
+    domain: 'localhost',
+    webhook_url: `http://localhost:${hookPort}/hook`,
+  });
+  const client = await adminData<Fixture['client']>(s.base, 'POST', `/admin/v1/pay/clients/${req.id}/approve`, {
+    ips: ['127.0.0.1', '::1'],
+    allow_private_targets: true,
+  });
   const payments: string[] = [];
   for (let i = 0; i < PAYMENTS; i++) {
     const body = JSON.stringify({ merchant_invoice_id: `DRILL-${i}`, amount: 150_000, description: 'top-up' });
     const event = 'payment.request.create';
-    const a = await post(`${s.base}/api/v1/payment-requests`, { 'x-api-key': client.api_key, 'x-api-event': event, 'x-api-signature': paySign(client.api_secret, event, body), 'x-api-signature-alg': 'HMAC-SHA256', 'idempotency-key': `drill-${i}` }, body);
+    const a = await post(
+      `${s.base}/api/v1/payment-requests`,
+      {
+        'x-api-key': client.api_key,
+        'x-api-event': event,
+        'x-api-signature': paySign(client.api_secret, event, body),
+        'x-api-signature-alg': 'HMAC-SHA256',
+        'idempotency-key': `drill-${i}`,
+      },
+      body,
+    );
     if (a.status !== 201) throw new Error(`payment create answered ${a.status} ${JSON.stringify(a.body)}`);
     payments.push(String(a.body!.payment_id));
   }
@@ -115,10 +167,17 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
   const adminDb = new pg.Client({ connectionString: baseUrl });
   await adminDb.connect();
   await adminDb.query(`CREATE DATABASE ${dbName}`);
-  const unregister = onAbort(() => execFileSync('psql', [baseUrl, '-qc', `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`], { stdio: 'ignore', timeout: 15_000 }));
+  const unregister = onAbort(() =>
+    execFileSync('psql', [baseUrl, '-qc', `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`], { stdio: 'ignore', timeout: 15_000 }),
+  );
   const u = new URL(baseUrl);
   u.pathname = `/${dbName}`;
-  const env = { DATABASE_URL: u.toString(), SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS), LOG_LEVEL: 'warn', PAYMENT_RATE_LIMIT_PER_MINUTE: '1000000' };
+  const env = {
+    DATABASE_URL: u.toString(),
+    SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+    LOG_LEVEL: 'warn',
+    PAYMENT_RATE_LIMIT_PER_MINUTE: '1000000',
+  };
   const db = new pg.Client({ connectionString: u.toString() });
   const hook = await receiver();
   let first: Server | null = null;
@@ -141,7 +200,11 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
       for (let n = 0; !s.exited(); n++) {
         const requestId = `sig-${i}-${n}`;
         inFlight++;
-        const o = await post(`${s.base}/api/v1/order/create`, { authorization: `Bearer ${user.key}` }, JSON.stringify({ product_id: f.productId, quantity: 1, request_id: requestId }));
+        const o = await post(
+          `${s.base}/api/v1/order/create`,
+          { authorization: `Bearer ${user.key}` },
+          JSON.stringify({ product_id: f.productId, quantity: 1, request_id: requestId }),
+        );
         inFlight--;
         orders.push({ ...o, user: i, requestId });
         if (o.kind !== 'answer') await sleep(20);
@@ -158,26 +221,57 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
         if (o.kind !== 'answer') await sleep(20);
       }
     };
-    const load = Promise.all([...Array.from({ length: CLIENTS }, (_, i) => orderClient(i)), ...Array.from({ length: APPROVERS }, () => approver())]);
-    await until(() => orders.filter((o) => o.status === 200).length >= ORDERS_BEFORE && approvals.filter((o) => o.status === 200).length >= APPROVALS_BEFORE, 20_000, `${ORDERS_BEFORE} orders and ${APPROVALS_BEFORE} approvals before SIGTERM`);
+    const load = Promise.all([
+      ...Array.from({ length: CLIENTS }, (_, i) => orderClient(i)),
+      ...Array.from({ length: APPROVERS }, () => approver()),
+    ]);
+    await until(
+      () =>
+        orders.filter((o) => o.status === 200).length >= ORDERS_BEFORE &&
+        approvals.filter((o) => o.status === 200).length >= APPROVALS_BEFORE,
+      20_000,
+      `${ORDERS_BEFORE} orders and ${APPROVALS_BEFORE} approvals before SIGTERM`,
+    );
     // Two requests held in flight through the signal, on keep-alive connections: an order whose body arrives 500 ms
     // after it (it must complete, and its connection close after the answer), and one that never finishes (a stalled
     // upload: cut at the HTTP part of the bound, without an order).
     const orderBody = (requestId: string) => JSON.stringify({ product_id: f.productId, quantity: 1, request_id: requestId });
     const late = heldRequest(s.base, '/api/v1/order/create', { authorization: `Bearer ${f.users[0]!.key}` }, orderBody('sig-held-late'));
-    const stalled = heldRequest(s.base, '/api/v1/order/create', { authorization: `Bearer ${f.users[1]!.key}` }, orderBody('sig-held-stalled'));
+    const stalled = heldRequest(
+      s.base,
+      '/api/v1/order/create',
+      { authorization: `Bearer ${f.users[1]!.key}` },
+      orderBody('sig-held-stalled'),
+    );
     await sleep(200);
     const sigtermAt = Date.now();
     const inFlightAtSignal = inFlight + 2;
     s.child.kill('SIGTERM');
     setTimeout(() => late.finish(), 500);
-    await until(() => s.exited(), SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS, 'the server to exit after SIGTERM').catch((err: Error) => failures.push(err.message));
+    await until(() => s.exited(), SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS, 'the server to exit after SIGTERM').catch((err: Error) =>
+      failures.push(err.message),
+    );
     await load;
     const lateAnswer = parseRaw(await late.answer());
     const stalledAnswer = parseRaw(await stalled.answer());
-    facts.held_requests = { finished_after_sigterm: `${lateAnswer.status} connection=${lateAnswer.headers.connection ?? 'none'}`, stalled: stalledAnswer.status === 0 ? 'cut without an answer' : `answered ${stalledAnswer.status}` };
-    if (lateAnswer.status !== 200 || lateAnswer.headers.connection !== 'close') failures.push(`the order finished after SIGTERM answered ${lateAnswer.status} with Connection: ${lateAnswer.headers.connection ?? 'none'} (${JSON.stringify(lateAnswer.body)})`);
-    else orders.push({ kind: 'answer', status: 200, body: lateAnswer.body, sentAt: sigtermAt, doneAt: Date.now(), user: 0, requestId: 'sig-held-late' });
+    facts.held_requests = {
+      finished_after_sigterm: `${lateAnswer.status} connection=${lateAnswer.headers.connection ?? 'none'}`,
+      stalled: stalledAnswer.status === 0 ? 'cut without an answer' : `answered ${stalledAnswer.status}`,
+    };
+    if (lateAnswer.status !== 200 || lateAnswer.headers.connection !== 'close')
+      failures.push(
+        `the order finished after SIGTERM answered ${lateAnswer.status} with Connection: ${lateAnswer.headers.connection ?? 'none'} (${JSON.stringify(lateAnswer.body)})`,
+      );
+    else
+      orders.push({
+        kind: 'answer',
+        status: 200,
+        body: lateAnswer.body,
+        sentAt: sigtermAt,
+        doneAt: Date.now(),
+        user: 0,
+        requestId: 'sig-held-late',
+      });
     if (stalledAnswer.status !== 0) failures.push(`the stalled request answered ${stalledAnswer.status}: it should have been cut`);
 
     const exitMs = exitAt - sigtermAt;
@@ -205,30 +299,56 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     if (exitMs > SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS) failures.push(`the server took ${exitMs} ms to exit`);
     for (const o of [...orders, ...approvals]) {
       if (o.kind === 'hang') failures.push(`a request sent ${o.sentAt - sigtermAt} ms after SIGTERM hung`);
-      else if (o.kind === 'answer' && !(o.status >= 200 && o.status < 300) && !notReady(o)) failures.push(`a request answered ${o.status} ${JSON.stringify(o.body).slice(0, 200)}`);
+      else if (o.kind === 'answer' && !(o.status >= 200 && o.status < 300) && !notReady(o))
+        failures.push(`a request answered ${o.status} ${JSON.stringify(o.body).slice(0, 200)}`);
     }
 
     // Every 2xx order exists by request_id with one debit of its total; every 2xx approval has its event.
-    const stored = new Map((await db.query<{ request_id: string; order_code: string }>('SELECT request_id, order_code FROM orders')).rows.map((r) => [r.request_id, r.order_code]));
+    const stored = new Map(
+      (await db.query<{ request_id: string; order_code: string }>('SELECT request_id, order_code FROM orders')).rows.map((r) => [
+        r.request_id,
+        r.order_code,
+      ]),
+    );
     if (stored.has('sig-held-stalled')) failures.push('the stalled request made an order from half a body');
     for (const o of orders.filter((x) => x.status === 200)) {
-      if (stored.get(o.requestId) !== o.body?.order_code) failures.push(`order ${o.requestId} answered ${String(o.body?.order_code)} but is stored as ${stored.get(o.requestId) ?? 'nothing'}`);
+      if (stored.get(o.requestId) !== o.body?.order_code)
+        failures.push(
+          `order ${o.requestId} answered ${String(o.body?.order_code)} but is stored as ${stored.get(o.requestId) ?? 'nothing'}`,
+        );
     }
-    const withEvent = new Set((await db.query<{ payment_id: string }>('SELECT p.payment_id FROM webhook_outbox o JOIN payment_requests p ON p.id = o.payment_request_id')).rows.map((r) => r.payment_id));
-    for (const a of approvals.filter((x) => x.status === 200)) if (!withEvent.has(a.paymentId)) failures.push(`approval of ${a.paymentId} answered 200 but has no webhook event`);
-    const outboxBefore = (await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM webhook_outbox GROUP BY status')).rows;
+    const withEvent = new Set(
+      (
+        await db.query<{ payment_id: string }>(
+          'SELECT p.payment_id FROM webhook_outbox o JOIN payment_requests p ON p.id = o.payment_request_id',
+        )
+      ).rows.map((r) => r.payment_id),
+    );
+    for (const a of approvals.filter((x) => x.status === 200))
+      if (!withEvent.has(a.paymentId)) failures.push(`approval of ${a.paymentId} answered 200 but has no webhook event`);
+    const outboxBefore = (
+      await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM webhook_outbox GROUP BY status')
+    ).rows;
     facts.outbox_at_exit = Object.fromEntries(outboxBefore.map((r) => [r.status, r.n]));
 
     // The next process on the same database: the outbox drains (no cron needed), lost answers are replayed.
     second = await startServer(env);
     const s2 = second;
-    await until(async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_outbox WHERE status <> 'delivered'")).rows[0]!.n === 0, 20_000, 'the outbox to drain after the restart').catch((err: Error) =>
-      failures.push(err.message),
-    );
+    await until(
+      async () =>
+        (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_outbox WHERE status <> 'delivered'")).rows[0]!.n === 0,
+      20_000,
+      'the outbox to drain after the restart',
+    ).catch((err: Error) => failures.push(err.message));
     const events = (await db.query<{ event_id: string }>('SELECT event_id FROM webhook_outbox')).rows.map((r) => r.event_id);
     const dupes = [...hook.state.seen].filter(([, n]) => n > 1);
     const missing = events.filter((e) => !hook.state.seen.has(e));
-    Object.assign(facts, { webhook_events: events.length, delivered_at_receiver: hook.state.seen.size, duplicates: dupes.length, bad_signatures: hook.state.badSignatures });
+    Object.assign(facts, {
+      webhook_events: events.length,
+      delivered_at_receiver: hook.state.seen.size,
+      duplicates: dupes.length,
+      bad_signatures: hook.state.badSignatures,
+    });
     if (missing.length > 0) failures.push(`${missing.length} webhook events never reached the receiver`);
     if (dupes.length > 0) failures.push(`${dupes.length} webhook events reached the receiver more than once`);
     if (hook.state.badSignatures > 0) failures.push(`${hook.state.badSignatures} webhook deliveries had a bad signature`);
@@ -236,11 +356,16 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     const lost = orders.filter((o) => o.kind === 'lost');
     let replayedStored = 0;
     for (const o of lost) {
-      const r = await post(`${s2.base}/api/v1/order/create`, { authorization: `Bearer ${f.users[o.user]!.key}` }, JSON.stringify({ product_id: f.productId, quantity: 1, request_id: o.requestId }));
+      const r = await post(
+        `${s2.base}/api/v1/order/create`,
+        { authorization: `Bearer ${f.users[o.user]!.key}` },
+        JSON.stringify({ product_id: f.productId, quantity: 1, request_id: o.requestId }),
+      );
       if (r.status !== 200) failures.push(`replay of ${o.requestId} answered ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
       else if (stored.has(o.requestId)) {
         replayedStored++;
-        if (r.body?.idempotent_replay !== true || r.body?.order_code !== stored.get(o.requestId)) failures.push(`replay of ${o.requestId} did not answer the stored order ${stored.get(o.requestId)}`);
+        if (r.body?.idempotent_replay !== true || r.body?.order_code !== stored.get(o.requestId))
+          failures.push(`replay of ${o.requestId} did not answer the stored order ${stored.get(o.requestId)}`);
       }
     }
     Object.assign(facts, { lost_answers_replayed: lost.length, of_which_stored: replayedStored });
@@ -257,15 +382,20 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     ).rows;
     Object.assign(facts, { orders_stored: m!.orders });
     if (m!.orders !== m!.request_ids) failures.push(`${m!.orders} orders for ${m!.request_ids} request_ids`);
-    if (m!.orders !== m!.debits || m!.mismatched > 0) failures.push(`${m!.orders} orders, ${m!.debits} debits, ${m!.mismatched} orders without their exact debit`);
+    if (m!.orders !== m!.debits || m!.mismatched > 0)
+      failures.push(`${m!.orders} orders, ${m!.debits} debits, ${m!.mismatched} orders without their exact debit`);
     if (m!.unbalanced > 0) failures.push(`${m!.unbalanced} balances do not match their debits`);
 
     const stopAt = Date.now();
     s2.child.kill('SIGTERM');
-    await until(() => s2.exited(), SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS, 'the restarted server to exit').catch((err: Error) => failures.push(err.message));
+    await until(() => s2.exited(), SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS, 'the restarted server to exit').catch((err: Error) =>
+      failures.push(err.message),
+    );
     facts.idle_exit_ms = Date.now() - stopAt;
     if (s2.exitCode() !== 0) failures.push(`the restarted server exited with ${s2.exitCode()}`);
-    console.table([{ ...(facts.after_sigterm as object), before: facts.orders_answered_before_sigterm, in_flight: inFlightAtSignal, exit_ms: exitMs }]);
+    console.table([
+      { ...(facts.after_sigterm as object), before: facts.orders_answered_before_sigterm, in_flight: inFlightAtSignal, exit_ms: exitMs },
+    ]);
   } finally {
     await first?.stop();
     await second?.stop();

@@ -27,7 +27,18 @@ const payClient = (r: Req) => `pay_client:${r.params.id}`;
 const payment = (r: Req) => `payment:${r.params.payment_id}`;
 const fieldsOf = (r: Req) => ({ fields: Object.keys(r.body ?? {}).sort() });
 const PRODUCT_FIELDS = ['category_id', 'name', 'type', 'price', 'min_qty', 'max_qty', 'hidden', 'sort'] as const;
-const METHOD_FIELDS = ['code', 'name', 'bank_bin', 'bank_code', 'bank_name', 'account_number', 'account_name', 'activate', 'active', 'make_default'] as const;
+const METHOD_FIELDS = [
+  'code',
+  'name',
+  'bank_bin',
+  'bank_code',
+  'bank_name',
+  'account_number',
+  'account_name',
+  'activate',
+  'active',
+  'make_default',
+] as const;
 
 /**
  * Every mutating admin operation, by operationId. A route missing here is still recorded (action = its operationId),
@@ -45,7 +56,10 @@ export const AUDIT_ACTIONS: Record<string, AuditSpec> = {
   adminUpdateProduct: { action: 'product.update', target: product, summary: (r) => ({ ...fieldsOf(r), ...pick(r.body, PRODUCT_FIELDS) }) },
   adminImportCodes: { action: 'codes.import', target: product },
   adminAttachFile: { action: 'file.attach', target: product },
-  adminMarkCodesUsed: { action: 'codes.mark_used', summary: (r) => ({ codes: (r.body?.codes as unknown[] | undefined)?.length ?? 0, used: r.body?.used }) },
+  adminMarkCodesUsed: {
+    action: 'codes.mark_used',
+    summary: (r) => ({ codes: (r.body?.codes as unknown[] | undefined)?.length ?? 0, used: r.body?.used }),
+  },
   adminRefundOrder: { action: 'order.refund', target: (r) => `order:${r.params.code}` },
   // A read, audited through its route's config.audit: who took a copy of the database, and whether with the secrets.
   // Its handler writes the row before the archive goes out (src/admin/backup-routes.ts).
@@ -63,19 +77,47 @@ export const AUDIT_ACTIONS: Record<string, AuditSpec> = {
   },
   adminDemoSeed: { action: 'demo.seed', target: () => 'demo' },
   // The merge's transaction carries the row (with its counts, src/sync/write.ts); a run that did not run gets it after.
-  adminSyncRun: { action: 'sync.run', summary: (r) => pick(r.body, ['force']), after: (d) => pick(d, ['ran', 'reason', 'mode', 'created', 'updated', 'missing', 'skipped']) },
-  adminSetOverride: { action: 'override.set', target: product, summary: (r) => ({ ...fieldsOf(r), ...pick(r.body, ['price_adjust', 'fixed_price', 'name', 'hidden']) }) },
+  adminSyncRun: {
+    action: 'sync.run',
+    summary: (r) => pick(r.body, ['force']),
+    after: (d) => pick(d, ['ran', 'reason', 'mode', 'created', 'updated', 'missing', 'skipped']),
+  },
+  adminSetOverride: {
+    action: 'override.set',
+    target: product,
+    summary: (r) => ({ ...fieldsOf(r), ...pick(r.body, ['price_adjust', 'fixed_price', 'name', 'hidden']) }),
+  },
   adminClearOverride: { action: 'override.clear', target: product },
-  adminSetCategoryOverride: { action: 'category_override.set', target: (r) => `category:${r.params.id}`, summary: (r) => pick(r.body, ['name', 'hidden']) },
+  adminSetCategoryOverride: {
+    action: 'category_override.set',
+    target: (r) => `category:${r.params.id}`,
+    summary: (r) => pick(r.body, ['name', 'hidden']),
+  },
   adminPayClientRequest: { action: 'pay_client.request', summary: (r) => pick(r.body, ['name', 'domain', 'webhook_url', 'ips']) },
-  adminPayClientApprove: { action: 'pay_client.approve', target: payClient, summary: (r) => pick(r.body, ['ips', 'allow_private_targets']) },
+  adminPayClientApprove: {
+    action: 'pay_client.approve',
+    target: payClient,
+    summary: (r) => pick(r.body, ['ips', 'allow_private_targets']),
+  },
   adminPayClientSetIps: { action: 'pay_client.set_ips', target: payClient, summary: (r) => pick(r.body, ['ips']) },
-  adminPayClientUpdate: { action: 'pay_client.update', target: payClient, summary: (r) => pick(r.body, ['webhook_url', 'allow_private_targets', 'events']) },
+  adminPayClientUpdate: {
+    action: 'pay_client.update',
+    target: payClient,
+    summary: (r) => pick(r.body, ['webhook_url', 'allow_private_targets', 'events']),
+  },
   adminPayClientDisable: { action: 'pay_client.disable', target: payClient },
   adminPayClientEnable: { action: 'pay_client.enable', target: payClient },
   adminPayClientRotateSecret: { action: 'pay_client.rotate_secret', target: payClient, summary: (r) => pick(r.body, ['grace_seconds']) },
-  adminPayMethodCreate: { action: 'pay_method.create', target: (r) => `pay_method:${String(r.body?.code)}`, summary: (r) => pick(r.body, METHOD_FIELDS) },
-  adminPayMethodUpdate: { action: 'pay_method.update', target: (r) => `pay_method:${r.params.code}`, summary: (r) => pick(r.body, METHOD_FIELDS) },
+  adminPayMethodCreate: {
+    action: 'pay_method.create',
+    target: (r) => `pay_method:${String(r.body?.code)}`,
+    summary: (r) => pick(r.body, METHOD_FIELDS),
+  },
+  adminPayMethodUpdate: {
+    action: 'pay_method.update',
+    target: (r) => `pay_method:${r.params.code}`,
+    summary: (r) => pick(r.body, METHOD_FIELDS),
+  },
   adminPaymentApprove: { action: 'payment.approve', target: payment },
   adminPaymentReject: { action: 'payment.reject', target: payment },
   adminPaymentReport: { action: 'payment.report', target: payment },

@@ -35,10 +35,16 @@ export function installAuditHook(app: FastifyInstance, db: Db): void {
     const configured = (route.config as AuditRouteConfig | undefined)?.audit;
     if (!configured && methods.every(isRead)) return;
     const operationId = (route.schema as { operationId?: string } | undefined)?.operationId ?? `${methods.join(',')} ${route.url}`;
-    const spec: AuditSpec = configured ? { ...AUDIT_ACTIONS[operationId], action: configured } : (AUDIT_ACTIONS[operationId] ?? { action: operationId });
+    const spec: AuditSpec = configured
+      ? { ...AUDIT_ACTIONS[operationId], action: configured }
+      : (AUDIT_ACTIONS[operationId] ?? { action: operationId });
     const handler = route.handler;
     route.handler = async function (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
-      const r = { params: (req.params ?? {}) as Record<string, string>, query: (req.query ?? {}) as Record<string, unknown>, body: (req.body && typeof req.body === 'object' ? req.body : undefined) as Record<string, unknown> | undefined };
+      const r = {
+        params: (req.params ?? {}) as Record<string, string>,
+        query: (req.query ?? {}) as Record<string, unknown>,
+        body: (req.body && typeof req.body === 'object' ? req.body : undefined) as Record<string, unknown> | undefined,
+      };
       const entry = {
         actor: req.headers[ADMIN_CLIENT_HEADER] === 'cli' ? 'cli' : 'admin-api',
         action: spec.action,
@@ -47,8 +53,18 @@ export function installAuditHook(app: FastifyInstance, db: Db): void {
         summary: spec.summary?.(r) ?? {},
       };
       const after = spec.after;
-      return runAudited(db, entry, { deferred: spec.deferred === true, after: after ? (res: unknown) => ({ summary: { ...entry.summary, ...after(((res as { data?: unknown })?.data ?? {}) as Record<string, unknown>) } }) : undefined }, () =>
-        Promise.resolve(handler.call(this, req, reply)),
+      return runAudited(
+        db,
+        entry,
+        {
+          deferred: spec.deferred === true,
+          after: after
+            ? (res: unknown) => ({
+                summary: { ...entry.summary, ...after(((res as { data?: unknown })?.data ?? {}) as Record<string, unknown>) },
+              })
+            : undefined,
+        },
+        () => Promise.resolve(handler.call(this, req, reply)),
       );
     };
   });
@@ -60,7 +76,7 @@ const auditRow = z.object({
   actor: z.string().describe('admin-api, cli or sql'),
   action: z.string().describe('dotted name, e.g. user.credit, setting.set, payment.approve'),
   target: z.string().nullable().describe('what was changed, e.g. user:7, setting:currency, payment:<payment_id>'),
-  request_id: z.string().nullable().describe("the X-Request-Id of the admin request (null for sql rows)"),
+  request_id: z.string().nullable().describe('the X-Request-Id of the admin request (null for sql rows)'),
   summary: z.record(z.string(), z.unknown()).describe('what changed; never a key, token, secret or code value'),
 });
 const auditQuery = z.object({
@@ -75,10 +91,21 @@ export function registerAdminAuditRoutes(app: FastifyInstance, deps: AdminAuditD
     schema: {
       operationId: 'adminAuditList',
       summary: 'Read the audit trail',
-      description: 'Admin actions that changed something (and payment state changes made by SQL), newest first: ?since=ISO time with zone, ?action=, ?limit= (default 100, max 1000).',
+      description:
+        'Admin actions that changed something (and payment state changes made by SQL), newest first: ?since=ISO time with zone, ?action=, ?limit= (default 100, max 1000).',
       querystring: auditQuery,
-      response: { 200: ok(z.array(auditRow), 'The audit rows, newest first, under data.'), ...errorResponses(...baseErrors, 'invalid_request') },
+      response: {
+        200: ok(z.array(auditRow), 'The audit rows, newest first, under data.'),
+        ...errorResponses(...baseErrors, 'invalid_request'),
+      },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.audit.list({ since: req.query.since ? new Date(req.query.since) : undefined, action: req.query.action, limit: req.query.limit }) }),
+    handler: async (req) => ({
+      ok: true as const,
+      data: await deps.audit.list({
+        since: req.query.since ? new Date(req.query.since) : undefined,
+        action: req.query.action,
+        limit: req.query.limit,
+      }),
+    }),
   });
 }

@@ -9,7 +9,10 @@ import type { BackupService } from '../ops/backup.js';
 export type AdminBackupDeps = { backup: BackupService };
 
 const backupQuery = z.object({
-  with_secrets: z.enum(['true', 'false']).default('false').describe('true: the archive also holds app-secret and admin-token (keep it as safe as they are)'),
+  with_secrets: z
+    .enum(['true', 'false'])
+    .default('false')
+    .describe('true: the archive also holds app-secret and admin-token (keep it as safe as they are)'),
 });
 
 /** How long the copy of a large database may keep the connection silent before the first byte (it holds no client). */
@@ -26,7 +29,10 @@ export function registerAdminBackupRoutes(app: FastifyInstance, deps: AdminBacku
       description:
         'A tar archive (application/x-tar, with Content-Length) of the embedded database taken at one moment between two transactions, the attached files it names, and with with_secrets=true the app-secret and admin-token. The first member, backup-manifest.json, lists every member with its sha256. On PostgreSQL (DATABASE_URL) it answers conflict: use pg_dump.',
       querystring: backupQuery,
-      response: { 200: z.any().describe('the tar archive (application/x-tar)'), ...errorResponses(...adminErrors, 'invalid_request', 'conflict') },
+      response: {
+        200: z.any().describe('the tar archive (application/x-tar)'),
+        ...errorResponses(...adminErrors, 'invalid_request', 'conflict'),
+      },
     },
     handler: async (req, reply) => {
       allowSilence(req.raw, PREPARE_SILENCE_MS);

@@ -55,7 +55,8 @@ function commandHelp(c: Command): string {
   return `Usage: reseller-admin ${line(c)}\n\n  ${c.summary}\n`;
 }
 
-type Resolved = { kind: 'help'; text: string } | { kind: 'run'; command: Command; args: Record<string, string>; rest: string[]; opts: Opts };
+type Resolved =
+  { kind: 'help'; text: string } | { kind: 'run'; command: Command; args: Record<string, string>; rest: string[]; opts: Opts };
 
 /** argv -> the command to run (or help to print); throws a usage CliError for anything it cannot place. */
 function resolve(argv: string[]): Resolved {
@@ -66,19 +67,29 @@ function resolve(argv: string[]): Resolved {
   }
   // The noun is the longest run of leading words that names one: `pay method create` is noun "pay method", verb "create".
   let words = 0;
-  for (let k = Math.min(MAX_NOUN_WORDS, argv.length); k >= 1 && words === 0; k--) if (KNOWN_NOUNS.has(argv.slice(0, k).join(' '))) words = k;
+  for (let k = Math.min(MAX_NOUN_WORDS, argv.length); k >= 1 && words === 0; k--)
+    if (KNOWN_NOUNS.has(argv.slice(0, k).join(' '))) words = k;
   if (words === 0) {
     const group = nounsOf(first);
-    if (group.length === 0) throw usageError(`Unknown command ${JSON.stringify(first)}; commands: ${FIRST_WORDS.join(', ')} (run reseller-admin --help)`);
+    if (group.length === 0)
+      throw usageError(`Unknown command ${JSON.stringify(first)}; commands: ${FIRST_WORDS.join(', ')} (run reseller-admin --help)`);
     if (second === undefined) throw usageError(`${first} needs a noun: ${group.join(', ')} (run reseller-admin ${first} --help)`);
-    if (HELP_FLAGS.has(second)) return { kind: 'help', text: helpText(COMMANDS.filter((c) => c.noun.startsWith(`${first} `)), false) };
+    if (HELP_FLAGS.has(second))
+      return {
+        kind: 'help',
+        text: helpText(
+          COMMANDS.filter((c) => c.noun.startsWith(`${first} `)),
+          false,
+        ),
+      };
     throw usageError(`Unknown command "${first} ${second}"; ${first} nouns: ${group.join(', ')}`);
   }
   const noun = argv.slice(0, words).join(' ');
   const ofNoun = COMMANDS.filter((c) => c.noun === noun);
   // A noun that is a command by itself (`backup FILE`): everything after it is arguments.
   const [verb, ...rest] = ofNoun.some((c) => c.verb === '') ? ['', ...argv.slice(words)] : argv.slice(words);
-  if (verb === undefined) throw usageError(`${noun} needs a verb: ${ofNoun.map((c) => c.verb).join(', ')} (run reseller-admin ${noun} --help)`);
+  if (verb === undefined)
+    throw usageError(`${noun} needs a verb: ${ofNoun.map((c) => c.verb).join(', ')} (run reseller-admin ${noun} --help)`);
   if (HELP_FLAGS.has(verb)) return { kind: 'help', text: helpText(ofNoun, false) };
   const command = ofNoun.find((c) => c.verb === verb);
   if (!command) throw usageError(`Unknown command "${noun} ${verb}"; ${noun} verbs: ${ofNoun.map((c) => c.verb).join(', ')}`);
@@ -86,11 +97,19 @@ function resolve(argv: string[]): Resolved {
   const usage = `usage: reseller-admin ${line(command)}`;
   let parsed;
   try {
-    parsed = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: rest,
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (err) {
     const negative = rest.find((a) => /^-\d/.test(a));
     // parseArgs reads -500 as a bundle of short options; its own message does not say what to do about an amount.
-    if (negative !== undefined) throw usageError(`${JSON.stringify(negative)} is read as an option; put a negative number after --, as in: reseller-admin user credit U -- -500`);
+    if (negative !== undefined)
+      throw usageError(
+        `${JSON.stringify(negative)} is read as an option; put a negative number after --, as in: reseller-admin user credit U -- -500`,
+      );
     const unknown = /^Unknown option '([^']+)'/.exec((err as Error).message);
     if (unknown) throw usageError(`Unknown option ${unknown[1]} for "${noun} ${verb}"; ${usage}`);
     throw usageError(`${(err as Error).message}; ${usage}`);
@@ -98,7 +117,8 @@ function resolve(argv: string[]): Resolved {
   if (parsed.values.help) return { kind: 'help', text: commandHelp(command) };
   const { positionals } = parsed;
   if (positionals.length < command.args.length) throw usageError(`Missing ${command.args.slice(positionals.length).join(' ')}; ${usage}`);
-  if (positionals.length > command.args.length && !command.variadic) throw usageError(`Unexpected argument ${JSON.stringify(positionals[command.args.length])}; ${usage}`);
+  if (positionals.length > command.args.length && !command.variadic)
+    throw usageError(`Unexpected argument ${JSON.stringify(positionals[command.args.length])}; ${usage}`);
   const args = Object.fromEntries(command.args.map((name, i) => [name, positionals[i] ?? '']));
   // The values of a variadic last argument (CODE...): it and everything after it.
   const values = command.variadic ? positionals.slice(command.args.length - 1) : [];
@@ -116,7 +136,8 @@ function connection(env: CliIo['env']): Connection {
     // Not echoed: a malformed URL may still carry a password.
     throw usageError('ADMIN_URL is not a URL; use e.g. http://127.0.0.1:3000');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw usageError(`ADMIN_URL must be http:// or https:// (got ${url.protocol})`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw usageError(`ADMIN_URL must be http:// or https:// (got ${url.protocol})`);
   // Credentials in the URL are as secret as the token: never echo them.
   const shown = new URL(url.href);
   shown.username = '';
@@ -137,9 +158,17 @@ function adminToken(env: CliIo['env']): { token: string; tokenSource: string } {
       if (code !== 'ENOENT') throw new CliError('admin_unauthorized', `Cannot read the admin token file ${file} (${code ?? 'error'})`);
     }
   }
-  if (!token) throw new CliError('admin_unauthorized', `No admin token: set ADMIN_TOKEN, or DATA_DIR to the server's data directory (${file} not found)`);
+  if (!token)
+    throw new CliError(
+      'admin_unauthorized',
+      `No admin token: set ADMIN_TOKEN, or DATA_DIR to the server's data directory (${file} not found)`,
+    );
   // fetch quotes an invalid header value in its error message, which would print the token.
-  if (!/^[\x21-\x7e]+$/.test(token)) throw new CliError('admin_unauthorized', `The admin token ${fromEnv ? 'in ADMIN_TOKEN' : `in ${file}`} contains characters that cannot be sent in a header`);
+  if (!/^[\x21-\x7e]+$/.test(token))
+    throw new CliError(
+      'admin_unauthorized',
+      `The admin token ${fromEnv ? 'in ADMIN_TOKEN' : `in ${file}`} contains characters that cannot be sent in a header`,
+    );
   return { token, tokenSource: fromEnv ? 'ADMIN_TOKEN' : `the file ${file} (ADMIN_TOKEN is not set)` };
 }
 
@@ -156,10 +185,19 @@ function refusedToken(envelope: Record<string, unknown>, conn: Connection): Reco
 function unreachable(err: unknown, conn: Connection, timeoutMs: number): CliError {
   const e = err as Error & { cause?: { code?: string } };
   const where = `the admin API at ADMIN_URL=${conn.shown}`;
-  if (e.name === 'TimeoutError') return new CliError('unreachable', `No answer from ${where} within ${Math.round(timeoutMs / 1000)} s: the server may be running but stuck, or ADMIN_URL points elsewhere`);
+  if (e.name === 'TimeoutError')
+    return new CliError(
+      'unreachable',
+      `No answer from ${where} within ${Math.round(timeoutMs / 1000)} s: the server may be running but stuck, or ADMIN_URL points elsewhere`,
+    );
   const code = e.cause?.code;
-  if (code === 'ECONNREFUSED') return new CliError('unreachable', `Cannot connect to ${where} (connection refused): the server is not running there; start it (npm start) or set ADMIN_URL`);
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new CliError('unreachable', `Cannot resolve the host of ADMIN_URL=${conn.shown}: check ADMIN_URL`);
+  if (code === 'ECONNREFUSED')
+    return new CliError(
+      'unreachable',
+      `Cannot connect to ${where} (connection refused): the server is not running there; start it (npm start) or set ADMIN_URL`,
+    );
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return new CliError('unreachable', `Cannot resolve the host of ADMIN_URL=${conn.shown}: check ADMIN_URL`);
   return new CliError('unreachable', `Cannot reach ${where} (${code ?? e.message}): is the server running, and is ADMIN_URL right?`);
 }
 
@@ -203,7 +241,10 @@ async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch, tim
   const rec = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
   if (rec.ok === true && status < 300 && 'data' in rec) return { ok: true, data: rec.data };
   if (rec.ok === false && typeof rec.error === 'string') return { ok: false, envelope: rec };
-  throw new CliError('unexpected_response', `ADMIN_URL=${conn.shown} answered HTTP ${status} without the admin API's JSON envelope: is ADMIN_URL the reseller-gateway server?`);
+  throw new CliError(
+    'unexpected_response',
+    `ADMIN_URL=${conn.shown} answered HTTP ${status} without the admin API's JSON envelope: is ADMIN_URL the reseller-gateway server?`,
+  );
 }
 
 /** A raw answer of the admin API (a download): the response when it is 2xx, else the envelope as a CliError. */
@@ -226,7 +267,10 @@ async function open(p: string, init: { signal: AbortSignal }, conn: Connection, 
     const e = refusedToken(rec, conn);
     throw new CliError(String(e.error), String(e.message));
   }
-  throw new CliError('unexpected_response', `ADMIN_URL=${conn.shown} answered HTTP ${res.status} without the admin API's JSON envelope: is ADMIN_URL the reseller-gateway server?`);
+  throw new CliError(
+    'unexpected_response',
+    `ADMIN_URL=${conn.shown} answered HTTP ${res.status} without the admin API's JSON envelope: is ADMIN_URL the reseller-gateway server?`,
+  );
 }
 
 /** Runs one command line; returns the exit code. Never throws and never writes the admin token. */
@@ -250,7 +294,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         token = c.token;
         return c;
       };
-      const data = await r.command.run(r.args, r.opts, { open: (p, init) => open(p, init, conn(), io.fetch ?? globalThis.fetch), warn: (m) => io.stderr(`warning: ${m}\n`) });
+      const data = await r.command.run(r.args, r.opts, {
+        open: (p, init) => open(p, init, conn(), io.fetch ?? globalThis.fetch),
+        warn: (m) => io.stderr(`warning: ${m}\n`),
+      });
       io.stdout(JSON.stringify(data, null, 2) + '\n');
       return 0;
     }
@@ -260,7 +307,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     } catch (err) {
       // The command checks its own options (a missing --name): say its usage line, as a missing argument does,
       // unless the message already says what to give (an unreadable FILE).
-      if (err instanceof CliError && err.code === 'usage' && !err.message.includes('; ')) throw usageError(`${err.message}; usage: reseller-admin ${line(r.command)}`);
+      if (err instanceof CliError && err.code === 'usage' && !err.message.includes('; '))
+        throw usageError(`${err.message}; usage: reseller-admin ${line(r.command)}`);
       throw err;
     }
     const conn = connection(io.env);

@@ -21,7 +21,8 @@ export async function seedDemo(deps: { users: UsersService; catalog: CatalogServ
   const category = async (name: string, sort: number) =>
     existingCategories.find((c) => c.name === name && c.source === 'local') ?? deps.catalog.createCategory({ name, sort });
   const existingProducts = await deps.catalog.listProductsAdmin();
-  const product = async (input: ProductInput) => existingProducts.find((p) => p.name === input.name && p.category_id === input.category_id) ?? deps.catalog.createProduct(input);
+  const product = async (input: ProductInput) =>
+    existingProducts.find((p) => p.name === input.name && p.category_id === input.category_id) ?? deps.catalog.createProduct(input);
 
   const games = await category('Thẻ game', 1);
   const software = await category('Phần mềm', 2);
@@ -48,7 +49,8 @@ export async function seedDemo(deps: { users: UsersService; catalog: CatalogServ
     max_qty: 1,
     description: 'A ZIP of demo files.',
   });
-  const codesFor = (prefix: string, n: number) => Array.from({ length: n }, () => `${prefix}-${randomBytes(6).toString('hex').toUpperCase()}`);
+  const codesFor = (prefix: string, n: number) =>
+    Array.from({ length: n }, () => `${prefix}-${randomBytes(6).toString('hex').toUpperCase()}`);
   // Enough for every Garena order of the README and docs/signing.md followed in order (7 codes), with room to spare.
   const a = await deps.catalog.importCodes(garena.id, codesFor('GRN', 20));
   const b = await deps.catalog.importCodes(zing.id, codesFor('ZNG', 3));

@@ -64,18 +64,37 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       operationId: 'adminPayClientRequest',
       summary: 'Request access for a payment client',
       tags,
-      description: 'An access request (status requested): the domain is a domain name (an IP address is refused, invalid_request) and the webhook URL must be on it or a subdomain of it (a dot boundary; case and a final dot do not count).',
-      body: z.object({ name: z.string().min(1).max(100), domain: z.string().min(1).max(253), webhook_url: z.string().min(1).max(2000), ips: ipsInput.optional() }),
+      description:
+        'An access request (status requested): the domain is a domain name (an IP address is refused, invalid_request) and the webhook URL must be on it or a subdomain of it (a dot boundary; case and a final dot do not count).',
+      body: z.object({
+        name: z.string().min(1).max(100),
+        domain: z.string().min(1).max(253),
+        webhook_url: z.string().min(1).max(2000),
+        ips: ipsInput.optional(),
+      }),
       response: { 200: ok(clientView, 'The new client (status requested), under data.'), ...errs('invalid_request') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.request(req.body) }),
   });
   r.get('/admin/v1/pay/clients', {
-    schema: { operationId: 'adminPayClientList', summary: 'List payment clients', tags, description: 'All API clients (secrets hidden).', response: { 200: ok(z.array(clientView), 'Every payment client, credentials hidden, under data.'), ...errs() } },
+    schema: {
+      operationId: 'adminPayClientList',
+      summary: 'List payment clients',
+      tags,
+      description: 'All API clients (secrets hidden).',
+      response: { 200: ok(z.array(clientView), 'Every payment client, credentials hidden, under data.'), ...errs() },
+    },
     handler: async () => ({ ok: true as const, data: await deps.payClients.list() }),
   });
   r.get('/admin/v1/pay/clients/:id', {
-    schema: { operationId: 'adminPayClientShow', summary: 'Show a payment client', tags, description: 'One client with its API key, API secret and webhook secret.', params: idParams, response: { 200: ok(clientView, 'The client with its credentials, under data.'), ...errs('not_found') } },
+    schema: {
+      operationId: 'adminPayClientShow',
+      summary: 'Show a payment client',
+      tags,
+      description: 'One client with its API key, API secret and webhook secret.',
+      params: idParams,
+      response: { 200: ok(clientView, 'The client with its credentials, under data.'), ...errs('not_found') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.show(req.params.id) }),
   });
   r.post('/admin/v1/pay/clients/:id/approve', {
@@ -83,15 +102,27 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       operationId: 'adminPayClientApprove',
       summary: 'Approve a payment client',
       tags,
-      description: 'Issues API key, API secret and webhook secret (shown here); refused without at least one allowed IP, and for a request whose domain is an IP address (from before such domains were refused).',
+      description:
+        'Issues API key, API secret and webhook secret (shown here); refused without at least one allowed IP, and for a request whose domain is an IP address (from before such domains were refused).',
       params: idParams,
       body: z.object({ ips: ipsInput.optional(), allow_private_targets: z.boolean().optional() }),
-      response: { 200: ok(clientView, 'The approved client with its new credentials, under data.'), ...errs('not_found', 'invalid_request', 'conflict') },
+      response: {
+        200: ok(clientView, 'The approved client with its new credentials, under data.'),
+        ...errs('not_found', 'invalid_request', 'conflict'),
+      },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.approve(req.params.id, req.body) }),
   });
   r.put('/admin/v1/pay/clients/:id/ips', {
-    schema: { operationId: 'adminPayClientSetIps', summary: "Replace a payment client's IPs", tags, description: 'Replace the allowed IPs (IPv4, IPv6, CIDR).', params: idParams, body: z.object({ ips: ipsInput }), response: { 200: ok(clientView, 'The client with its new IP list, under data.'), ...errs('not_found', 'invalid_request') } },
+    schema: {
+      operationId: 'adminPayClientSetIps',
+      summary: "Replace a payment client's IPs",
+      tags,
+      description: 'Replace the allowed IPs (IPv4, IPv6, CIDR).',
+      params: idParams,
+      body: z.object({ ips: ipsInput }),
+      response: { 200: ok(clientView, 'The client with its new IP list, under data.'), ...errs('not_found', 'invalid_request') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.setIps(req.params.id, req.body.ips) }),
   });
   r.patch('/admin/v1/pay/clients/:id', {
@@ -101,14 +132,28 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       tags,
       description: 'Change the webhook URL (must stay on the domain), private-target permission or events.',
       params: idParams,
-      body: z.object({ webhook_url: z.string().min(1).max(2000).optional(), allow_private_targets: z.boolean().optional(), events: z.array(z.string()).optional() }),
+      body: z.object({
+        webhook_url: z.string().min(1).max(2000).optional(),
+        allow_private_targets: z.boolean().optional(),
+        events: z.array(z.string()).optional(),
+      }),
       response: { 200: ok(clientView, 'The changed client, under data.'), ...errs('not_found', 'invalid_request') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.update(req.params.id, req.body) }),
   });
-  for (const [verb, enabled] of [['disable', false], ['enable', true]] as const) {
+  for (const [verb, enabled] of [
+    ['disable', false],
+    ['enable', true],
+  ] as const) {
     r.post(`/admin/v1/pay/clients/:id/${verb}`, {
-      schema: { operationId: `adminPayClient${verb === 'disable' ? 'Disable' : 'Enable'}`, summary: `${verb === 'disable' ? 'Disable' : 'Enable'} a payment client`, tags, description: `${verb === 'disable' ? 'Block' : 'Unblock'} the client.`, params: idParams, response: { 200: ok(clientView, `The client, now ${verb}d, under data.`), ...errs('not_found', 'conflict') } },
+      schema: {
+        operationId: `adminPayClient${verb === 'disable' ? 'Disable' : 'Enable'}`,
+        summary: `${verb === 'disable' ? 'Disable' : 'Enable'} a payment client`,
+        tags,
+        description: `${verb === 'disable' ? 'Block' : 'Unblock'} the client.`,
+        params: idParams,
+        response: { 200: ok(clientView, `The client, now ${verb}d, under data.`), ...errs('not_found', 'conflict') },
+      },
       handler: async (req) => ({ ok: true as const, data: await deps.payClients.setEnabled(req.params.id, enabled) }),
     });
   }
@@ -120,7 +165,10 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       description: 'New API secret; the previous one stays valid for grace_seconds.',
       params: idParams,
       body: z.object({ grace_seconds: z.number().int().min(0).max(2_592_000).default(0) }),
-      response: { 200: ok(clientView, 'The client with its new API secret, under data.'), ...errs('not_found', 'invalid_request', 'conflict') },
+      response: {
+        200: ok(clientView, 'The client with its new API secret, under data.'),
+        ...errs('not_found', 'invalid_request', 'conflict'),
+      },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.rotateSecret(req.params.id, req.body.grace_seconds) }),
   });
@@ -147,7 +195,13 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
     handler: async (req) => ({ ok: true as const, data: await deps.payMethods.create(req.body) }),
   });
   r.get('/admin/v1/pay/methods', {
-    schema: { operationId: 'adminPayMethodList', summary: 'List payment methods', tags, description: 'All payment methods.', response: { 200: ok(z.array(methodView), 'Every payment method, inactive ones included, under data.'), ...errs() } },
+    schema: {
+      operationId: 'adminPayMethodList',
+      summary: 'List payment methods',
+      tags,
+      description: 'All payment methods.',
+      response: { 200: ok(z.array(methodView), 'Every payment method, inactive ones included, under data.'), ...errs() },
+    },
     handler: async () => ({ ok: true as const, data: await deps.payMethods.list() }),
   });
   r.patch('/admin/v1/pay/methods/:code', {
@@ -173,7 +227,14 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
   });
 
   r.get('/admin/v1/pay/payments/:payment_id', {
-    schema: { operationId: 'adminPaymentShow', summary: 'Show a payment request', tags, description: 'A payment request with its transitions.', params: paymentParams, response: { 200: ok(adminPayment, 'The payment request with its transitions, under data.'), ...errs('not_found') } },
+    schema: {
+      operationId: 'adminPaymentShow',
+      summary: 'Show a payment request',
+      tags,
+      description: 'A payment request with its transitions.',
+      params: paymentParams,
+      response: { 200: ok(adminPayment, 'The payment request with its transitions, under data.'), ...errs('not_found') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.payments.adminShow(req.params.payment_id) }),
   });
   for (const [verb, to] of Object.entries(ACTIONS)) {
@@ -184,7 +245,10 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
         tags,
         description: `Move the request to ${to}${to === 'approved' ? '; writes the payment.approved webhook to the outbox in the same transaction' : ''}. Final states never change.`,
         params: paymentParams,
-        response: { 200: ok(adminPayment, `The payment request, now ${to}, with its transitions, under data.`), ...errs('not_found', 'conflict') },
+        response: {
+          200: ok(adminPayment, `The payment request, now ${to}, with its transitions, under data.`),
+          ...errs('not_found', 'conflict'),
+        },
       },
       handler: async (req) => {
         await deps.payments.transition(req.params.payment_id, to, 'admin-api');

@@ -40,14 +40,20 @@ import {
   userView,
 } from './schemas.js';
 
-export type AdminDeps = AdminAuditDeps & AdminOrderDeps & AdminPayDeps & AdminWebhookDeps & AdminTransactionDeps & AdminSyncDeps & AdminBackupDeps & {
-  adminToken: string;
-  allowedIps: string[];
-  uploadMaxBytes: number;
-  users: UsersService;
-  catalog: CatalogService;
-  settings: SettingsService;
-};
+export type AdminDeps = AdminAuditDeps &
+  AdminOrderDeps &
+  AdminPayDeps &
+  AdminWebhookDeps &
+  AdminTransactionDeps &
+  AdminSyncDeps &
+  AdminBackupDeps & {
+    adminToken: string;
+    allowedIps: string[];
+    uploadMaxBytes: number;
+    users: UsersService;
+    catalog: CatalogService;
+    settings: SettingsService;
+  };
 
 const ADMIN_ERRORS: ErrorCode[] = ['admin_unauthorized', 'forbidden'];
 const ACTOR = 'admin-api';
@@ -57,7 +63,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   documentRoutes(app, API_DOCS.admin);
   installErrorVocabulary(app, {
     ...DEFAULT_VOCABULARY,
-    translate: (err) => (err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'not_found' : 'conflict', err.message) : err),
+    translate: (err) =>
+      err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'not_found' : 'conflict', err.message) : err,
   });
   app.addHook('onRequest', adminGate(deps));
   // Before any route: every mutating admin route, in this scope and the upload scope, gets its audit row.
@@ -75,68 +82,161 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
         summary: 'Import codes into a product',
         description: 'Stock of codes: multipart field `file` (or a text/plain body), one code a line; duplicates are skipped.',
         params: productIdParams,
-        response: { 200: ok(importResult, 'Counts of imported, skipped (duplicates) and invalid lines, under data.'), ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type') },
+        response: {
+          200: ok(importResult, 'Counts of imported, skipped (duplicates) and invalid lines, under data.'),
+          ...errs('invalid_request', 'not_found', 'payload_too_large', 'unsupported_media_type'),
+        },
       },
-      handler: async (req) => ({ ok: true as const, data: await deps.catalog.importCodes(req.params.id, await uploadedLines(req, deps.uploadMaxBytes)) }),
+      handler: async (req) => ({
+        ok: true as const,
+        data: await deps.catalog.importCodes(req.params.id, await uploadedLines(req, deps.uploadMaxBytes)),
+      }),
     });
     registerAdminFileUpload(uploads, deps, ADMIN_ERRORS);
   });
 
   r.get('/admin/v1/users', {
-    schema: { operationId: 'adminListUsers', summary: 'List users', description: 'All users (keys hidden; `user show` reveals one).', response: { 200: ok(z.array(userView), 'Every user, keys hidden, under data.'), ...errs() } },
+    schema: {
+      operationId: 'adminListUsers',
+      summary: 'List users',
+      description: 'All users (keys hidden; `user show` reveals one).',
+      response: { 200: ok(z.array(userView), 'Every user, keys hidden, under data.'), ...errs() },
+    },
     handler: async () => ({ ok: true as const, data: await deps.users.list() }),
   });
   r.post('/admin/v1/users', {
-    schema: { operationId: 'adminCreateUser', summary: 'Create a user', description: 'New user with API enabled and a fresh key.', body: userCreateBody, response: { 200: ok(userView, 'The new user with its API key, under data.'), ...errs('invalid_request', 'conflict') } },
+    schema: {
+      operationId: 'adminCreateUser',
+      summary: 'Create a user',
+      description: 'New user with API enabled and a fresh key.',
+      body: userCreateBody,
+      response: { 200: ok(userView, 'The new user with its API key, under data.'), ...errs('invalid_request', 'conflict') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.users.create(req.body, ACTOR) }),
   });
   r.get('/admin/v1/users/:ref', {
-    schema: { operationId: 'adminShowUser', summary: 'Show a user', description: 'One user by id or name, with the current API key.', params: userRefParams, response: { 200: ok(userView, 'The user with its current API key, under data.'), ...errs('not_found') } },
+    schema: {
+      operationId: 'adminShowUser',
+      summary: 'Show a user',
+      description: 'One user by id or name, with the current API key.',
+      params: userRefParams,
+      response: { 200: ok(userView, 'The user with its current API key, under data.'), ...errs('not_found') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.users.show(req.params.ref) }),
   });
   r.post('/admin/v1/users/:ref/rotate-key', {
-    schema: { operationId: 'adminRotateKey', summary: "Rotate a user's API key", description: 'New key; the old one fails on the very next request.', params: userRefParams, response: { 200: ok(userView, 'The user with its new API key, under data.'), ...errs('not_found') } },
+    schema: {
+      operationId: 'adminRotateKey',
+      summary: "Rotate a user's API key",
+      description: 'New key; the old one fails on the very next request.',
+      params: userRefParams,
+      response: { 200: ok(userView, 'The user with its new API key, under data.'), ...errs('not_found') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.users.rotateKey(req.params.ref) }),
   });
   r.post('/admin/v1/users/:ref/disable', {
-    schema: { operationId: 'adminDisableUser', summary: "Disable a user's API access", description: 'API off: every request answers api_disabled.', params: userRefParams, response: { 200: ok(userView, 'The user, now disabled, under data.'), ...errs('not_found') } },
+    schema: {
+      operationId: 'adminDisableUser',
+      summary: "Disable a user's API access",
+      description: 'API off: every request answers api_disabled.',
+      params: userRefParams,
+      response: { 200: ok(userView, 'The user, now disabled, under data.'), ...errs('not_found') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.users.setEnabled(req.params.ref, false) }),
   });
   r.post('/admin/v1/users/:ref/enable', {
-    schema: { operationId: 'adminEnableUser', summary: "Enable a user's API access", description: 'API on again.', params: userRefParams, response: { 200: ok(userView, 'The user, now enabled, under data.'), ...errs('not_found') } },
+    schema: {
+      operationId: 'adminEnableUser',
+      summary: "Enable a user's API access",
+      description: 'API on again.',
+      params: userRefParams,
+      response: { 200: ok(userView, 'The user, now enabled, under data.'), ...errs('not_found') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.users.setEnabled(req.params.ref, true) }),
   });
   r.put('/admin/v1/users/:ref/ips', {
-    schema: { operationId: 'adminSetUserIps', summary: "Replace a user's IP allowlist", description: 'Replace the IP allowlist (IPv4, IPv6, CIDR); empty = any address.', params: userRefParams, body: setIpsBody, response: { 200: ok(userView, 'The user with its new allowlist, under data.'), ...errs('not_found', 'invalid_request') } },
+    schema: {
+      operationId: 'adminSetUserIps',
+      summary: "Replace a user's IP allowlist",
+      description: 'Replace the IP allowlist (IPv4, IPv6, CIDR); empty = any address.',
+      params: userRefParams,
+      body: setIpsBody,
+      response: { 200: ok(userView, 'The user with its new allowlist, under data.'), ...errs('not_found', 'invalid_request') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.users.setIps(req.params.ref, req.body.ips) }),
   });
   r.post('/admin/v1/users/:ref/credit', {
-    schema: { operationId: 'adminCreditUser', summary: "Credit or debit a user's balance", description: 'Signed balance change with a ledger row; never below zero.', params: userRefParams, body: creditBody, response: { 200: ok(creditResult, 'The movement, the new balance and the ledger row id, under data.'), ...errs('not_found', 'invalid_request') } },
+    schema: {
+      operationId: 'adminCreditUser',
+      summary: "Credit or debit a user's balance",
+      description: 'Signed balance change with a ledger row; never below zero.',
+      params: userRefParams,
+      body: creditBody,
+      response: {
+        200: ok(creditResult, 'The movement, the new balance and the ledger row id, under data.'),
+        ...errs('not_found', 'invalid_request'),
+      },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.users.credit(req.params.ref, req.body.amount, req.body.note, ACTOR) }),
   });
   r.get('/admin/v1/users/:ref/ledger', {
-    schema: { operationId: 'adminUserLedger', summary: "Read a user's ledger", description: 'Last 50 balance movements, newest first.', params: userRefParams, response: { 200: ok(z.array(ledgerEntry), 'The last 50 balance movements, newest first, under data.'), ...errs('not_found') } },
+    schema: {
+      operationId: 'adminUserLedger',
+      summary: "Read a user's ledger",
+      description: 'Last 50 balance movements, newest first.',
+      params: userRefParams,
+      response: { 200: ok(z.array(ledgerEntry), 'The last 50 balance movements, newest first, under data.'), ...errs('not_found') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.users.ledger(req.params.ref) }),
   });
 
   r.get('/admin/v1/categories', {
-    schema: { operationId: 'adminListCategories', summary: 'List categories', description: 'All categories.', response: { 200: ok(z.array(categorySchema), 'Every category, under data.'), ...errs() } },
+    schema: {
+      operationId: 'adminListCategories',
+      summary: 'List categories',
+      description: 'All categories.',
+      response: { 200: ok(z.array(categorySchema), 'Every category, under data.'), ...errs() },
+    },
     handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories(true) }),
   });
   r.post('/admin/v1/categories', {
-    schema: { operationId: 'adminCreateCategory', summary: 'Create a category', description: 'New local category.', body: categoryCreateBody, response: { 200: ok(categorySchema, 'The new category, under data.'), ...errs('invalid_request') } },
+    schema: {
+      operationId: 'adminCreateCategory',
+      summary: 'Create a category',
+      description: 'New local category.',
+      body: categoryCreateBody,
+      response: { 200: ok(categorySchema, 'The new category, under data.'), ...errs('invalid_request') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.createCategory(req.body) }),
   });
   r.get('/admin/v1/products', {
-    schema: { operationId: 'adminListProducts', summary: 'List products', description: 'All local products, hidden ones included.', response: { 200: ok(z.array(adminProduct), 'Every local product, hidden ones included, under data.'), ...errs() } },
+    schema: {
+      operationId: 'adminListProducts',
+      summary: 'List products',
+      description: 'All local products, hidden ones included.',
+      response: { 200: ok(z.array(adminProduct), 'Every local product, hidden ones included, under data.'), ...errs() },
+    },
     handler: async () => ({ ok: true as const, data: await deps.catalog.listProductsAdmin() }),
   });
   r.post('/admin/v1/products', {
-    schema: { operationId: 'adminCreateProduct', summary: 'Create a product', description: 'New local product; descriptions are sanitised to safe HTML.', body: productCreateBody, response: { 200: ok(adminProduct, 'The new product, under data.'), ...errs('invalid_request') } },
+    schema: {
+      operationId: 'adminCreateProduct',
+      summary: 'Create a product',
+      description: 'New local product; descriptions are sanitised to safe HTML.',
+      body: productCreateBody,
+      response: { 200: ok(adminProduct, 'The new product, under data.'), ...errs('invalid_request') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.createProduct(req.body) }),
   });
   r.patch('/admin/v1/products/:id', {
-    schema: { operationId: 'adminUpdateProduct', summary: 'Update a product', description: 'Change a local product; cached lists drop it at once.', params: productIdParams, body: productUpdateBody, response: { 200: ok(adminProduct, 'The changed product, under data.'), ...errs('invalid_request', 'not_found') } },
+    schema: {
+      operationId: 'adminUpdateProduct',
+      summary: 'Update a product',
+      description: 'Change a local product; cached lists drop it at once.',
+      params: productIdParams,
+      body: productUpdateBody,
+      response: { 200: ok(adminProduct, 'The changed product, under data.'), ...errs('invalid_request', 'not_found') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.updateProduct(req.params.id, req.body) }),
   });
   registerAdminOrderRoutes(app, deps, ADMIN_ERRORS);
@@ -148,20 +248,51 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminBackupRoutes(app, deps, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
-    schema: { operationId: 'adminListSettings', summary: 'List settings', description: 'Every runtime setting; secret values masked.', response: { 200: ok(z.array(settingView), 'Every runtime setting, secret values masked, under data.'), ...errs() } },
-    handler: async () => ({ ok: true as const, data: (await deps.settings.list()).map((s) => (s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s)) }),
+    schema: {
+      operationId: 'adminListSettings',
+      summary: 'List settings',
+      description: 'Every runtime setting; secret values masked.',
+      response: { 200: ok(z.array(settingView), 'Every runtime setting, secret values masked, under data.'), ...errs() },
+    },
+    handler: async () => ({
+      ok: true as const,
+      data: (await deps.settings.list()).map((s) =>
+        s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s,
+      ),
+    }),
   });
   r.get('/admin/v1/settings/:key', {
-    schema: { operationId: 'adminGetSetting', summary: 'Read a setting', description: 'One setting, unmasked.', params: settingKeyParams, response: { 200: ok(settingView, 'The setting, unmasked, under data.'), ...errs('not_found') } },
+    schema: {
+      operationId: 'adminGetSetting',
+      summary: 'Read a setting',
+      description: 'One setting, unmasked.',
+      params: settingKeyParams,
+      response: { 200: ok(settingView, 'The setting, unmasked, under data.'), ...errs('not_found') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.settings.view(req.params.key) }),
   });
   r.put('/admin/v1/settings/:key', {
-    schema: { operationId: 'adminSetSetting', summary: 'Change a setting', description: 'Change a setting (empty value = default); every process sees it within ~1 s.', params: settingKeyParams, body: settingSetBody, response: { 200: ok(settingView, 'The setting with its new value, under data.'), ...errs('not_found', 'invalid_request') } },
+    schema: {
+      operationId: 'adminSetSetting',
+      summary: 'Change a setting',
+      description: 'Change a setting (empty value = default); every process sees it within ~1 s.',
+      params: settingKeyParams,
+      body: settingSetBody,
+      response: { 200: ok(settingView, 'The setting with its new value, under data.'), ...errs('not_found', 'invalid_request') },
+    },
     handler: async (req) => ({ ok: true as const, data: await deps.settings.set(req.params.key, req.body.value) }),
   });
 
   r.post('/admin/v1/demo/seed', {
-    schema: { operationId: 'adminDemoSeed', summary: 'Seed demo data', description: 'Demo user, categories, products and codes, with curl commands to try.', response: { 200: ok(demoSeedResult, 'The demo user with its API key, the categories, the products and curl commands to try, under data.'), ...errs() } },
+    schema: {
+      operationId: 'adminDemoSeed',
+      summary: 'Seed demo data',
+      description: 'Demo user, categories, products and codes, with curl commands to try.',
+      response: {
+        200: ok(demoSeedResult, 'The demo user with its API key, the categories, the products and curl commands to try, under data.'),
+        ...errs(),
+      },
+    },
     handler: async (req) => {
       const base = (await deps.settings.get('public_base_url')) || `${req.protocol}://${req.host}`;
       return { ok: true as const, data: await seedDemo(deps, base, ACTOR) };

@@ -42,7 +42,10 @@ const sortInput = z.number().int().min(-2_147_483_648).max(2_147_483_647);
 
 export const categoryCreateBody = z.object({
   name: z.string().trim().min(1).max(200),
-  parent_id: z.string().regex(/^\d{1,9}$/).optional(),
+  parent_id: z
+    .string()
+    .regex(/^\d{1,9}$/)
+    .optional(),
   sort: sortInput.optional(),
 });
 
@@ -61,8 +64,16 @@ export const productCreateBody = z.object({
 });
 export const productUpdateBody = productCreateBody.omit({ type: true }).partial();
 export const productIdParams = z.object({ id: z.string().min(1).max(32) });
-export const adminProduct = productSchema.extend({ hidden: z.boolean().describe('hidden from the public by any rule'), source: z.enum(['local', 'api']) });
-export const importResult = z.object({ product_id: z.string(), imported: z.number().int(), skipped: z.number().int(), invalid: z.number().int() });
+export const adminProduct = productSchema.extend({
+  hidden: z.boolean().describe('hidden from the public by any rule'),
+  source: z.enum(['local', 'api']),
+});
+export const importResult = z.object({
+  product_id: z.string(),
+  imported: z.number().int(),
+  skipped: z.number().int(),
+  invalid: z.number().int(),
+});
 
 export const settingView = z.object({
   key: z.string(),

@@ -42,12 +42,23 @@ const syncRun = z.object({
   skipped_reasons: reasons.describe('records left out, by reason; skipped is their total'),
   cleaned_reasons: reasons.describe('records kept after their text was cleaned, by reason'),
   error: z.string().nullable(),
-  error_code: z.string().nullable().describe('why a failed run stopped: too_many_pages, too_many_products, run_timeout, answer_too_large, timeout, ...'),
+  error_code: z
+    .string()
+    .nullable()
+    .describe('why a failed run stopped: too_many_pages, too_many_products, run_timeout, answer_too_large, timeout, ...'),
 });
 const overrideBody = z.object({
   // null sits on the number branch: OpenAPI 3.0 allows `nullable` only beside a `type` (redocly nullable-type-sibling).
-  price_adjust: z.union([z.number().nullable(), z.string()]).pipe(moneyInput.nullable()).optional().describe('added to the marked-up source price; negative lowers it; null removes'),
-  fixed_price: z.union([z.number().nullable(), z.string()]).pipe(moneyInput.nullable()).optional().describe('replaces the computed price; null removes'),
+  price_adjust: z
+    .union([z.number().nullable(), z.string()])
+    .pipe(moneyInput.nullable())
+    .optional()
+    .describe('added to the marked-up source price; negative lowers it; null removes'),
+  fixed_price: z
+    .union([z.number().nullable(), z.string()])
+    .pipe(moneyInput.nullable())
+    .optional()
+    .describe('replaces the computed price; null removes'),
   name: z.string().max(200).nullable().optional(),
   description: z.string().max(20_000).nullable().optional(),
   description2: z.string().max(20_000).nullable().optional(),
@@ -64,7 +75,13 @@ const overrideView = z.object({
   hidden: z.boolean().nullable(),
   updated_at: z.string(),
 });
-const categoryOverrideView = z.object({ category_id: z.string().nullable(), source_id: z.string(), name: z.string().nullable(), hidden: z.boolean().nullable(), updated_at: z.string() });
+const categoryOverrideView = z.object({
+  category_id: z.string().nullable(),
+  source_id: z.string(),
+  name: z.string().nullable(),
+  hidden: z.boolean().nullable(),
+  updated_at: z.string(),
+});
 
 /** Admin verbs of intermediary mode: sync now, sync history, overrides of source products and categories. */
 export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDeps, baseErrors: ErrorCode[]): void {
@@ -75,7 +92,8 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
     schema: {
       operationId: 'adminSyncRun',
       summary: 'Run the catalogue sync now',
-      description: 'force=true ignores sync_interval_seconds. A failed run answers 502 sync_failed and changed nothing; a run already in progress answers ran=false.',
+      description:
+        'force=true ignores sync_interval_seconds. A failed run answers 502 sync_failed and changed nothing; a run already in progress answers ran=false.',
       body: z.object({ force: z.boolean().default(false) }).default({ force: false }),
       response: { 200: ok(syncOutcome, 'What the run did (ran, reason, counts), under data.'), ...errs('sync_failed') },
     },
@@ -86,12 +104,25 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
     },
   });
   r.get('/admin/v1/sync/status', {
-    schema: { operationId: 'adminSyncStatus', summary: 'Last catalogue sync runs', description: 'The 10 most recent runs, newest first, with counts and errors.', response: { 200: ok(z.array(syncRun), 'The most recent sync runs, under data.'), ...errs() } },
+    schema: {
+      operationId: 'adminSyncStatus',
+      summary: 'Last catalogue sync runs',
+      description: 'The 10 most recent runs, newest first, with counts and errors.',
+      response: { 200: ok(z.array(syncRun), 'The most recent sync runs, under data.'), ...errs() },
+    },
     handler: async () => ({ ok: true as const, data: await deps.sync.status() }),
   });
 
   r.get('/admin/v1/overrides', {
-    schema: { operationId: 'adminListOverrides', summary: 'Overrides of source products and categories', description: 'Every override, by public id and source id.', response: { 200: ok(z.object({ products: z.array(overrideView), categories: z.array(categoryOverrideView) }), 'Every override, under data.'), ...errs() } },
+    schema: {
+      operationId: 'adminListOverrides',
+      summary: 'Overrides of source products and categories',
+      description: 'Every override, by public id and source id.',
+      response: {
+        200: ok(z.object({ products: z.array(overrideView), categories: z.array(categoryOverrideView) }), 'Every override, under data.'),
+        ...errs(),
+      },
+    },
     handler: async () => ({ ok: true as const, data: await deps.overrides.list() }),
   });
   r.put('/admin/v1/overrides/:id', {
@@ -111,7 +142,13 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
       summary: 'Remove the overrides of a source product',
       description: 'The product shows the source values (after markup) again.',
       params: productIdParams,
-      response: { 200: ok(z.object({ product_id: z.string(), source_id: z.string(), cleared: z.boolean() }), 'Whether an override was removed, under data.'), ...errs('invalid_request', 'not_found') },
+      response: {
+        200: ok(
+          z.object({ product_id: z.string(), source_id: z.string(), cleared: z.boolean() }),
+          'Whether an override was removed, under data.',
+        ),
+        ...errs('invalid_request', 'not_found'),
+      },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.overrides.clear(req.params.id) }),
   });

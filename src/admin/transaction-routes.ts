@@ -14,7 +14,10 @@ const transactionView = z.object({
   amount: z.number(),
   content: z.string().describe('the transfer note as the bank wrote it'),
   status: z.enum(TRANSACTION_STATUSES as [TransactionStatus, ...TransactionStatus[]]),
-  payment_id: z.string().nullable().describe('the payment request it matched (approved, amount_mismatch, late); null when unmatched, ignored or ambiguous'),
+  payment_id: z
+    .string()
+    .nullable()
+    .describe('the payment request it matched (approved, amount_mismatch, late); null when unmatched, ignored or ambiguous'),
 });
 
 /** Admin view of the bank-feed transactions (part of the admin plugin). */
@@ -24,9 +27,13 @@ export function registerAdminTransactionRoutes(app: FastifyInstance, deps: Admin
       operationId: 'adminBankTransactionList',
       tags: ['admin: payments'],
       summary: 'List bank-feed transactions',
-      description: 'The newest 200 notifications from SePay and Casso and what became of each, optionally of one status. An unmatched, amount_mismatch, late or ambiguous (two open requests matched; neither approved) one is for the admin to resolve by hand.',
+      description:
+        'The newest 200 notifications from SePay and Casso and what became of each, optionally of one status. An unmatched, amount_mismatch, late or ambiguous (two open requests matched; neither approved) one is for the admin to resolve by hand.',
       querystring: z.object({ status: z.enum(TRANSACTION_STATUSES as [TransactionStatus, ...TransactionStatus[]]).optional() }),
-      response: { 200: ok(z.array(transactionView), 'The newest bank-feed transactions, under data.'), ...errorResponses(...baseErrors, 'invalid_request') },
+      response: {
+        200: ok(z.array(transactionView), 'The newest bank-feed transactions, under data.'),
+        ...errorResponses(...baseErrors, 'invalid_request'),
+      },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.bankFeeds.list(req.query.status) }),
   });

@@ -125,7 +125,8 @@ function linesOf(stream: Readable, maxBytes: number): AsyncIterable<string> {
       if (failure) throw failure;
       // @fastify/multipart ends an oversized file quietly and only flags it: refuse, so the import rolls back whole
       // instead of stocking a cut-off last code.
-      if ((stream as Readable & { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `Upload is larger than ${maxBytes} bytes`);
+      if ((stream as Readable & { truncated?: boolean }).truncated)
+        throw new AppError('payload_too_large', `Upload is larger than ${maxBytes} bytes`);
     },
   };
 }

@@ -45,7 +45,10 @@ export function registerAdminWebhookRoutes(app: FastifyInstance, deps: AdminWebh
       querystring: z.object({ status: z.enum(OUTBOX_STATUSES as [string, ...string[]]).optional() }),
       response: { 200: ok(z.array(eventView), 'The newest outbox events, under data.'), ...errs('invalid_request') },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.webhooks.list(req.query.status as (typeof OUTBOX_STATUSES)[number] | undefined) }),
+    handler: async (req) => ({
+      ok: true as const,
+      data: await deps.webhooks.list(req.query.status as (typeof OUTBOX_STATUSES)[number] | undefined),
+    }),
   });
   r.get('/admin/v1/pay/webhooks/:event_id', {
     schema: {

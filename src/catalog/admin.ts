@@ -41,27 +41,38 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
 
   async function requireCategory(id: number, tx: Db = db): Promise<void> {
     const rows = await tx.select({ id: categories.id }).from(categories).where(eq(categories.id, id)).limit(1);
-    if (!rows[0]) throw new AppError('invalid_request', `No category ${id}`, { details: [{ path: 'category_id', message: 'unknown category' }] });
+    if (!rows[0])
+      throw new AppError('invalid_request', `No category ${id}`, { details: [{ path: 'category_id', message: 'unknown category' }] });
   }
 
   function checkProductFields(p: Partial<ProductInput>): void {
-    if (p.name !== undefined && (p.name.trim() === '' || p.name.length > 200)) throw new AppError('invalid_request', 'name must be 1-200 characters');
-    if (p.price !== undefined && (!MONEY_RE.test(p.price) || p.price.startsWith('-'))) throw new AppError('invalid_request', 'price must be a non-negative amount with at most 2 decimals');
-    if (p.type !== undefined && !PRODUCT_TYPES.includes(p.type)) throw new AppError('invalid_request', `type must be one of ${PRODUCT_TYPES.join(', ')}`);
+    if (p.name !== undefined && (p.name.trim() === '' || p.name.length > 200))
+      throw new AppError('invalid_request', 'name must be 1-200 characters');
+    if (p.price !== undefined && (!MONEY_RE.test(p.price) || p.price.startsWith('-')))
+      throw new AppError('invalid_request', 'price must be a non-negative amount with at most 2 decimals');
+    if (p.type !== undefined && !PRODUCT_TYPES.includes(p.type))
+      throw new AppError('invalid_request', `type must be one of ${PRODUCT_TYPES.join(', ')}`);
     for (const k of ['min_qty', 'max_qty'] as const) {
       const v = p[k];
-      if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 1_000_000)) throw new AppError('invalid_request', `${k} must be a whole number from 1 to 1000000`);
+      if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 1_000_000))
+        throw new AppError('invalid_request', `${k} must be a whole number from 1 to 1000000`);
     }
   }
 
   /** `markup` is read by the caller before any transaction: a settings reload inside one would need a second connection. */
   async function productRow(id: number, tx: Db = db, markup?: string) {
-    const rows = await selectShown(tx, markup ?? (await settings.get('price_markup_percent'))).where(eq(products.id, id)).limit(1);
+    const rows = await selectShown(tx, markup ?? (await settings.get('price_markup_percent')))
+      .where(eq(products.id, id))
+      .limit(1);
     if (!rows[0]) throw new AppError('not_found', `No product ${id}`);
     return rows[0];
   }
 
-  const adminView = (r: Awaited<ReturnType<typeof productRow>>) => ({ ...productView(r, false), hidden: !r.visible, source: r.sourceId === null ? ('local' as const) : ('api' as const) });
+  const adminView = (r: Awaited<ReturnType<typeof productRow>>) => ({
+    ...productView(r, false),
+    hidden: !r.visible,
+    source: r.sourceId === null ? ('local' as const) : ('api' as const),
+  });
 
   return {
     async createCategory(input: { name: string; parent_id?: string; sort?: number }): Promise<CategoryView> {
@@ -73,12 +84,21 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
         await requireCategory(parentId);
       }
       const [row] = await withTx(db, async (tx) => {
-        const created = await tx.insert(categories).values({ name, parentId, sort: input.sort ?? 0 }).returning();
+        const created = await tx
+          .insert(categories)
+          .values({ name, parentId, sort: input.sort ?? 0 })
+          .returning();
         auditNote({ target: `category:${created[0]!.id}` });
         return created;
       });
       await changed();
-      return { id: String(row!.id), name: row!.name, parent_id: row!.parentId === null ? null : String(row!.parentId), sort: row!.sort, source: 'local' };
+      return {
+        id: String(row!.id),
+        name: row!.name,
+        parent_id: row!.parentId === null ? null : String(row!.parentId),
+        sort: row!.sort,
+        source: 'local',
+      };
     },
 
     /** Descriptions are sanitised here, when stored, so that every reader gets safe HTML. */
@@ -93,21 +113,21 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
       const name = input.name.trim();
       const [row] = await withTx(db, async (tx) => {
         const created = await tx
-        .insert(products)
-        .values({
-          categoryId,
-          name,
-          searchText: foldForSearch(name),
-          type: input.type ?? 'code',
-          price: input.price,
-          minQty,
-          maxQty,
-          description: sanitizeDescription(input.description ?? ''),
-          description2: sanitizeDescription(input.description2 ?? ''),
-          hidden: input.hidden ?? false,
-          sort: input.sort ?? 0,
-        })
-        .returning({ id: products.id });
+          .insert(products)
+          .values({
+            categoryId,
+            name,
+            searchText: foldForSearch(name),
+            type: input.type ?? 'code',
+            price: input.price,
+            minQty,
+            maxQty,
+            description: sanitizeDescription(input.description ?? ''),
+            description2: sanitizeDescription(input.description2 ?? ''),
+            hidden: input.hidden ?? false,
+            sort: input.sort ?? 0,
+          })
+          .returning({ id: products.id });
         auditNote({ target: `product:${created[0]!.id}` });
         return created;
       });
@@ -121,7 +141,8 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
       const markup = await settings.get('price_markup_percent');
       return withTx(db, async (tx) => {
         const current = await productRow(id, tx, markup);
-        if (current.sourceId !== null) throw new AppError('invalid_request', `Product ${id} comes from the source site; change it with override set`);
+        if (current.sourceId !== null)
+          throw new AppError('invalid_request', `Product ${id} comes from the source site; change it with override set`);
         const minQty = patch.min_qty ?? current.minQty;
         const maxQty = patch.max_qty ?? current.maxQty;
         if (maxQty < minQty) throw new AppError('invalid_request', 'max_qty must be >= min_qty');
@@ -181,20 +202,29 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
      * Adds codes (one a line) to a code product's stock in one transaction: encrypted, digested, and skipped when the
      * same code is already stocked anywhere in the shop or repeated in the file.
      */
-    async importCodes(idRaw: string, lines: AsyncIterable<string> | Iterable<string>): Promise<{ product_id: string; imported: number; skipped: number; invalid: number }> {
+    async importCodes(
+      idRaw: string,
+      lines: AsyncIterable<string> | Iterable<string>,
+    ): Promise<{ product_id: string; imported: number; skipped: number; invalid: number }> {
       const id = parseId(idRaw, 'product');
       const markup = await settings.get('price_markup_percent');
       const result = await withTx(db, async (tx) => {
         const product = await productRow(id, tx, markup);
-        if (product.sourceId !== null) throw new AppError('invalid_request', `Product ${id} comes from the source site, which holds its stock`);
-        if (product.type !== 'code') throw new AppError('invalid_request', `Product ${id} is a ${product.type} product; only code products hold codes`);
+        if (product.sourceId !== null)
+          throw new AppError('invalid_request', `Product ${id} comes from the source site, which holds its stock`);
+        if (product.type !== 'code')
+          throw new AppError('invalid_request', `Product ${id} is a ${product.type} product; only code products hold codes`);
         let imported = 0;
         let skipped = 0;
         let invalid = 0;
         let batch: { productId: number; codeEnc: string; codeDigest: string }[] = [];
         const flush = async () => {
           if (batch.length === 0) return;
-          const inserted = await tx.insert(codes).values(batch).onConflictDoNothing({ target: codes.codeDigest }).returning({ id: codes.id });
+          const inserted = await tx
+            .insert(codes)
+            .values(batch)
+            .onConflictDoNothing({ target: codes.codeDigest })
+            .returning({ id: codes.id });
           imported += inserted.length;
           skipped += batch.length - inserted.length;
           batch = [];

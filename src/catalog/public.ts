@@ -5,13 +5,30 @@ import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { escapeLike, foldForSearch } from '../shared/text.js';
-import { countShown, fulfilmentOf, listFilter, productView, selectCategories, selectShown, shownSearch, visibleAt, type ProductView } from './queries.js';
+import {
+  countShown,
+  fulfilmentOf,
+  listFilter,
+  productView,
+  selectCategories,
+  selectShown,
+  shownSearch,
+  visibleAt,
+  type ProductView,
+} from './queries.js';
 
 export type CategoryView = { id: string; name: string; parent_id: string | null; sort: number; source: 'local' | 'api' };
 
 export type ProductPage = { data: ProductView[]; page: number; limit: number; total: number; has_more: boolean };
 
-export type ProductsQuery = { page: number; limit: number; category_id?: string; q?: string; updated_after?: Date; include_missing?: boolean };
+export type ProductsQuery = {
+  page: number;
+  limit: number;
+  category_id?: string;
+  q?: string;
+  updated_after?: Date;
+  include_missing?: boolean;
+};
 
 /**
  * How stale the stock of a local code product on a cached page may be. Orders change only stock, so they do not
@@ -25,7 +42,15 @@ const SLOT_BASE = -1_000_000_000;
 const SLOT_RE = /"stock":-1(\d{9}),"status":"in_stock"/g;
 
 /** A cached page: its bytes cut at the stock of each visible local code product, which is filled in separately. */
-type CachedPage = { at: number; parts: string[]; slots: number[]; stockAt: number; counts: Map<number, number>; bytes: Buffer; refresh: Promise<Buffer> | null };
+type CachedPage = {
+  at: number;
+  parts: string[];
+  slots: number[];
+  stockAt: number;
+  counts: Map<number, number>;
+  bytes: Buffer;
+  refresh: Promise<Buffer> | null;
+};
 
 function parseId(raw: string, what: string): number {
   if (!/^\d{1,9}$/.test(raw.trim())) throw new AppError('not_found', `No ${what} ${JSON.stringify(raw)}`);
@@ -65,9 +90,15 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
     return new Map(rows.map((r) => [r.id, Number(r.n)]));
   }
 
-  async function build(q: ProductsQuery, limit: number, markup: string, folded: string): Promise<{ page: ProductPage; slots: number[]; counts: Map<number, number> }> {
+  async function build(
+    q: ProductsQuery,
+    limit: number,
+    markup: string,
+    folded: string,
+  ): Promise<{ page: ProductPage; slots: number[]; counts: Map<number, number> }> {
     const page = q.page;
-    if (q.category_id !== undefined && !/^\d{1,9}$/.test(q.category_id)) return { page: { data: [], page, limit, total: 0, has_more: false }, slots: [], counts: new Map() };
+    if (q.category_id !== undefined && !/^\d{1,9}$/.test(q.category_id))
+      return { page: { data: [], page, limit, total: 0, has_more: false }, slots: [], counts: new Map() };
     const cond = listFilter({
       markup,
       updatedAfter: q.updated_after,
@@ -106,7 +137,13 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
     /** Public categories; `all` (admin) includes source categories that are hidden or gone. */
     async listCategories(all = false): Promise<CategoryView[]> {
       const rows = await selectCategories(db, all).orderBy(asc(categories.sort), asc(categories.id));
-      return rows.map((r) => ({ id: String(r.id), name: r.name, parent_id: r.parentId === null ? null : String(r.parentId), sort: r.sort, source: r.source === 'api' ? 'api' : 'local' }));
+      return rows.map((r) => ({
+        id: String(r.id),
+        name: r.name,
+        parent_id: r.parentId === null ? null : String(r.parentId),
+        sort: r.sort,
+        source: r.source === 'api' ? 'api' : 'local',
+      }));
     },
 
     /**
@@ -118,7 +155,14 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
       const s = await settings.all();
       const limit = Math.min(q.limit, s.products_max_limit);
       const folded = q.q ? foldForSearch(q.q) : '';
-      const key = JSON.stringify([q.page, limit, q.category_id ?? '', folded, q.updated_after?.toISOString() ?? '', q.include_missing === true]);
+      const key = JSON.stringify([
+        q.page,
+        limit,
+        q.category_id ?? '',
+        folded,
+        q.updated_after?.toISOString() ?? '',
+        q.include_missing === true,
+      ]);
       const now = clock.now().getTime();
       const ttl = s.products_cache_seconds * 1000;
       const hit = cache.get(key);
@@ -141,8 +185,18 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
       const gen = generation;
       const built = await build(q, limit, s.price_markup_percent, folded);
       stats.pageBuilds++;
-      const parts = serialize(built.page).split(SLOT_RE).filter((_, i) => i % 2 === 0);
-      const entry: CachedPage = { at: now, parts, slots: built.slots, stockAt: now, counts: built.counts, bytes: join(parts, built.slots, built.counts), refresh: null };
+      const parts = serialize(built.page)
+        .split(SLOT_RE)
+        .filter((_, i) => i % 2 === 0);
+      const entry: CachedPage = {
+        at: now,
+        parts,
+        slots: built.slots,
+        stockAt: now,
+        counts: built.counts,
+        bytes: join(parts, built.slots, built.counts),
+        refresh: null,
+      };
       if (ttl > 0 && gen === generation) {
         if (cache.size >= cacheMax) cache.clear();
         cache.set(key, entry);
@@ -154,7 +208,9 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
     async getProduct(idRaw: string): Promise<ProductView> {
       const id = parseId(idRaw, 'product');
       const markup = await settings.get('price_markup_percent');
-      const rows = await selectShown(db, markup).where(and(eq(products.id, id), visibleAt(markup))).limit(1);
+      const rows = await selectShown(db, markup)
+        .where(and(eq(products.id, id), visibleAt(markup)))
+        .limit(1);
       if (!rows[0]) throw new AppError('not_found', `No product ${JSON.stringify(idRaw)}`);
       return productView(rows[0]);
     },

@@ -124,7 +124,9 @@ export function productView(r: ShownRow, hiddenAsUnavailable = true): ProductVie
   if (r.sourceId !== null) {
     // Stock and status of the last sync: the source decides at order time (DESIGN 4).
     stock = r.sourceStock ?? 0;
-    status = (['in_stock', 'out_of_stock', 'unavailable'].includes(r.sourceStatus ?? '') ? r.sourceStatus : 'unavailable') as ProductView['status'];
+    status = (
+      ['in_stock', 'out_of_stock', 'unavailable'].includes(r.sourceStatus ?? '') ? r.sourceStatus : 'unavailable'
+    ) as ProductView['status'];
   } else {
     // Service products are fulfilled by hand and cannot be ordered through the API: shown, but unavailable; so is a
     // file product until the admin attaches a file (it would sell an empty ZIP).
@@ -150,7 +152,13 @@ export function productView(r: ShownRow, hiddenAsUnavailable = true): ProductVie
 }
 
 /** Filters of the public list: visible ones, or with include_missing also those hidden or gone since updated_after. */
-export function listFilter(opts: { markup: string; updatedAfter?: Date; includeMissing?: boolean; categoryId?: number; search?: SQL }): SQL | undefined {
+export function listFilter(opts: {
+  markup: string;
+  updatedAfter?: Date;
+  includeMissing?: boolean;
+  categoryId?: number;
+  search?: SQL;
+}): SQL | undefined {
   const where: SQL[] = [];
   const visible = visibleAt(opts.markup);
   if (opts.updatedAfter) {

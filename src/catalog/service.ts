@@ -26,7 +26,13 @@ export function createCatalogService(deps: CatalogDeps) {
     await deps.bus.publish('catalog');
   }
   const admin = createCatalogAdmin({ ...deps, changed });
-  return { ...admin, listCategories: reads.listCategories, productsPage: reads.productsPage, getProduct: reads.getProduct, cacheStats: reads.stats };
+  return {
+    ...admin,
+    listCategories: reads.listCategories,
+    productsPage: reads.productsPage,
+    getProduct: reads.getProduct,
+    cacheStats: reads.stats,
+  };
 }
 
 export type CatalogService = ReturnType<typeof createCatalogService>;

@@ -42,7 +42,12 @@ let active = 0;
  * `deferred` actions (no database change of their own: Redis) and actions that made no transaction get the row after
  * they succeed. A failed action leaves a row only if a transaction of it committed.
  */
-export async function runAudited<T>(db: Db, entry: AuditEntry, opts: { deferred: boolean; after?: (result: T) => Partial<AuditEntry> }, fn: () => Promise<T>): Promise<T> {
+export async function runAudited<T>(
+  db: Db,
+  entry: AuditEntry,
+  opts: { deferred: boolean; after?: (result: T) => Partial<AuditEntry> },
+  fn: () => Promise<T>,
+): Promise<T> {
   const scope: Scope = { db, entry, state: 'open', deferred: opts.deferred, holder: null, committing: null };
   let result: T;
   active++;

@@ -15,7 +15,6 @@ export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations', import.meta.url));
 
-
 /** Connections of the pool, for /metrics: the embedded database is one connection whose queue is not visible. */
 export type PoolStats = { total: number; idle: number; waiting: number; max: number };
 
@@ -186,8 +185,16 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
 export const PGLITE_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
 
 /** Embedded PostgreSQL: `dataDir` on disk, or in memory when undefined; `loadDataDir` starts from a dumped snapshot. */
-export async function openPglite(opts: { dataDir?: string; loadDataDir?: Blob; migrationsDir?: string }): Promise<Database & { client: PGlite }> {
-  const client = await PGlite.create({ dataDir: opts.dataDir, loadDataDir: opts.loadDataDir, ...(opts.dataDir ? { startParams: PGLITE_START_PARAMS } : {}) });
+export async function openPglite(opts: {
+  dataDir?: string;
+  loadDataDir?: Blob;
+  migrationsDir?: string;
+}): Promise<Database & { client: PGlite }> {
+  const client = await PGlite.create({
+    dataDir: opts.dataDir,
+    loadDataDir: opts.loadDataDir,
+    ...(opts.dataDir ? { startParams: PGLITE_START_PARAMS } : {}),
+  });
   const db = drizzlePglite({ client, schema }) as unknown as Db;
   return {
     kind: 'pglite',

@@ -46,7 +46,9 @@ function filesUnder(dir: string): string[] {
 export function snapshotKey(migrationsDir = MIGRATIONS_DIR): string {
   const h = createHash('sha256').update(`pglite ${pgliteVersion()}\n`);
   for (const file of filesUnder(migrationsDir)) {
-    h.update(`${path.relative(migrationsDir, file)}\n`).update(fs.readFileSync(file)).update('\n');
+    h.update(`${path.relative(migrationsDir, file)}\n`)
+      .update(fs.readFileSync(file))
+      .update('\n');
   }
   return h.digest('hex').slice(0, 32);
 }
@@ -77,11 +79,16 @@ function saveSnapshot(dir: string, key: string, tar: Buffer, log: Log): void {
     fs.renameSync(tmp, snapshotFile(dir, key));
     // Snapshots of other migrations or PGlite versions, and the temporary files of writes that never finished (a crash).
     for (const name of fs.readdirSync(dir)) {
-      const stale = /^pglite-[0-9a-f]+\.tar\.gz$/.test(name) ? name !== path.basename(snapshotFile(dir, key)) : /^\.pglite-[0-9a-f]+\.\d+\.tmp$/.test(name) && name !== path.basename(tmp);
+      const stale = /^pglite-[0-9a-f]+\.tar\.gz$/.test(name)
+        ? name !== path.basename(snapshotFile(dir, key))
+        : /^\.pglite-[0-9a-f]+\.\d+\.tmp$/.test(name) && name !== path.basename(tmp);
       if (stale) fs.rmSync(path.join(dir, name), { force: true });
     }
   } catch (err) {
-    log.warn({ dir, code: (err as NodeJS.ErrnoException).code }, 'could not cache the migrated database snapshot; the next first start creates it again');
+    log.warn(
+      { dir, code: (err as NodeJS.ErrnoException).code },
+      'could not cache the migrated database snapshot; the next first start creates it again',
+    );
   }
 }
 
@@ -140,7 +147,10 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<Database & { 
         fs.rmSync(marker, { force: true });
         return database;
       } catch (err) {
-        log.warn({ snapshot: cached, err: { message: (err as Error).message } }, 'the cached database snapshot is unusable: removed, creating the database anew');
+        log.warn(
+          { snapshot: cached, err: { message: (err as Error).message } },
+          'the cached database snapshot is unusable: removed, creating the database anew',
+        );
         if (cached) fs.rmSync(cached, { force: true });
         reset();
       }

@@ -82,7 +82,16 @@ export function createFilesService(deps: FilesDeps) {
       try {
         [row] = await withTx(db, (tx) => {
           auditNote({ summary: { filename: safeFilename(filename), size_bytes: stored.sizeBytes, sha256: stored.sha256 } });
-          return tx.insert(productFiles).values({ productId, filename: safeFilename(filename), storageName: stored.storageName, sizeBytes: stored.sizeBytes, sha256: stored.sha256 }).returning();
+          return tx
+            .insert(productFiles)
+            .values({
+              productId,
+              filename: safeFilename(filename),
+              storageName: stored.storageName,
+              sizeBytes: stored.sizeBytes,
+              sha256: stored.sha256,
+            })
+            .returning();
         });
       } catch (err) {
         storage.remove(stored.storageName);
@@ -90,19 +99,35 @@ export function createFilesService(deps: FilesDeps) {
       }
       // The product's first file makes it orderable: cached product lists must show it at once.
       await deps.bus?.publish('catalog');
-      return { id: row!.id, product_id: String(productId), filename: row!.filename, size_bytes: row!.sizeBytes, sha256: row!.sha256, created_at: row!.createdAt.toISOString() };
+      return {
+        id: row!.id,
+        product_id: String(productId),
+        filename: row!.filename,
+        size_bytes: row!.sizeBytes,
+        sha256: row!.sha256,
+        created_at: row!.createdAt.toISOString(),
+      };
     },
     async list(productIdRaw: string): Promise<ProductFileView[]> {
       if (!/^\d{1,9}$/.test(productIdRaw)) throw new AppError('not_found', `No product ${JSON.stringify(productIdRaw)}`);
       const rows = await listFor(Number(productIdRaw));
-      return rows.map((r) => ({ id: r.id, product_id: String(r.productId), filename: r.filename, size_bytes: r.sizeBytes, sha256: r.sha256, created_at: r.createdAt.toISOString() }));
+      return rows.map((r) => ({
+        id: r.id,
+        product_id: String(r.productId),
+        filename: r.filename,
+        size_bytes: r.sizeBytes,
+        sha256: r.sha256,
+        created_at: r.createdAt.toISOString(),
+      }));
     },
     /**
      * A ZIP streamed as it is built: each file is opened only when the archive reaches it and read as the client drains
      * the archive, so memory and open files stay constant whatever the size and number of files. Files are stored
      * (level 0): they are usually compressed already. Every file must exist (checked before the answer starts).
      */
-    zipOf(entries: ({ kind: 'file'; storageName: string; filename: string } | { kind: 'text'; filename: string; content: string })[]): archiver.Archiver {
+    zipOf(
+      entries: ({ kind: 'file'; storageName: string; filename: string } | { kind: 'text'; filename: string; content: string })[],
+    ): archiver.Archiver {
       const zip = archiver('zip', { zlib: { level: 0 }, forceZip64: false });
       const sources: LazyFile[] = [];
       // However the archive stops (finished, destroyed with the response, failed), no source stays open.
@@ -118,8 +143,7 @@ export function createFilesService(deps: FilesDeps) {
           const src = new LazyFile(storage.path(e.storageName));
           sources.push(src);
           zip.append(src, { name, store: true } as archiver.EntryData);
-        }
-        else zip.append(e.content, { name });
+        } else zip.append(e.content, { name });
       }
       // Failures surface as an 'error' on the stream, which aborts the response; the promise adds nothing.
       zip.finalize().catch(() => {});

@@ -34,7 +34,8 @@ export function createFileStorage(dir: string) {
       try {
         await pipeline(input, meter, out);
         // @fastify/multipart ends a too-large file quietly and flags it instead of failing the stream.
-        if ((input as Readable & { truncated?: boolean }).truncated) throw new AppError('payload_too_large', `File is larger than ${maxBytes} bytes`);
+        if ((input as Readable & { truncated?: boolean }).truncated)
+          throw new AppError('payload_too_large', `File is larger than ${maxBytes} bytes`);
         fs.renameSync(tmp, pathOf(storageName));
       } catch (err) {
         // The file is opened asynchronously: an upload that fails at once would otherwise be removed before it exists.

@@ -20,7 +20,11 @@ export type ErrorVocabulary = {
 /** The ordering API's codes (DESIGN 3), also those of admin, bank feeds, cron and ops, and of anything outside a family. */
 export const DEFAULT_VOCABULARY: ErrorVocabulary = { validation: 'invalid_request', notFound: 'not_found', rateLimited: 'rate_limited' };
 /** The payment API's codes (DESIGN 5). */
-export const PAYMENT_VOCABULARY: ErrorVocabulary = { validation: 'VALIDATION_ERROR', notFound: 'PAYMENT_NOT_FOUND', rateLimited: 'RATE_LIMITED' };
+export const PAYMENT_VOCABULARY: ErrorVocabulary = {
+  validation: 'VALIDATION_ERROR',
+  notFound: 'PAYMENT_NOT_FOUND',
+  rateLimited: 'RATE_LIMITED',
+};
 
 // Only for answers given before routing (an unknown path, a malformed URL), where no plugin scope exists to ask.
 const PAYMENT_PATHS = /^\/api\/v1\/(ping|payment-methods|payment-requests)(\/|$|\?)/;
@@ -29,9 +33,18 @@ function isPaymentPath(url: string, paymentPrefix: string): boolean {
   return PAYMENT_PATHS.test(paymentPrefix ? url.slice(paymentPrefix.length) : url);
 }
 
-function sendError(reply: FastifyReply, status: number, code: string, message: string, opts: { details?: ErrorDetail[]; reason?: string; extra?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
+function sendError(
+  reply: FastifyReply,
+  status: number,
+  code: string,
+  message: string,
+  opts: { details?: ErrorDetail[]; reason?: string; extra?: Record<string, unknown>; headers?: Record<string, string> } = {},
+) {
   if (opts.headers) for (const [k, v] of Object.entries(opts.headers)) reply.header(k, v);
-  return reply.code(status).type('application/json; charset=utf-8').send(errorBody(code, message, opts));
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(code, message, opts));
 }
 
 /** The vocabulary of a path for the answers given before routing (404, a malformed URL). */
@@ -64,7 +77,8 @@ function errorHandlerFor(vocab: ErrorVocabulary) {
   return (raw: FastifyError | AppError | Error, req: FastifyRequest, reply: FastifyReply) => {
     const err = vocab.translate ? vocab.translate(raw) : raw;
     if (err instanceof AppError) {
-      if (err.status >= 500 && err.code !== 'maintenance' && err.code !== 'not_ready') req.log.error({ err: { code: err.code, message: err.message } }, 'request failed');
+      if (err.status >= 500 && err.code !== 'maintenance' && err.code !== 'not_ready')
+        req.log.error({ err: { code: err.code, message: err.message } }, 'request failed');
       return sendError(reply, err.status, err.code, err.message, err.options);
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
@@ -77,7 +91,10 @@ function errorHandlerFor(vocab: ErrorVocabulary) {
       return sendError(reply, 400, code, `Invalid ${context}: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, { details });
     }
     if (isResponseSerializationError(err)) {
-      req.log.error({ err: { message: 'response did not match its schema', issues: err.cause.issues.map((i) => i.path.join('.')) } }, 'request failed');
+      req.log.error(
+        { err: { message: 'response did not match its schema', issues: err.cause.issues.map((i) => i.path.join('.')) } },
+        'request failed',
+      );
       return sendError(reply, 500, 'internal_error', 'Internal error; quote the X-Request-Id header when you report it');
     }
     const fe = err as FastifyError;
@@ -110,7 +127,9 @@ function errorHandlerFor(vocab: ErrorVocabulary) {
       // An outage, not a bug: the transaction did not commit (or its answer was lost), and a retry with the same
       // request_id / Idempotency-Key settles which.
       req.log.warn({ err }, 'database unavailable');
-      return sendError(reply, 503, 'unavailable', 'The database is unavailable; retry shortly', { headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_S) } });
+      return sendError(reply, 503, 'unavailable', 'The database is unavailable; retry shortly', {
+        headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_S) },
+      });
     }
     req.log.error({ err }, 'unhandled error');
     return sendError(reply, 500, 'internal_error', 'Internal error; quote the X-Request-Id header when you report it');
@@ -122,7 +141,13 @@ export function installNotFound(app: FastifyInstance, paymentPrefix: string): vo
   const patterns: { re: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
     const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
-    const source = '^' + route.url.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/:[A-Za-z0-9_]+/g, '[^/]+') + '$';
+    const source =
+      '^' +
+      route.url
+        .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/:[A-Za-z0-9_]+/g, '[^/]+') +
+      '$';
     const found = patterns.find((p) => p.re.source === source);
     if (found) methods.forEach((m) => found.methods.add(m));
     else patterns.push({ re: new RegExp(source), methods: new Set(methods) });
@@ -134,9 +159,13 @@ export function installNotFound(app: FastifyInstance, paymentPrefix: string): vo
     if (allowed.size > 0) {
       const allow = [...allowed].sort().join(', ');
       reply.header('Allow', allow);
-      return sendError(reply, errorStatus.method_not_allowed, 'method_not_allowed', `Method ${req.method} is not allowed here; use ${allow}`);
+      return sendError(
+        reply,
+        errorStatus.method_not_allowed,
+        'method_not_allowed',
+        `Method ${req.method} is not allowed here; use ${allow}`,
+      );
     }
     return sendError(reply, 404, preRoutingVocabulary(pathOnly, paymentPrefix).notFound, `No route for ${req.method} ${pathOnly}`);
   });
 }
-

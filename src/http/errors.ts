@@ -92,7 +92,11 @@ export const errorBodySchema = z
   })
   .describe('error envelope');
 
-export function errorBody(code: string, message: string, opts: { details?: ErrorDetail[]; reason?: string; extra?: Record<string, unknown> } = {}) {
+export function errorBody(
+  code: string,
+  message: string,
+  opts: { details?: ErrorDetail[]; reason?: string; extra?: Record<string, unknown> } = {},
+) {
   return {
     ok: false as const,
     error: code,

@@ -74,7 +74,11 @@ function redisStore(redis: Redis, prefix: string, clock: Clock): Store {
       await redis.set(g + subject, String(untilMs), 'PX', Math.max(1, ttlMs));
     },
     async count(counter, ttlMs) {
-      const [[, n]] = (await redis.multi().incr(c + counter).pexpire(c + counter, ttlMs, 'NX').exec()) as [[Error | null, number]];
+      const [[, n]] = (await redis
+        .multi()
+        .incr(c + counter)
+        .pexpire(c + counter, ttlMs, 'NX')
+        .exec()) as [[Error | null, number]];
       return n;
     },
     async clear() {
@@ -153,7 +157,11 @@ export function createGuard(deps: { clock: Clock; settings: SettingsService; log
     async list(): Promise<{ subject: string; until: string; seconds_left: number }[]> {
       const now = deps.clock.now().getTime();
       const all = [...(await local.list()), ...(shared && deps.redis?.status === 'ready' ? await shared.list() : [])];
-      return all.map((g) => ({ subject: g.subject, until: new Date(g.until).toISOString(), seconds_left: Math.ceil((g.until - now) / 1000) }));
+      return all.map((g) => ({
+        subject: g.subject,
+        until: new Date(g.until).toISOString(),
+        seconds_left: Math.ceil((g.until - now) / 1000),
+      }));
     },
   };
 }

@@ -26,10 +26,13 @@ export function createInFlightRequests() {
     idle(ms: number): Promise<boolean> {
       if (open.size === 0) return Promise.resolve(true);
       return new Promise((resolve) => {
-        const timer = setTimeout(() => {
-          waiters = waiters.filter((w) => w !== done);
-          resolve(false);
-        }, Math.max(0, ms));
+        const timer = setTimeout(
+          () => {
+            waiters = waiters.filter((w) => w !== done);
+            resolve(false);
+          },
+          Math.max(0, ms),
+        );
         const done = () => {
           clearTimeout(timer);
           resolve(true);

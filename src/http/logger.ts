@@ -10,19 +10,22 @@ const LOGGED_PARAMS = new Set(['page', 'limit', 'category_id', 'q', 'order_code'
 function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
-  const parts = url.slice(q + 1).split('&').map((pair) => {
-    const eq = pair.indexOf('=');
-    const rawName = eq < 0 ? pair : pair.slice(0, eq);
-    let name = rawName;
-    try {
-      name = decodeURIComponent(rawName.replace(/\+/g, ' '));
-    } catch {
-      // undecodable name: compare as sent
-    }
-    if (LOGGED_PARAMS.has(name.toLowerCase())) return pair;
-    // A bare word (?<secret>) may be the secret itself.
-    return eq < 0 ? (pair === '' ? pair : '[REDACTED]') : `${rawName}=[REDACTED]`;
-  });
+  const parts = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const rawName = eq < 0 ? pair : pair.slice(0, eq);
+      let name = rawName;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+      } catch {
+        // undecodable name: compare as sent
+      }
+      if (LOGGED_PARAMS.has(name.toLowerCase())) return pair;
+      // A bare word (?<secret>) may be the secret itself.
+      return eq < 0 ? (pair === '' ? pair : '[REDACTED]') : `${rawName}=[REDACTED]`;
+    });
   return `${url.slice(0, q)}?${parts.join('&')}`;
 }
 

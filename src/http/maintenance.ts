@@ -5,7 +5,9 @@ const MAINTENANCE_RETRY_AFTER_SECONDS = 60;
 
 /** The 503 every public API answers while the `maintenance` setting is on (the admin API is never gated). */
 export function maintenanceError(): AppError {
-  return new AppError('maintenance', 'The service is under maintenance; retry later', { headers: { 'Retry-After': String(MAINTENANCE_RETRY_AFTER_SECONDS) } });
+  return new AppError('maintenance', 'The service is under maintenance; retry later', {
+    headers: { 'Retry-After': String(MAINTENANCE_RETRY_AFTER_SECONDS) },
+  });
 }
 
 /** Every public API route answers 503 while the `maintenance` setting is on; admin routes do not use this. */

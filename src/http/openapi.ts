@@ -7,22 +7,41 @@ export type SecurityRequirement = Record<string, string[]>;
 export const securitySchemes = {
   bearerAuth: { type: 'http', scheme: 'bearer', description: 'Ordering API key: `Authorization: Bearer <API_KEY>`.' },
   apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'Ordering API key, the alternative header.' },
-  payApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: "Payment client's API key. Every payment request also carries X-API-Event and X-API-Signature-Alg: HMAC-SHA256." },
+  payApiKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description: "Payment client's API key. Every payment request also carries X-API-Event and X-API-Signature-Alg: HMAC-SHA256.",
+  },
   paySignature: {
     type: 'apiKey',
     in: 'header',
     name: 'X-API-Signature',
     description: 'Per request: lowercase hex HMAC-SHA256 of `EVENT + "\\n" + RAW_BODY`, keyed with the API secret.',
   },
-  adminToken: { type: 'http', scheme: 'bearer', description: 'Admin API: `Authorization: Bearer <ADMIN_TOKEN>`, from an address in ADMIN_ALLOWED_IPS.' },
-  sepayApiKey: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'SePay bank feed: `Authorization: Apikey <setting sepay_api_key>`.' },
+  adminToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'Admin API: `Authorization: Bearer <ADMIN_TOKEN>`, from an address in ADMIN_ALLOWED_IPS.',
+  },
+  sepayApiKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'Authorization',
+    description: 'SePay bank feed: `Authorization: Apikey <setting sepay_api_key>`.',
+  },
   cassoSignature: {
     type: 'apiKey',
     in: 'header',
     name: 'X-Casso-Signature',
     description: 'Casso bank feed: `t=<Unix ms>,v1=<hex HMAC-SHA512 keyed with setting casso_checksum_key>`.',
   },
-  cronToken: { type: 'apiKey', in: 'query', name: 'token', description: 'The cron_token setting; while it is empty the cron endpoint refuses every call.' },
+  cronToken: {
+    type: 'apiKey',
+    in: 'query',
+    name: 'token',
+    description: 'The cron_token setting; while it is empty the cron endpoint refuses every call.',
+  },
 } as const;
 
 /** The tags of the document, in the order the docs UI shows them. */
@@ -31,7 +50,11 @@ export const openApiTags = [
   { name: 'payments', description: 'Payment top-up API for project websites: bank-transfer payment requests, signed with HMAC-SHA256.' },
   { name: 'admin', description: "Admin API (the CLI's backend): users, catalogue, orders, guards, settings, demo data." },
   { name: 'admin: payments', description: 'Admin API for payment clients, payment methods and payment state changes.' },
-  { name: 'bank feeds', description: "Incoming-transfer notifications from the shop's bank-feed services (SePay, Casso); an exact match approves a payment request." },
+  {
+    name: 'bank feeds',
+    description:
+      "Incoming-transfer notifications from the shop's bank-feed services (SePay, Casso); an exact match approves a payment request.",
+  },
   { name: 'operations', description: 'Health checks and the scheduler endpoint.' },
 ];
 
@@ -84,15 +107,24 @@ export function patchOpenApi<T>(doc: T): T {
   if (files) files.requestBody = fileBody;
   const metrics = paths['/metrics']?.get as { responses?: Record<string, unknown> } | undefined;
   if (metrics?.responses) {
-    metrics.responses['200'] = { description: 'Prometheus text exposition format (docs/operations.md, "Metrics")', content: { 'text/plain': { schema: { type: 'string' } } } };
+    metrics.responses['200'] = {
+      description: 'Prometheus text exposition format (docs/operations.md, "Metrics")',
+      content: { 'text/plain': { schema: { type: 'string' } } },
+    };
   }
   const download = paths['/api/v1/order-download']?.get as { responses?: Record<string, unknown> } | undefined;
   if (download?.responses) {
-    download.responses['200'] = { description: 'the ZIP file, streamed', content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } };
+    download.responses['200'] = {
+      description: 'the ZIP file, streamed',
+      content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } },
+    };
   }
   const backup = paths['/admin/v1/backup']?.get as { responses?: Record<string, unknown> } | undefined;
   if (backup?.responses) {
-    backup.responses['200'] = { description: 'the tar archive, streamed (backup-manifest.json first)', content: { 'application/x-tar': { schema: { type: 'string', format: 'binary' } } } };
+    backup.responses['200'] = {
+      description: 'the tar archive, streamed (backup-manifest.json first)',
+      content: { 'application/x-tar': { schema: { type: 'string', format: 'binary' } } },
+    };
   }
   return doc;
 }

@@ -8,7 +8,8 @@ import { raisedByDatabasePool } from '../db/client.js';
  */
 const OUTAGE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 const OUTAGE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const OUTAGE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated due to connection timeout/i;
+const OUTAGE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated due to connection timeout/i;
 
 /** An error known to come from the database: a failed statement (drizzle wraps those), PostgreSQL's own answer, or the pool's connect. */
 const fromDatabase = (e: object): boolean => e instanceof DrizzleQueryError || e instanceof pg.DatabaseError || raisedByDatabasePool(e);

@@ -10,7 +10,12 @@ type StoreParams = { continueExceeding?: boolean; exponentialBackoff?: boolean }
 
 // @fastify/rate-limit's two stores are plain CommonJS files without typings; the shapes above are all we use.
 const require = createRequire(import.meta.url);
-const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as new (c?: boolean, e?: boolean, redis?: Redis, key?: string) => Store;
+const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as new (
+  c?: boolean,
+  e?: boolean,
+  redis?: Redis,
+  key?: string,
+) => Store;
 const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as new (c?: boolean, e?: boolean, cache?: number) => Store;
 
 /**

@@ -10,7 +10,12 @@ type Timeouts = Pick<Config, 'HEADERS_TIMEOUT_MS' | 'REQUEST_TIMEOUT_MS' | 'IDLE
  * Socket timeouts (docs/operations.md). Node enforces the header and request limits on a sweep, so the sweep runs at a
  * quarter of the shortest one: a limit holds within 25 % instead of within Node's default 30 s.
  */
-export function timeoutOptions(c: Timeouts): { connectionTimeout: number; keepAliveTimeout: number; requestTimeout: number; http: ServerOptions } {
+export function timeoutOptions(c: Timeouts): {
+  connectionTimeout: number;
+  keepAliveTimeout: number;
+  requestTimeout: number;
+  http: ServerOptions;
+} {
   // Node refuses a header limit longer than the whole-request limit.
   const headersTimeout = c.REQUEST_TIMEOUT_MS > 0 ? Math.min(c.HEADERS_TIMEOUT_MS, c.REQUEST_TIMEOUT_MS) : c.HEADERS_TIMEOUT_MS;
   const shortest = c.REQUEST_TIMEOUT_MS > 0 ? Math.min(headersTimeout, c.REQUEST_TIMEOUT_MS) : headersTimeout;
@@ -37,8 +42,10 @@ export function allowSilence(req: IncomingMessage, ms: number): void {
 
 /** What Node's parser refused, as the envelope: status and code (DESIGN 3 names no timeout code; 408 reuses invalid_request). */
 function clientErrorAnswer(code: string | undefined): { status: number; error: ErrorCode; message: string } {
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, error: 'invalid_request', message: 'The request was not received in time' };
-  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, error: 'payload_too_large', message: 'The request line and headers exceed 16 KB' };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { status: 408, error: 'invalid_request', message: 'The request was not received in time' };
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, error: 'payload_too_large', message: 'The request line and headers exceed 16 KB' };
   return { status: 400, error: 'invalid_request', message: 'Malformed HTTP request' };
 }
 

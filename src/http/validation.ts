@@ -24,7 +24,10 @@ function nulPath(value: unknown, at: string, depth = 0): string | null {
  * anywhere in the query, the params or the body is refused here, before any handler, with the family's validation
  * code; in a path id it is an id that cannot exist (404).
  */
-export function createValidatorCompiler(codes: { validation: 'invalid_request' | 'VALIDATION_ERROR'; notFound: 'not_found' | 'PAYMENT_NOT_FOUND' }): FastifySchemaCompiler<z.ZodType> {
+export function createValidatorCompiler(codes: {
+  validation: 'invalid_request' | 'VALIDATION_ERROR';
+  notFound: 'not_found' | 'PAYMENT_NOT_FOUND';
+}): FastifySchemaCompiler<z.ZodType> {
   return (route) => {
     const validate = validatorCompiler(route);
     const part = route.httpPart === 'querystring' ? 'query' : (route.httpPart ?? 'body');

@@ -45,7 +45,17 @@ const NO_SYNC = { categories: 0, products: 0, created: 0, updated: 0, missing: 0
  * What GET /api-sync-cron.php runs: every due job, each under its own lease. The quick jobs go first and the
  * reconciler has a time budget; the sync (bounded by sync_timeout_seconds per call) comes last, so it starves nothing.
  */
-export function createCronService(deps: { db: Db; clock: Clock; settings: SettingsService; payments: PaymentsService; webhooks: Pick<WebhooksService, 'deliverDue' | 'purgeDelivered'>; logger: Logger; sync: SyncService; upstream: UpstreamOrders; audit: Pick<AuditService, 'prune'> }) {
+export function createCronService(deps: {
+  db: Db;
+  clock: Clock;
+  settings: SettingsService;
+  payments: PaymentsService;
+  webhooks: Pick<WebhooksService, 'deliverDue' | 'purgeDelivered'>;
+  logger: Logger;
+  sync: SyncService;
+  upstream: UpstreamOrders;
+  audit: Pick<AuditService, 'prune'>;
+}) {
   const { db, clock } = deps;
 
   /** Runs fn only if it can take the job's lease (one statement, so two callers cannot both win); frees it after. */
@@ -60,7 +70,10 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
     try {
       return await fn();
     } finally {
-      await db.update(jobLeases).set({ lockedUntil: null, lastFinishedAt: sql`now()` }).where(eq(jobLeases.name, name));
+      await db
+        .update(jobLeases)
+        .set({ lockedUntil: null, lastFinishedAt: sql`now()` })
+        .where(eq(jobLeases.name, name));
     }
   }
 
@@ -81,7 +94,10 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
       jobs.cleanup = await locked('cleanup', async () => {
         const now = clock.now();
         const nonces = await db.delete(apiNonces).where(lt(apiNonces.expiresAt, now)).returning({ n: apiNonces.nonce });
-        const keys = await db.delete(paymentIdempotency).where(lt(paymentIdempotency.expiresAt, now)).returning({ k: paymentIdempotency.key });
+        const keys = await db
+          .delete(paymentIdempotency)
+          .where(lt(paymentIdempotency.expiresAt, now))
+          .returning({ k: paymentIdempotency.key });
         return { nonces_deleted: nonces.length, idempotency_keys_deleted: keys.length };
       });
       // Webhooks: due retries and events whose process died before sending them; then retention of delivered ones.
@@ -97,8 +113,16 @@ export function createCronService(deps: { db: Db; clock: Clock; settings: Settin
         if (err instanceof AppError && err.code === 'sync_failed') throw new AppError('sync_failed', err.message, { extra: { jobs } });
         throw err;
       }
-      const counts = sync.ran ? { categories: sync.categories, products: sync.products, created: sync.created, updated: sync.updated, missing: sync.missing } : NO_SYNC;
-      if (sync.ran) jobs.sync = { mode: sync.mode, skipped: sync.skipped, skipped_reasons: sync.skipped_reasons, cleaned_reasons: sync.cleaned_reasons };
+      const counts = sync.ran
+        ? { categories: sync.categories, products: sync.products, created: sync.created, updated: sync.updated, missing: sync.missing }
+        : NO_SYNC;
+      if (sync.ran)
+        jobs.sync = {
+          mode: sync.mode,
+          skipped: sync.skipped,
+          skipped_reasons: sync.skipped_reasons,
+          cleaned_reasons: sync.cleaned_reasons,
+        };
       return { ran: sync.ran, ...(sync.ran ? {} : { reason: sync.reason }), ...counts, duration_ms: Date.now() - started, jobs };
     },
   };

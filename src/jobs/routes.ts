@@ -10,21 +10,30 @@ import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
 import { longestCronSeconds, type CronService } from './cron.js';
 
-const cronResponse = z.object({
-  ok: z.literal(true),
-  ran: z.boolean().describe('whether a catalogue sync ran'),
-  reason: z.string().optional(),
-  categories: z.number().int(),
-  products: z.number().int(),
-  created: z.number().int(),
-  updated: z.number().int(),
-  missing: z.number().int(),
-  duration_ms: z.number().int(),
-  jobs: z.record(z.string(), z.unknown()).describe('the other due work, one entry per job: payments, cleanup, webhooks, webhook_cleanup, reconcile, and sync when it ran (or "busy" when another process held it)'),
-}).describe('What the jobs did: the catalogue sync fields, and the other jobs under jobs.');
+const cronResponse = z
+  .object({
+    ok: z.literal(true),
+    ran: z.boolean().describe('whether a catalogue sync ran'),
+    reason: z.string().optional(),
+    categories: z.number().int(),
+    products: z.number().int(),
+    created: z.number().int(),
+    updated: z.number().int(),
+    missing: z.number().int(),
+    duration_ms: z.number().int(),
+    jobs: z
+      .record(z.string(), z.unknown())
+      .describe(
+        'the other due work, one entry per job: payments, cleanup, webhooks, webhook_cleanup, reconcile, and sync when it ran (or "busy" when another process held it)',
+      ),
+  })
+  .describe('What the jobs did: the catalogue sync fields, and the other jobs under jobs.');
 
 /** The scheduler's endpoint (spec endpoint 10), authenticated by the cron_token setting, not by an API key. */
-export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService; settings: SettingsService; guard: Guard }): Promise<void> {
+export async function cronRoutes(
+  app: FastifyInstance,
+  deps: { cron: CronService; settings: SettingsService; guard: Guard },
+): Promise<void> {
   installErrorVocabulary(app, DEFAULT_VOCABULARY);
   documentRoutes(app, API_DOCS.cron);
   app.withTypeProvider<ZodTypeProvider>().get('/api-sync-cron.php', {
@@ -38,7 +47,9 @@ export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService
         200: cronResponse,
         ...errorResponses('unauthorized', 'api_guard', 'sync_failed'),
         // Declared here so that the serializer keeps `jobs`: the other jobs ran before the failed sync.
-        502: errorBodySchema.extend({ jobs: z.record(z.string(), z.unknown()).optional().describe('the other due work, which ran before the sync') }).describe('sync_failed: the sync failed and changed nothing'),
+        502: errorBodySchema
+          .extend({ jobs: z.record(z.string(), z.unknown()).optional().describe('the other due work, which ran before the sync') })
+          .describe('sync_failed: the sync failed and changed nothing'),
       },
     },
     handler: async (req) => {
@@ -46,7 +57,10 @@ export async function cronRoutes(app: FastifyInstance, deps: { cron: CronService
       const given = req.query.token ?? '';
       // Guessing the token counts against the address as a failed API key does (only while a token is set).
       const wait = expected ? await deps.guard.retryAfter(`ip:${req.ip}`) : null;
-      if (wait !== null) throw new AppError('api_guard', `Temporarily restricted after repeated wrong tokens; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
+      if (wait !== null)
+        throw new AppError('api_guard', `Temporarily restricted after repeated wrong tokens; retry in ${wait} s`, {
+          headers: { 'Retry-After': String(wait) },
+        });
       if (!expected) throw new AppError('unauthorized', 'The cron endpoint is off until cron_token is set', { status: 403 });
       if (!safeEqual(given, expected)) {
         await deps.guard.authFailure(req.ip);

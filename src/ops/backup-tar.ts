@@ -103,14 +103,18 @@ export class ExactReader {
 }
 
 const headerFault = (fault: HeaderFault) =>
-  new ArchiveError(fault === 'checksum' ? 'the archive has a damaged member header (bad header checksum)' : 'the archive has a damaged member header');
+  new ArchiveError(
+    fault === 'checksum' ? 'the archive has a damaged member header (bad header checksum)' : 'the archive has a damaged member header',
+  );
 
 export type EntryHeader = { name: string; type: 'file' | 'dir'; size: number };
 
 /** The next member's header, or null at the end-of-archive blocks. Anything but a file or a folder is refused. */
 export async function readHeader(r: ExactReader): Promise<EntryHeader | null> {
   const h = await r.exactly(BLOCK).catch((err: unknown) => {
-    throw err instanceof ArchiveError ? new ArchiveError('the archive is truncated (no end-of-archive marker): the file is incomplete') : err;
+    throw err instanceof ArchiveError
+      ? new ArchiveError('the archive is truncated (no end-of-archive marker): the file is incomplete')
+      : err;
   });
   if (h.every((b) => b === 0)) return null;
   const { name: raw, flag, size } = decodeHeader(h, headerFault);

@@ -70,7 +70,7 @@ function copyHashed(src: string, dst: string | null, member: ManifestMember, buf
   let to: number | null = null;
   try {
     if (dst !== null) to = fs.openSync(dst, 'wx', 0o600);
-    for (let n; (n = fs.readSync(from, buf, 0, buf.length, null)) > 0; ) {
+    for (let n; (n = fs.readSync(from, buf, 0, buf.length, null)) > 0;) {
       hash.update(buf.subarray(0, n));
       if (to !== null) fs.writeSync(to, buf, 0, n);
       size += n;
@@ -155,7 +155,7 @@ async function stageAttached(c: Copier, a: Attached, member: ManifestMember): Pr
 function* chunksOf(file: string, size: number): Generator<Buffer> {
   const fd = fs.openSync(file, 'r');
   try {
-    for (let left = size; left > 0; ) {
+    for (let left = size; left > 0;) {
       const buf = Buffer.allocUnsafe(Math.min(CHUNK, left));
       const n = fs.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) throw new Error(`backup: ${file} shrank while it was sent`);
@@ -177,9 +177,14 @@ export function createBackupService(deps: BackupDeps) {
 
   /** Copies the database at one moment and the files it names, and returns the archive to stream (manifest first). */
   async function prepare(withSecrets: boolean): Promise<PreparedBackup> {
-    if (deps.databaseKind === 'pg') throw new AppError('conflict', 'This server runs on PostgreSQL (DATABASE_URL): back it up with pg_dump, see docs/operations.md "Backup and restore"');
+    if (deps.databaseKind === 'pg')
+      throw new AppError(
+        'conflict',
+        'This server runs on PostgreSQL (DATABASE_URL): back it up with pg_dump, see docs/operations.md "Backup and restore"',
+      );
     const src = deps.embedded;
-    if (!src) throw new AppError('conflict', 'This server does not own an embedded database folder on disk: there is nothing to back up here');
+    if (!src)
+      throw new AppError('conflict', 'This server does not own an embedded database folder on disk: there is nothing to back up here');
     if (running) throw new AppError('conflict', 'A backup is already running; retry when it has finished');
     running = true;
     const stage = path.join(stagingRoot, randomUUID());
@@ -206,13 +211,21 @@ export function createBackupService(deps: BackupDeps) {
       await src.client.transaction(async (tx) => {
         await tx.exec('CHECKPOINT');
         migrations = (await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')).rows[0]?.n ?? 0;
-        const stored = (await tx.query<{ id: number; storage_name: string }>('SELECT id::int AS id, storage_name FROM product_files ORDER BY id')).rows;
+        const stored = (
+          await tx.query<{ id: number; storage_name: string }>('SELECT id::int AS id, storage_name FROM product_files ORDER BY id')
+        ).rows;
         await copyTree(copier, src.pgdata, path.join(stage, 'pgdata'), staged, 'pgdata');
         fs.mkdirSync(path.join(stage, 'files'), { mode: 0o700 });
         for (const { id, storage_name: name } of stored) {
           // files/storage.ts only ever names files so; any other name would not be a path inside DATA_DIR/files.
           const valid = /^[0-9a-f-]{36}$/.test(name);
-          const a: Attached = { id, name, src: path.join(deps.dataDir, 'files', name), dst: path.join(stage, 'files', name), state: 'missing' };
+          const a: Attached = {
+            id,
+            name,
+            src: path.join(deps.dataDir, 'files', name),
+            dst: path.join(stage, 'files', name),
+            state: 'missing',
+          };
           if (valid) linkAttached(a);
           attached.push(a);
         }
@@ -227,9 +240,16 @@ export function createBackupService(deps: BackupDeps) {
       }
       const missing = attached.filter((a) => a.state === 'missing').map((a) => ({ product_file_id: a.id, storage_name: a.name }));
       if (withSecrets) {
-        for (const [name, value] of [['app-secret', deps.secrets.appSecret], ['admin-token', deps.secrets.adminToken]] as const) {
+        for (const [name, value] of [
+          ['app-secret', deps.secrets.appSecret],
+          ['admin-token', deps.secrets.adminToken],
+        ] as const) {
           const content = Buffer.from(`${value}\n`);
-          staged.push({ abs: '', member: { path: name, type: 'file', size: content.length, sha256: createHash('sha256').update(content).digest('hex') }, content });
+          staged.push({
+            abs: '',
+            member: { path: name, type: 'file', size: content.length, sha256: createHash('sha256').update(content).digest('hex') },
+            content,
+          });
         }
       }
       const manifest: BackupManifest = {
@@ -248,7 +268,11 @@ export function createBackupService(deps: BackupDeps) {
       const bytes = memberBytes(manifestBytes.length) + staged.reduce((n, s) => n + memberBytes(s.member.size), 0) + END_OF_ARCHIVE.length;
       async function* body() {
         try {
-          yield Buffer.concat([tarHeader(MANIFEST_NAME, 'file', manifestBytes.length, createdAt), manifestBytes, padding(manifestBytes.length)]);
+          yield Buffer.concat([
+            tarHeader(MANIFEST_NAME, 'file', manifestBytes.length, createdAt),
+            manifestBytes,
+            padding(manifestBytes.length),
+          ]);
           for (const s of staged) {
             yield tarHeader(s.member.path, s.member.type, s.member.size, createdAt);
             if (s.member.type === 'dir') continue;

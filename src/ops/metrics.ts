@@ -26,7 +26,12 @@ export function createMetrics(deps: MetricsDeps) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
-  const http = new Counter({ name: 'rg_http_requests_total', help: 'HTTP answers by route pattern (unmatched: no route), method and status', labelNames: ['route', 'method', 'status'] as const, registers: [registry] });
+  const http = new Counter({
+    name: 'rg_http_requests_total',
+    help: 'HTTP answers by route pattern (unmatched: no route), method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+  });
   const duration = new Histogram({
     name: 'rg_http_request_duration_seconds',
     help: 'Time from the request to the end of its answer, by route pattern and method',
@@ -34,10 +39,30 @@ export function createMetrics(deps: MetricsDeps) {
     buckets: DURATION_BUCKETS,
     registers: [registry],
   });
-  const orders = new Counter({ name: 'rg_orders_total', help: 'Order creates by outcome (success, pending, failed at the source, refused, replayed)', labelNames: ['outcome'] as const, registers: [registry] });
-  const payments = new Counter({ name: 'rg_payment_transitions_total', help: 'Payment request status changes made by this process, by new status', labelNames: ['to'] as const, registers: [registry] });
-  const attempts = new Counter({ name: 'rg_webhook_attempts_total', help: 'Webhook delivery attempts by result (dead: the attempt that gave up)', labelNames: ['result'] as const, registers: [registry] });
-  const syncRuns = new Counter({ name: 'rg_sync_runs_total', help: 'Catalogue sync runs by result', labelNames: ['result'] as const, registers: [registry] });
+  const orders = new Counter({
+    name: 'rg_orders_total',
+    help: 'Order creates by outcome (success, pending, failed at the source, refused, replayed)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const payments = new Counter({
+    name: 'rg_payment_transitions_total',
+    help: 'Payment request status changes made by this process, by new status',
+    labelNames: ['to'] as const,
+    registers: [registry],
+  });
+  const attempts = new Counter({
+    name: 'rg_webhook_attempts_total',
+    help: 'Webhook delivery attempts by result (dead: the attempt that gave up)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const syncRuns = new Counter({
+    name: 'rg_sync_runs_total',
+    help: 'Catalogue sync runs by result',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
   // Every label value at 0 from the start: rate() and alerts see a series before its first event.
   for (const o of ORDER_OUTCOMES) orders.inc({ outcome: o }, 0);
   for (const s of PAYMENT_STATUSES) payments.inc({ to: s }, 0);
@@ -48,7 +73,10 @@ export function createMetrics(deps: MetricsDeps) {
   const outbox = gauge('rg_webhook_outbox', 'Webhook events waiting (pending) or given up (dead) in the outbox', ['state']);
   const oldestPending = gauge('rg_webhook_outbox_oldest_pending_seconds', 'Age of the oldest pending webhook event, 0 when none');
   const syncLast = gauge('rg_sync_last_success_timestamp_seconds', 'End of the last successful catalogue sync (Unix seconds), 0 when none');
-  const syncFailures = gauge('rg_sync_consecutive_failures', 'Failed sync runs since the last successful one; 0 when intermediary mode is off');
+  const syncFailures = gauge(
+    'rg_sync_consecutive_failures',
+    'Failed sync runs since the last successful one; 0 when intermediary mode is off',
+  );
   const syncEnabled = gauge('rg_sync_enabled', '1 when intermediary mode is on (source_url set)');
   const stuck = gauge('rg_upstream_orders_stuck', 'Pending source orders flagged stuck (upstream_stuck_minutes passed)');
   const pool = gauge('rg_db_pool_connections', 'Database pool connections (total, idle) and queries waiting for one', ['state']);

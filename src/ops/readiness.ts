@@ -12,7 +12,9 @@ export const readinessSchema = z.object({
   status: z.string(),
   checks: z.object({
     database: z.object({ state: z.literal('ok') }),
-    redis: z.object({ state: z.enum(['ok', 'down', 'off']).describe('off: REDIS_URL is not set; down: limits count per process meanwhile') }),
+    redis: z.object({
+      state: z.enum(['ok', 'down', 'off']).describe('off: REDIS_URL is not set; down: limits count per process meanwhile'),
+    }),
     sync: z.object({
       state: z.enum(['ok', 'failing', 'off']).describe('off: no source_url; failing: the last finished run failed'),
       last_success_at: z.string().nullable(),
@@ -24,7 +26,10 @@ export const readinessSchema = z.object({
       dead: z.number().int(),
       oldest_pending_seconds: z.number(),
     }),
-    upstream_orders: z.object({ state: z.enum(['ok', 'attention']).describe('attention: pending source orders flagged stuck'), stuck: z.number().int() }),
+    upstream_orders: z.object({
+      state: z.enum(['ok', 'attention']).describe('attention: pending source orders flagged stuck'),
+      stuck: z.number().int(),
+    }),
   }),
 });
 

@@ -4,7 +4,14 @@ import path from 'node:path';
 import { pipeline, type Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { ArchiveError, BLOCK, ExactReader, readHeader } from './backup-tar.js';
-import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, MANIFEST_NAME, type BackupManifest, type ManifestMember, type MissingFile } from './backup.js';
+import {
+  BACKUP_FORMAT,
+  BACKUP_FORMAT_VERSION,
+  MANIFEST_NAME,
+  type BackupManifest,
+  type ManifestMember,
+  type MissingFile,
+} from './backup.js';
 
 /**
  * Rebuilds a data folder from a backup archive (docs/operations.md "Backup and restore"). Runs without a server: the
@@ -55,7 +62,8 @@ function safeTarget(root: string, name: string): string {
     throw new ArchiveError(`the archive holds a member named ${JSON.stringify(name)}, which would land outside the data folder`);
   }
   const target = path.resolve(root, ...parts);
-  if (!target.startsWith(root + path.sep)) throw new ArchiveError(`the archive holds a member named ${JSON.stringify(name)}, which would land outside the data folder`);
+  if (!target.startsWith(root + path.sep))
+    throw new ArchiveError(`the archive holds a member named ${JSON.stringify(name)}, which would land outside the data folder`);
   return target;
 }
 
@@ -68,7 +76,9 @@ function parseManifest(bytes: Buffer): BackupManifest {
   }
   if (m.format !== BACKUP_FORMAT) throw new ArchiveError(`this is not a reseller-gateway backup (format ${JSON.stringify(m.format)})`);
   if (m.format_version !== BACKUP_FORMAT_VERSION) {
-    throw new ArchiveError(`the archive has backup format version ${JSON.stringify(m.format_version)}; this reseller-admin reads version ${BACKUP_FORMAT_VERSION} (use the release that wrote it)`);
+    throw new ArchiveError(
+      `the archive has backup format version ${JSON.stringify(m.format_version)}; this reseller-admin reads version ${BACKUP_FORMAT_VERSION} (use the release that wrote it)`,
+    );
   }
   if (!Array.isArray(m.members)) throw new ArchiveError('the backup manifest lists no members: the archive is damaged');
   return m as BackupManifest;
@@ -84,13 +94,15 @@ function checkTarget(dir: string): void {
     throw err;
   }
   if (!st.isDirectory()) throw new ArchiveError(`${dir} exists and is not a folder: give --data-dir a new or empty folder`);
-  if (fs.readdirSync(dir).length > 0) throw new ArchiveError(`${dir} is not empty: restore only into a new or empty folder (nothing was written)`);
+  if (fs.readdirSync(dir).length > 0)
+    throw new ArchiveError(`${dir} is not empty: restore only into a new or empty folder (nothing was written)`);
 }
 
 /** Extracts and checks every member into `tmp`; returns the manifest and the bytes written. */
 async function extractInto(r: ExactReader, tmp: string): Promise<{ manifest: BackupManifest; bytes: number }> {
   const first = await readHeader(r);
-  if (!first || first.name !== MANIFEST_NAME || first.type !== 'file') throw new ArchiveError(`the archive does not start with ${MANIFEST_NAME}: it is not a reseller-gateway backup`);
+  if (!first || first.name !== MANIFEST_NAME || first.type !== 'file')
+    throw new ArchiveError(`the archive does not start with ${MANIFEST_NAME}: it is not a reseller-gateway backup`);
   if (first.size > MAX_MANIFEST_BYTES) throw new ArchiveError('the backup manifest is implausibly large: the archive is damaged');
   const manifest = parseManifest(await r.exactly(first.size));
   await r.exactly((BLOCK - (first.size % BLOCK)) % BLOCK);
@@ -102,18 +114,20 @@ async function extractInto(r: ExactReader, tmp: string): Promise<{ manifest: Bac
     if (!h) break;
     const target = safeTarget(tmp, h.name);
     const want = expected.get(h.name);
-    if (!want || want.type !== h.type || seen.has(h.name)) throw new ArchiveError(`the archive holds ${JSON.stringify(h.name)}, which its manifest does not list: it was altered`);
+    if (!want || want.type !== h.type || seen.has(h.name))
+      throw new ArchiveError(`the archive holds ${JSON.stringify(h.name)}, which its manifest does not list: it was altered`);
     seen.add(h.name);
     if (h.type === 'dir') {
       fs.mkdirSync(target, { recursive: true, mode: 0o700 });
       continue;
     }
-    if (h.size !== want.size) throw new ArchiveError(`${h.name} has ${h.size} bytes in the archive but ${want.size} in its manifest: it was altered`);
+    if (h.size !== want.size)
+      throw new ArchiveError(`${h.name} has ${h.size} bytes in the archive but ${want.size} in its manifest: it was altered`);
     fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
     const fd = fs.openSync(target, 'wx', 0o600);
     const hash = createHash('sha256');
     try {
-      for (let left = h.size; left > 0; ) {
+      for (let left = h.size; left > 0;) {
         const chunk = await r.some(Math.min(left, CHUNK));
         if (!chunk) throw new ArchiveError(`the archive is truncated (it ends inside ${h.name}): the file is incomplete`);
         hash.update(chunk);
@@ -123,13 +137,18 @@ async function extractInto(r: ExactReader, tmp: string): Promise<{ manifest: Bac
     } finally {
       fs.closeSync(fd);
     }
-    if (hash.digest('hex') !== want.sha256) throw new ArchiveError(`${h.name} does not match its checksum in the manifest: the archive is damaged`);
+    if (hash.digest('hex') !== want.sha256)
+      throw new ArchiveError(`${h.name} does not match its checksum in the manifest: the archive is damaged`);
     bytes += h.size;
     await r.exactly((BLOCK - (h.size % BLOCK)) % BLOCK);
   }
   const missing = manifest.members.filter((m) => !seen.has(m.path));
-  if (missing.length > 0) throw new ArchiveError(`the archive lacks ${missing.length} member(s) its manifest lists (first: ${missing[0]!.path}): it is incomplete`);
-  if (!fs.existsSync(path.join(tmp, 'pgdata', 'PG_VERSION'))) throw new ArchiveError('the archive holds no database folder (pgdata/PG_VERSION)');
+  if (missing.length > 0)
+    throw new ArchiveError(
+      `the archive lacks ${missing.length} member(s) its manifest lists (first: ${missing[0]!.path}): it is incomplete`,
+    );
+  if (!fs.existsSync(path.join(tmp, 'pgdata', 'PG_VERSION')))
+    throw new ArchiveError('the archive holds no database folder (pgdata/PG_VERSION)');
   return { manifest, bytes };
 }
 
@@ -152,7 +171,8 @@ export async function restoreArchive(file: string, dataDir: string): Promise<Res
   try {
     const { manifest, bytes } = await extractInto(reader, tmp).catch((err: unknown) => {
       // gunzip's own errors (a damaged or cut .tar.gz) say the same as ours.
-      if ((err as NodeJS.ErrnoException).code?.startsWith('Z_')) throw new ArchiveError(`the compressed archive is damaged or truncated (${(err as Error).message})`);
+      if ((err as NodeJS.ErrnoException).code?.startsWith('Z_'))
+        throw new ArchiveError(`the compressed archive is damaged or truncated (${(err as Error).message})`);
       throw err;
     });
     checkTarget(target);

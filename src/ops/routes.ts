@@ -31,7 +31,12 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsDeps): Promise<vo
   documentRoutes(app, API_DOCS.operations);
   const r = app.withTypeProvider<ZodTypeProvider>();
   r.get('/healthz', {
-    schema: { operationId: 'healthz', summary: 'Liveness check', description: 'The process is up.', response: { 200: health.describe('The process is up.'), ...errorResponses() } },
+    schema: {
+      operationId: 'healthz',
+      summary: 'Liveness check',
+      description: 'The process is up.',
+      response: { 200: health.describe('The process is up.'), ...errorResponses() },
+    },
     handler: async () => ({ ok: true as const, status: 'up' }),
   });
   r.get('/readyz', {
@@ -40,7 +45,10 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsDeps): Promise<vo
       summary: 'Readiness check',
       description:
         'The database answers and the server is not shutting down (else 503 not_ready). `checks` reports each dependency: a degraded Redis, sync, webhook outbox or stuck source orders still answer 200, with their state.',
-      response: { 200: readinessSchema.describe('The server is ready for requests; each check says how its dependency is.'), ...errorResponses('not_ready') },
+      response: {
+        200: readinessSchema.describe('The server is ready for requests; each check says how its dependency is.'),
+        ...errorResponses('not_ready'),
+      },
     },
     handler: async () => {
       if (deps.isClosing()) throw new AppError('not_ready', 'Shutting down');

@@ -80,7 +80,11 @@ export async function shutdown(p: ShutdownParts, timeoutMs: number): Promise<Shu
   const [idle, recorded] = await Promise.all([p.requests.idle(bound), Promise.race([hooksDone, after(bound).then(() => false as const)])]);
   const hooksCounts = { webhooks_finished: hooksReport?.finished ?? 0, webhooks_interrupted: hooksReport?.interrupted ?? 0 };
   if (!idle || !recorded) {
-    if (!idle) p.logger.error({ requests: p.requests.size() }, 'shutdown: handlers still running at the bound; exiting without closing the database');
+    if (!idle)
+      p.logger.error(
+        { requests: p.requests.size() },
+        'shutdown: handlers still running at the bound; exiting without closing the database',
+      );
     else p.logger.error('shutdown: webhook attempts still being recorded at the bound; exiting without closing the database');
     return { outcome: 'busy', ms: Date.now() - started, cut, requests_left: p.requests.size(), ...hooksCounts };
   }

@@ -46,13 +46,18 @@ const AUTH_FAILURES = new Set(['missing_api_key', 'unauthorized', 'ip_not_allowe
 async function assertNotGuarded(guard: Guard, subject: GuardSubject): Promise<void> {
   const wait = await guard.retryAfter(subject);
   if (wait !== null) {
-    throw new AppError('api_guard', `Temporarily restricted after abnormal traffic; retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
+    throw new AppError('api_guard', `Temporarily restricted after abnormal traffic; retry in ${wait} s`, {
+      headers: { 'Retry-After': String(wait) },
+    });
   }
 }
 
 async function authenticate(req: FastifyRequest, deps: { users: UsersService }): Promise<void> {
   if (hasCredentialInQuery(req.url)) {
-    throw new AppError('missing_api_key', 'API keys are refused in the URL; send Authorization: Bearer <API_KEY> (and replace a key that was put in a URL)');
+    throw new AppError(
+      'missing_api_key',
+      'API keys are refused in the URL; send Authorization: Bearer <API_KEY> (and replace a key that was put in a URL)',
+    );
   }
   const header = req.headers['x-api-key'];
   const key = bearerToken(req.headers.authorization) ?? (typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined);
@@ -77,7 +82,8 @@ export function installSignatureCheck(app: FastifyInstance, deps: { settings: Se
     const sent = h['x-api-timestamp'] !== undefined || h['x-api-nonce'] !== undefined || h['x-api-signature'] !== undefined;
     // Mandatory-ness goes by the matched route, not the raw path: /api/v1/order/%63reate is the same route.
     // Hot path: an unsigned read returns here, before anything is built for the check.
-    if (!sent && !(req.routeOptions.url === ORDER_CREATE_PATH && req.method === 'POST' && (await deps.settings.get('require_signature')))) return;
+    if (!sent && !(req.routeOptions.url === ORDER_CREATE_PATH && req.method === 'POST' && (await deps.settings.get('require_signature'))))
+      return;
     const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
     const headers = { timestamp: one(h['x-api-timestamp']), nonce: one(h['x-api-nonce']), signature: one(h['x-api-signature']) };
     const path = req.url.split('?')[0] ?? req.url;

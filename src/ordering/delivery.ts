@@ -81,7 +81,11 @@ export function createDeliveryService(deps: DeliveryDeps) {
 
   async function own(userId: number, ref: { order_code?: string; request_id?: string }): Promise<OrderRow> {
     const where = ref.order_code !== undefined ? eq(orders.orderCode, ref.order_code) : eq(orders.requestId, ref.request_id ?? '');
-    const rows = await db.select().from(orders).where(and(eq(orders.userId, userId), where)).limit(1);
+    const rows = await db
+      .select()
+      .from(orders)
+      .where(and(eq(orders.userId, userId), where))
+      .limit(1);
     if (!rows[0]) throw new AppError('not_found', 'No such order for this key');
     return rows[0];
   }
@@ -89,7 +93,11 @@ export function createDeliveryService(deps: DeliveryDeps) {
   /** Codes of an order, decrypted, with usage in the display time zone. */
   async function codesOf(order: OrderRow): Promise<CodeDetail[]> {
     const tz = await settings.get('display_timezone');
-    const rows = await db.select({ codeEnc: codes.codeEnc, used: codes.used, usedAt: codes.usedAt }).from(codes).where(eq(codes.orderId, order.id)).orderBy(asc(codes.id));
+    const rows = await db
+      .select({ codeEnc: codes.codeEnc, used: codes.used, usedAt: codes.usedAt })
+      .from(codes)
+      .where(eq(codes.orderId, order.id))
+      .orderBy(asc(codes.id));
     return rows.map((r) => {
       const usedAt = r.used && r.usedAt ? formatDisplayTime(r.usedAt, tz) : null;
       return { code: cipher.decrypt(r.codeEnc), used: r.used, used_at: usedAt, status_label: usedAt ?? 'Unused' };
@@ -103,7 +111,10 @@ export function createDeliveryService(deps: DeliveryDeps) {
    */
   async function markDelivered(order: OrderRow): Promise<OrderRow> {
     if (order.deliveredAt || order.status !== 'success') return order;
-    await db.update(orders).set({ deliveredAt: clock.now() }).where(and(eq(orders.id, order.id), isNull(orders.deliveredAt), eq(orders.status, 'success')));
+    await db
+      .update(orders)
+      .set({ deliveredAt: clock.now() })
+      .where(and(eq(orders.id, order.id), isNull(orders.deliveredAt), eq(orders.status, 'success')));
     const [now] = await db.select().from(orders).where(eq(orders.id, order.id)).limit(1);
     return now ?? order;
   }
@@ -122,22 +133,36 @@ export function createDeliveryService(deps: DeliveryDeps) {
       const order = await markDelivered(await refresh(await own(userId, { order_code: orderCode })));
       const detail = order.status === 'success' || order.status === 'refunded' ? await codesOf(order) : [];
       // Through the one catalogue read path: a source product's description2 may be overridden by the admin.
-      const [product] = await selectShown(db, await settings.get('price_markup_percent')).where(eq(products.id, order.productId)).limit(1);
+      const [product] = await selectShown(db, await settings.get('price_markup_percent'))
+        .where(eq(products.id, order.productId))
+        .limit(1);
       const desc2 = product?.description2 ?? '';
       return {
         order_code: order.orderCode,
         status: order.status as OrderStatus,
         delivery_codes: detail.map((d) => d.code),
         delivery_codes_detail: detail,
-        ...(order.productType === 'file' && order.status === 'success' ? { download_url: `${baseUrl}/api/v1/order-download?order_code=${encodeURIComponent(order.orderCode)}` } : {}),
+        ...(order.productType === 'file' && order.status === 'success'
+          ? { download_url: `${baseUrl}/api/v1/order-download?order_code=${encodeURIComponent(order.orderCode)}` }
+          : {}),
         product_desc2: desc2,
         desc2,
         ...(order.upstreamOrderCode ? { usage_checked_at: order.usageCheckedAt?.toISOString() ?? null } : {}),
       };
     },
     /** Newest first; `has_more` from one extra row, so no count query. */
-    async list(userId: number, page: number, limit: number): Promise<{ data: OrderView[]; page: number; limit: number; has_more: boolean }> {
-      const rows = await db.select().from(orders).where(eq(orders.userId, userId)).orderBy(desc(orders.id)).limit(limit + 1).offset((page - 1) * limit);
+    async list(
+      userId: number,
+      page: number,
+      limit: number,
+    ): Promise<{ data: OrderView[]; page: number; limit: number; has_more: boolean }> {
+      const rows = await db
+        .select()
+        .from(orders)
+        .where(eq(orders.userId, userId))
+        .orderBy(desc(orders.id))
+        .limit(limit + 1)
+        .offset((page - 1) * limit);
       return { data: rows.slice(0, limit).map(orderView), page, limit, has_more: rows.length > limit };
     },
     /** Admin: any order by code, with its owner and codes. */
@@ -155,11 +180,21 @@ export function createDeliveryService(deps: DeliveryDeps) {
         delivered_at: order.deliveredAt?.toISOString() ?? null,
         codes: await codesOf(order),
         ...(order.upstreamOrderCode ? { upstream: true, usage_checked_at: order.usageCheckedAt?.toISOString() ?? null } : {}),
-        ...(state.stuck === undefined ? {} : { ...state, upstream_order_code: order.upstreamOrderCode, upstream_attempted_at: order.upstreamAttemptedAt?.toISOString() ?? null, upstream_stuck_at: order.upstreamStuckAt?.toISOString() ?? null }),
+        ...(state.stuck === undefined
+          ? {}
+          : {
+              ...state,
+              upstream_order_code: order.upstreamOrderCode,
+              upstream_attempted_at: order.upstreamAttemptedAt?.toISOString() ?? null,
+              upstream_stuck_at: order.upstreamStuckAt?.toISOString() ?? null,
+            }),
       };
     },
     /** Newest first; `stuck`: pending orders flagged after upstream_stuck_minutes (false: every other order). */
-    async adminList(filter: AdminOrderFilter = {}, limit = 100): Promise<(OrderView & { user_id: number; upstream_issue?: string | null; stuck?: boolean })[]> {
+    async adminList(
+      filter: AdminOrderFilter = {},
+      limit = 100,
+    ): Promise<(OrderView & { user_id: number; upstream_issue?: string | null; stuck?: boolean })[]> {
       const isStuck = and(eq(orders.status, 'pending'), isNotNull(orders.upstreamStuckAt));
       const rows = await db
         .select()

@@ -22,9 +22,24 @@ import { orderRateLimit } from './rate-limit.js';
 import { SourceError } from '../sync/client.js';
 import type { UpstreamOrders } from '../sync/upstream.js';
 
-export type OrderRoutesDeps = { orders: OrderService; delivery: DeliveryService; settings: SettingsService; files: FilesService; upstream: UpstreamOrders };
+export type OrderRoutesDeps = {
+  orders: OrderService;
+  delivery: DeliveryService;
+  settings: SettingsService;
+  files: FilesService;
+  upstream: UpstreamOrders;
+};
 
-export const ORDER_AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
+export const ORDER_AUTH_ERRORS: ErrorCode[] = [
+  'missing_api_key',
+  'unauthorized',
+  'api_disabled',
+  'ip_not_allowed',
+  'maintenance',
+  'rate_limited',
+  'api_guard',
+  'invalid_signature',
+];
 
 /** Base of links we hand out (download_url): the public_base_url setting, else the address the client called. */
 export async function baseUrlOf(req: FastifyRequest, settings: SettingsService): Promise<string> {
@@ -42,12 +57,27 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       description:
         'Only POST with Content-Type: application/json. Debits the balance and allocates codes in one transaction. A repeated request_id answers the original order with `idempotent_replay: true` and the header `Idempotent-Replayed: true`.',
       body: orderCreateBody,
-      response: { 200: orderCreateResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'missing_request_id', 'order_failed', 'request_id_conflict', 'unsupported_media_type', 'method_not_allowed') },
+      response: {
+        200: orderCreateResponse,
+        ...errorResponses(
+          ...ORDER_AUTH_ERRORS,
+          'invalid_request',
+          'missing_request_id',
+          'order_failed',
+          'request_id_conflict',
+          'unsupported_media_type',
+          'method_not_allowed',
+        ),
+      },
     },
     config: { rateLimit: orderRateLimit(deps.settings) },
     preValidation: async (req) => {
-      const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if (type !== 'application/json') throw new AppError('unsupported_media_type', 'Order creation accepts only Content-Type: application/json');
+      const type = String(req.headers['content-type'] ?? '')
+        .split(';')[0]!
+        .trim()
+        .toLowerCase();
+      if (type !== 'application/json')
+        throw new AppError('unsupported_media_type', 'Order creation accepts only Content-Type: application/json');
     },
     handler: async (req, reply) => {
       const user = userOf(req);
@@ -71,7 +101,8 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       // A source product: paid and committed as pending; now ask the source (same request_id on every retry).
       if (!replay && order.status === 'pending') {
         order = await deps.upstream.forward(order, true);
-        if (order.status === 'failed') throw new AppError('order_failed', `${order.message}. Order ${order.orderCode}`, { reason: 'upstream_failed', status: 502 });
+        if (order.status === 'failed')
+          throw new AppError('order_failed', `${order.message}. Order ${order.orderCode}`, { reason: 'upstream_failed', status: 502 });
       }
       if (replay) reply.header('Idempotent-Replayed', 'true');
       return { ok: true as const, ...orderSummary(order), ...(replay ? { idempotent_replay: true } : {}) };
@@ -98,16 +129,23 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       querystring: orderCodeQuery,
       response: { 200: deliveryResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
-    handler: async (req) => ({ ok: true as const, ...(await deps.delivery.delivery(userOf(req).id, req.query.order_code, await baseUrlOf(req, deps.settings))) }),
+    handler: async (req) => ({
+      ok: true as const,
+      ...(await deps.delivery.delivery(userOf(req).id, req.query.order_code, await baseUrlOf(req, deps.settings))),
+    }),
   });
 
   r.get('/api/v1/order-download', {
     schema: {
       operationId: 'downloadOrder',
       summary: 'The order as a ZIP, streamed',
-      description: 'A file order holds the product files; a code order holds codes.txt (one code a line). Content-Type application/zip, Content-Disposition attachment; filename="<order_code>.zip".',
+      description:
+        'A file order holds the product files; a code order holds codes.txt (one code a line). Content-Type application/zip, Content-Disposition attachment; filename="<order_code>.zip".',
       querystring: orderCodeQuery,
-      response: { 200: z.any().describe('the ZIP file (application/zip)'), ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
+      response: {
+        200: z.any().describe('the ZIP file (application/zip)'),
+        ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found'),
+      },
     },
     handler: async (req, reply) => {
       const user = userOf(req);
@@ -125,9 +163,12 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       } else {
         // The order as it stands once marked: a refund that committed since the read above put the codes back on sale.
         const marked = await deps.delivery.markDelivered(order);
-        if (marked.status !== 'success') throw new AppError('not_found', `Order ${marked.orderCode} is ${marked.status}: nothing to download`);
+        if (marked.status !== 'success')
+          throw new AppError('not_found', `Order ${marked.orderCode} is ${marked.status}: nothing to download`);
         const codes = await deps.delivery.codesOf(marked);
-        zip = deps.files.zipOf([{ kind: 'text', filename: 'codes.txt', content: codes.map((c) => c.code).join('\n') + (codes.length > 0 ? '\n' : '') }]);
+        zip = deps.files.zipOf([
+          { kind: 'text', filename: 'codes.txt', content: codes.map((c) => c.code).join('\n') + (codes.length > 0 ? '\n' : '') },
+        ]);
       }
       zip.on('error', (err) => req.log.error({ err }, 'zip stream failed'));
       // A client that goes away mid-download: stop the archive so that it opens no further file.
@@ -143,7 +184,8 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
     schema: {
       operationId: 'listOrders',
       summary: 'Your most recent orders, newest first',
-      description: 'Your orders, newest first, one page at a time (page from 1, limit 1-100, default 20). Each order as order/status shows it.',
+      description:
+        'Your orders, newest first, one page at a time (page from 1, limit 1-100, default 20). Each order as order/status shows it.',
       querystring: ordersQuery,
       response: { 200: ordersResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request') },
     },
@@ -172,7 +214,10 @@ async function passThrough(req: FastifyRequest, reply: FastifyReply, upstream: U
     throw new AppError('unavailable', `${err.message}; retry the download later`, { headers: { 'Retry-After': '30' } });
   }
   body.on('error', (err) => {
-    req.log.warn({ order_code: order.orderCode, source_error: (err as { code?: string }).code ?? 'stream' }, 'source download broke mid-stream');
+    req.log.warn(
+      { order_code: order.orderCode, source_error: (err as { code?: string }).code ?? 'stream' },
+      'source download broke mid-stream',
+    );
     reply.raw.destroy();
   });
   return sendZip(reply, order.orderCode, body, () => body.destroy());

@@ -18,11 +18,32 @@ import type { Guard } from '../http/guard.js';
 import { installOrderingRateLimit } from './rate-limit.js';
 import { balanceResponse, categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
 
-export type OrderingDeps = { guard: Guard; redis?: Redis; redisPrefix: string; users: UsersService; settings: SettingsService; catalog: CatalogService; orders: OrderService; delivery: DeliveryService; verifySignature: SignatureVerifier; files: FilesService; upstream: UpstreamOrders };
+export type OrderingDeps = {
+  guard: Guard;
+  redis?: Redis;
+  redisPrefix: string;
+  users: UsersService;
+  settings: SettingsService;
+  catalog: CatalogService;
+  orders: OrderService;
+  delivery: DeliveryService;
+  verifySignature: SignatureVerifier;
+  files: FilesService;
+  upstream: UpstreamOrders;
+};
 
 const serializeProductsPage = (page: ProductPage) => JSON.stringify(productsResponse.parse({ ok: true, ...page }));
 
-const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'unauthorized', 'api_disabled', 'ip_not_allowed', 'maintenance', 'rate_limited', 'api_guard', 'invalid_signature'];
+const AUTH_ERRORS: ErrorCode[] = [
+  'missing_api_key',
+  'unauthorized',
+  'api_disabled',
+  'ip_not_allowed',
+  'maintenance',
+  'rate_limited',
+  'api_guard',
+  'invalid_signature',
+];
 
 /** The ordering API (spec endpoints 1-9) behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
@@ -79,6 +100,10 @@ export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): 
       description: 'The current balance of the user that owns the API key, in the shop currency (the currency setting).',
       response: { 200: balanceResponse, ...errorResponses(...AUTH_ERRORS) },
     },
-    handler: async (req) => ({ ok: true as const, balance: await deps.users.balance(userOf(req).id), currency: await deps.settings.get('currency') }),
+    handler: async (req) => ({
+      ok: true as const,
+      balance: await deps.users.balance(userOf(req).id),
+      currency: await deps.settings.get('currency'),
+    }),
   });
 }

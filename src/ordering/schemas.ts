@@ -5,7 +5,10 @@ export const productSchema = z.object({
   name: z.string(),
   category_id: z.string(),
   price: z.number().describe('selling price in the `currency` setting'),
-  stock: z.number().int().describe('units in stock (999999 = unlimited, for file products; 0 for service products, which are not orderable through the API)'),
+  stock: z
+    .number()
+    .int()
+    .describe('units in stock (999999 = unlimited, for file products; 0 for service products, which are not orderable through the API)'),
   status: z.enum(['in_stock', 'out_of_stock', 'unavailable']),
   min_qty: z.number().int(),
   max_qty: z.number().int(),
@@ -31,7 +34,10 @@ export const productsQuery = z.object({
   updated_after: z
     .string()
     .max(40)
-    .refine((v) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})$/.test(v) && !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 time with a zone, e.g. 2026-11-25T10:00:00.000Z')
+    .refine(
+      (v) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})$/.test(v) && !Number.isNaN(Date.parse(v)),
+      'must be an ISO 8601 time with a zone, e.g. 2026-11-25T10:00:00.000Z',
+    )
     .transform((v) => new Date(v))
     .optional()
     .describe('only products whose shown data changed after this time (delta listing)'),
@@ -44,34 +50,46 @@ export const productsQuery = z.object({
 
 export const productQuery = z.object({ id: z.string().min(1).max(64).describe('product id') });
 
-export const categoriesResponse = z.object({ ok: z.literal(true), data: z.array(categorySchema) }).describe('Every category the key may see, under data.');
-export const productsResponse = z.object({
-  ok: z.literal(true),
-  data: z.array(productSchema),
-  page: z.number().int(),
-  limit: z.number().int(),
-  total: z.number().int(),
-  has_more: z.boolean(),
-}).describe('One page of visible products, with the page, limit, total and has_more.');
+export const categoriesResponse = z
+  .object({ ok: z.literal(true), data: z.array(categorySchema) })
+  .describe('Every category the key may see, under data.');
+export const productsResponse = z
+  .object({
+    ok: z.literal(true),
+    data: z.array(productSchema),
+    page: z.number().int(),
+    limit: z.number().int(),
+    total: z.number().int(),
+    has_more: z.boolean(),
+  })
+  .describe('One page of visible products, with the page, limit, total and has_more.');
 export const productResponse = z.object({ ok: z.literal(true), data: productSchema }).describe('The product, under data.');
-export const balanceResponse = z.object({ ok: z.literal(true), balance: z.number(), currency: z.string() }).describe('The balance and its currency.');
+export const balanceResponse = z
+  .object({ ok: z.literal(true), balance: z.number(), currency: z.string() })
+  .describe('The balance and its currency.');
 
 export const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
 
 export const orderCreateBody = z.object({
   product_id: z.union([z.string().min(1).max(64), z.number().int().nonnegative().transform(String)]).describe('product id'),
   quantity: z.number().int('must be a whole number').min(1).max(1_000_000),
-  request_id: z.string().regex(REQUEST_ID_RE, 'at most 100 characters of A-Z a-z 0-9 . _ : -').optional().describe('unique per order on your side; a retry with the same value answers the original order'),
+  request_id: z
+    .string()
+    .regex(REQUEST_ID_RE, 'at most 100 characters of A-Z a-z 0-9 . _ : -')
+    .optional()
+    .describe('unique per order on your side; a retry with the same value answers the original order'),
 });
 
-export const orderCreateResponse = z.object({
-  ok: z.literal(true),
-  order_code: z.string(),
-  status: z.enum(['pending', 'success', 'failed', 'refunded']),
-  total: z.number(),
-  message: z.string(),
-  idempotent_replay: z.boolean().optional().describe('true when this answers an earlier request with the same request_id'),
-}).describe('The order: a new one, or the original one when the request_id was already used (idempotent_replay).');
+export const orderCreateResponse = z
+  .object({
+    ok: z.literal(true),
+    order_code: z.string(),
+    status: z.enum(['pending', 'success', 'failed', 'refunded']),
+    total: z.number(),
+    message: z.string(),
+    idempotent_replay: z.boolean().optional().describe('true when this answers an earlier request with the same request_id'),
+  })
+  .describe('The order: a new one, or the original one when the request_id was already used (idempotent_replay).');
 
 export const orderView = z.object({
   order_code: z.string(),
@@ -91,7 +109,10 @@ export const orderStatusQuery = z
     order_code: z.string().min(1).max(64).optional(),
     request_id: z.string().regex(REQUEST_ID_RE).optional(),
   })
-  .refine((q) => q.order_code !== undefined || q.request_id !== undefined, { message: 'order_code or request_id is required', path: ['order_code'] });
+  .refine((q) => q.order_code !== undefined || q.request_id !== undefined, {
+    message: 'order_code or request_id is required',
+    path: ['order_code'],
+  });
 
 export const orderCodeQuery = z.object({ order_code: z.string().min(1).max(64) });
 
@@ -104,27 +125,37 @@ export const codeDetail = z.object({
   status_label: z.string().describe('"Unused", or used_at when used'),
 });
 
-export const deliveryResponse = z.object({
-  ok: z.literal(true),
-  order_code: z.string(),
-  status: z.enum(['pending', 'success', 'failed', 'refunded']),
-  delivery_codes: z.array(z.string()),
-  delivery_codes_detail: z.array(codeDetail),
-  download_url: z.string().optional(),
-  product_desc2: z.string(),
-  desc2: z.string(),
-  usage_checked_at: z.string().nullable().optional().describe('orders delivered by the source site: when code usage was last read from it; the usage shown is the last known one when the source did not answer'),
-}).describe('The delivered codes with their usage, or the download_url of a file order.');
+export const deliveryResponse = z
+  .object({
+    ok: z.literal(true),
+    order_code: z.string(),
+    status: z.enum(['pending', 'success', 'failed', 'refunded']),
+    delivery_codes: z.array(z.string()),
+    delivery_codes_detail: z.array(codeDetail),
+    download_url: z.string().optional(),
+    product_desc2: z.string(),
+    desc2: z.string(),
+    usage_checked_at: z
+      .string()
+      .nullable()
+      .optional()
+      .describe(
+        'orders delivered by the source site: when code usage was last read from it; the usage shown is the last known one when the source did not answer',
+      ),
+  })
+  .describe('The delivered codes with their usage, or the download_url of a file order.');
 
 export const ordersQuery = z.object({
   page: z.coerce.number().int().min(1).max(1_000_000).default(1),
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
 
-export const ordersResponse = z.object({
-  ok: z.literal(true),
-  data: z.array(orderView),
-  page: z.number().int(),
-  limit: z.number().int(),
-  has_more: z.boolean(),
-}).describe('One page of your orders, newest first.');
+export const ordersResponse = z
+  .object({
+    ok: z.literal(true),
+    data: z.array(orderView),
+    page: z.number().int(),
+    limit: z.number().int(),
+    has_more: z.boolean(),
+  })
+  .describe('One page of your orders, newest first.');

@@ -70,14 +70,21 @@ export function createOrderService(deps: OrderServiceDeps) {
   const counted = (deps.metrics ?? noMetrics).orders;
 
   async function byRequestId(userId: number, requestId: string): Promise<OrderRow | undefined> {
-    const rows = await db.select().from(orders).where(and(eq(orders.userId, userId), eq(orders.requestId, requestId))).limit(1);
+    const rows = await db
+      .select()
+      .from(orders)
+      .where(and(eq(orders.userId, userId), eq(orders.requestId, requestId)))
+      .limit(1);
     return rows[0];
   }
 
   function replayOf(existing: OrderRow, input: OrderInput): { order: OrderRow; replay: true } {
     // Ids compare as numbers: "04" names product 4, as it did when the order was taken.
     if (parseProductId(input.product_id) !== existing.productId || existing.quantity !== input.quantity) {
-      throw new AppError('request_id_conflict', `request_id was already used for order ${existing.orderCode} with another product or quantity`);
+      throw new AppError(
+        'request_id_conflict',
+        `request_id was already used for order ${existing.orderCode} with another product or quantity`,
+      );
     }
     return { order: existing, replay: true };
   }
@@ -88,7 +95,11 @@ export function createOrderService(deps: OrderServiceDeps) {
       return await lanes.run(userId, fn, { maxWaitMs: LANE_MAX_WAIT_MS, signal } satisfies LaneOptions);
     } catch (err) {
       if (!(err instanceof LaneWaitEnded)) throw err;
-      throw new AppError('unavailable', 'Too many orders of this account are waiting; nothing was charged, retry with the same request_id', { headers: { 'Retry-After': '1' } });
+      throw new AppError(
+        'unavailable',
+        'Too many orders of this account are waiting; nothing was charged, retry with the same request_id',
+        { headers: { 'Retry-After': '1' } },
+      );
     }
   }
 
@@ -98,7 +109,11 @@ export function createOrderService(deps: OrderServiceDeps) {
    * transaction whose order row (unique per user and request_id) is written first, so a racing duplicate waits on it
    * and then replays; the source site is asked after the commit (sync/upstream.ts).
    */
-  async function create(userId: number, input: OrderInput, opts: { signal?: AbortSignal } = {}): Promise<{ order: OrderRow; replay: boolean }> {
+  async function create(
+    userId: number,
+    input: OrderInput,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<{ order: OrderRow; replay: boolean }> {
     let result: { order: OrderRow; replay: boolean };
     try {
       result = await createOnce(userId, input, opts);
@@ -112,7 +127,11 @@ export function createOrderService(deps: OrderServiceDeps) {
     return result;
   }
 
-  async function createOnce(userId: number, input: OrderInput, opts: { signal?: AbortSignal }): Promise<{ order: OrderRow; replay: boolean }> {
+  async function createOnce(
+    userId: number,
+    input: OrderInput,
+    opts: { signal?: AbortSignal },
+  ): Promise<{ order: OrderRow; replay: boolean }> {
     const requestId = input.request_id ?? null;
     const productId = parseProductId(input.product_id);
     if (productId === null) {
@@ -123,7 +142,15 @@ export function createOrderService(deps: OrderServiceDeps) {
     }
     const orderCode = newOrderCode();
     try {
-      const args = { userId, requestId, productId, quantity: input.quantity, orderCode, codesMessage: codesMessage(input.quantity), filesMessage: FILES_MESSAGE };
+      const args = {
+        userId,
+        requestId,
+        productId,
+        quantity: input.quantity,
+        orderCode,
+        codesMessage: codesMessage(input.quantity),
+        filesMessage: FILES_MESSAGE,
+      };
       const order = await inLane(userId, () => createLocal(args), opts.signal);
       return order.orderCode === orderCode ? { order, replay: false } : replayOf(order, input);
     } catch (err) {
@@ -135,57 +162,64 @@ export function createOrderService(deps: OrderServiceDeps) {
     // connection held by an order waiting the same way, the pool deadlocks until its connection timeout.
     const markup = await deps.settings.get('price_markup_percent');
     try {
-      const order = await inLane(userId, () => withTx(db, async (tx) => {
-        // The product as the public sees it (overrides, markup, hidden, missing): the one catalogue read path.
-        const [product] = await selectShown(tx, markup)
-          .where(and(eq(products.id, productId), visibleAt(markup)))
-          .limit(1);
-        // A price that cannot be shown (null) is not visible either: visibleAt filters it, the check keeps the type honest.
-        if (!product || product.price === null || fulfilmentOf(product) !== 'source') throw orderFailed('product_unavailable');
-        if (input.quantity < product.minQty || input.quantity > product.maxQty) {
-          throw orderFailed('quantity_out_of_range', `allowed ${product.minQty}-${product.maxQty}`);
-        }
-        // Unbounded numeric: a total numeric(18,2) cannot hold is more than any balance, not a database error.
-        const [priced] = rowsOf<{ total: string; fits: boolean }>(
-          await tx.execute(sql`SELECT (${product.price}::numeric * ${input.quantity})::text AS total, (${product.price}::numeric * ${input.quantity}) < ${MONEY_LIMIT}::numeric AS fits`),
-        );
-        if (!priced?.fits) throw orderFailed('insufficient_balance');
-        const total = priced.total;
-        const [created] = await tx
-          .insert(orders)
-          .values({
-            orderCode,
-            userId,
-            requestId,
-            productId,
-            productName: product.name,
-            productType: product.type,
-            quantity: input.quantity,
-            unitPrice: product.price,
-            total,
-            status: 'pending',
-            message: 'Order placed with the source site',
-          })
-          .onConflictDoNothing({ target: [orders.userId, orders.requestId] })
-          .returning();
-        if (!created) throw new RequestIdTaken();
+      const order = await inLane(
+        userId,
+        () =>
+          withTx(db, async (tx) => {
+            // The product as the public sees it (overrides, markup, hidden, missing): the one catalogue read path.
+            const [product] = await selectShown(tx, markup)
+              .where(and(eq(products.id, productId), visibleAt(markup)))
+              .limit(1);
+            // A price that cannot be shown (null) is not visible either: visibleAt filters it, the check keeps the type honest.
+            if (!product || product.price === null || fulfilmentOf(product) !== 'source') throw orderFailed('product_unavailable');
+            if (input.quantity < product.minQty || input.quantity > product.maxQty) {
+              throw orderFailed('quantity_out_of_range', `allowed ${product.minQty}-${product.maxQty}`);
+            }
+            // Unbounded numeric: a total numeric(18,2) cannot hold is more than any balance, not a database error.
+            const [priced] = rowsOf<{ total: string; fits: boolean }>(
+              await tx.execute(
+                sql`SELECT (${product.price}::numeric * ${input.quantity})::text AS total, (${product.price}::numeric * ${input.quantity}) < ${MONEY_LIMIT}::numeric AS fits`,
+              ),
+            );
+            if (!priced?.fits) throw orderFailed('insufficient_balance');
+            const total = priced.total;
+            const [created] = await tx
+              .insert(orders)
+              .values({
+                orderCode,
+                userId,
+                requestId,
+                productId,
+                productName: product.name,
+                productType: product.type,
+                quantity: input.quantity,
+                unitPrice: product.price,
+                total,
+                status: 'pending',
+                message: 'Order placed with the source site',
+              })
+              .onConflictDoNothing({ target: [orders.userId, orders.requestId] })
+              .returning();
+            if (!created) throw new RequestIdTaken();
 
-        const [debited] = await tx
-          .update(users)
-          .set({ balance: sql`${users.balance} - ${total}::numeric`, updatedAt: sql`now()` as unknown as Date })
-          .where(and(eq(users.id, userId), sql`${users.balance} >= ${total}::numeric`))
-          .returning({ balance: users.balance });
-        if (!debited) throw orderFailed('insufficient_balance');
-        await tx.insert(balanceLedger).values({
-          userId,
-          amount: sql`-${total}::numeric` as unknown as string,
-          balanceAfter: debited.balance,
-          kind: 'order',
-          ref: created.orderCode,
-          actor: `user:${userId}`,
-        });
-        return created;
-      }), opts.signal);
+            const [debited] = await tx
+              .update(users)
+              .set({ balance: sql`${users.balance} - ${total}::numeric`, updatedAt: sql`now()` as unknown as Date })
+              .where(and(eq(users.id, userId), sql`${users.balance} >= ${total}::numeric`))
+              .returning({ balance: users.balance });
+            if (!debited) throw orderFailed('insufficient_balance');
+            await tx.insert(balanceLedger).values({
+              userId,
+              amount: sql`-${total}::numeric` as unknown as string,
+              balanceAfter: debited.balance,
+              kind: 'order',
+              ref: created.orderCode,
+              actor: `user:${userId}`,
+            });
+            return created;
+          }),
+        opts.signal,
+      );
       // No catalogue event: an order changes only stock, which cached pages re-read on their own (catalog/public.ts).
       return { order, replay: false };
     } catch (err) {
@@ -201,28 +235,42 @@ export function createOrderService(deps: OrderServiceDeps) {
    * Gives the total back with a ledger row; codes return to stock only if the client never saw them. `failed` (a source
    * refusal) ends the order as failed instead of refunded; `outer` joins the caller's transaction.
    */
-  async function refund(orderCode: string, actor: string, opts: { outer?: Db; final?: 'refunded' | 'failed'; message?: string } = {}): Promise<OrderRow> {
+  async function refund(
+    orderCode: string,
+    actor: string,
+    opts: { outer?: Db; final?: 'refunded' | 'failed'; message?: string } = {},
+  ): Promise<OrderRow> {
     const final = opts.final ?? 'refunded';
     const result = await withTx(opts.outer ?? db, async (tx) => {
       const [o] = await tx.select().from(orders).where(eq(orders.orderCode, orderCode)).for('update').limit(1);
       if (!o) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
-      if (final === 'failed' && o.status !== 'pending') throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only a pending order can fail`);
-      if (final === 'refunded' && o.status !== 'success' && o.status !== 'pending') throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only a success order can be refunded`);
+      if (final === 'failed' && o.status !== 'pending')
+        throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only a pending order can fail`);
+      if (final === 'refunded' && o.status !== 'success' && o.status !== 'pending')
+        throw new AppError('conflict', `Order ${orderCode} is ${o.status}; only a success order can be refunded`);
       // A pending order is out at the source site, which may still fulfil and charge it: refunding it here as well
       // would pay twice. The reconciler settles it (success, or failed and refunded); an admin refunds it after that.
       if (o.status === 'pending' && final === 'refunded') {
-        throw new AppError('conflict', `Order ${orderCode} is pending at the source site; it is refunded automatically if the source refuses it, and can be refunded by hand once it is success`);
+        throw new AppError(
+          'conflict',
+          `Order ${orderCode} is pending at the source site; it is refunded automatically if the source refuses it, and can be refunded by hand once it is success`,
+        );
       }
       const [credited] = await tx
         .update(users)
         .set({ balance: sql`${users.balance} + ${o.total}::numeric`, updatedAt: sql`now()` as unknown as Date })
         .where(eq(users.id, o.userId))
         .returning({ balance: users.balance });
-      await tx.insert(balanceLedger).values({ userId: o.userId, amount: o.total, balanceAfter: credited!.balance, kind: 'refund', ref: o.orderCode, actor });
+      await tx
+        .insert(balanceLedger)
+        .values({ userId: o.userId, amount: o.total, balanceAfter: credited!.balance, kind: 'refund', ref: o.orderCode, actor });
       // Codes delivered by the source site are the source's: they never become our stock.
       if (!o.deliveredAt && o.upstreamOrderCode === null) {
         // A code marked used stays with the refunded order: it must never be sold again.
-        await tx.update(codes).set({ status: 'available', orderId: null }).where(and(eq(codes.orderId, o.id), eq(codes.used, false)));
+        await tx
+          .update(codes)
+          .set({ status: 'available', orderId: null })
+          .where(and(eq(codes.orderId, o.id), eq(codes.used, false)));
       }
       const [updated] = await tx
         .update(orders)

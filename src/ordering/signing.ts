@@ -42,7 +42,15 @@ export function createSignatureVerifier(deps: { db: Db; clock: Clock }) {
     .onConflictDoNothing()
     .returning({ nonce: apiNonces.nonce })
     .prepare('api_nonce_burn');
-  return async function verify(input: { userId: number; apiKey: string; method: string; path: string; rawBody: string; headers: SignatureHeaders; windowSeconds: number }): Promise<void> {
+  return async function verify(input: {
+    userId: number;
+    apiKey: string;
+    method: string;
+    path: string;
+    rawBody: string;
+    headers: SignatureHeaders;
+    windowSeconds: number;
+  }): Promise<void> {
     const { timestamp, nonce, signature } = input.headers;
     if (!timestamp || !nonce || !signature) throw invalid('Signed requests need X-Api-Timestamp, X-Api-Nonce and X-Api-Signature');
     if (!/^\d{1,12}$/.test(timestamp)) throw invalid('X-Api-Timestamp must be a Unix timestamp in seconds');
@@ -50,9 +58,14 @@ export function createSignatureVerifier(deps: { db: Db; clock: Clock }) {
     const m = SIG_RE.exec(signature.trim());
     if (!m) throw invalid('X-Api-Signature must be sha256=<64 hex digits>');
     const now = Math.floor(deps.clock.now().getTime() / 1000);
-    if (Math.abs(now - Number(timestamp)) > input.windowSeconds) throw invalid(`X-Api-Timestamp is outside the ${input.windowSeconds} s window of server time`);
-    const expected = hmacSha256Hex(input.apiKey, signingText({ method: input.method, path: input.path, timestamp, nonce, rawBody: input.rawBody }));
-    if (!safeEqual(m[1]!.toLowerCase(), expected)) throw invalid('Signature does not match; sign METHOD, PATH (no query string), TIMESTAMP, NONCE and the raw body with the API key');
+    if (Math.abs(now - Number(timestamp)) > input.windowSeconds)
+      throw invalid(`X-Api-Timestamp is outside the ${input.windowSeconds} s window of server time`);
+    const expected = hmacSha256Hex(
+      input.apiKey,
+      signingText({ method: input.method, path: input.path, timestamp, nonce, rawBody: input.rawBody }),
+    );
+    if (!safeEqual(m[1]!.toLowerCase(), expected))
+      throw invalid('Signature does not match; sign METHOD, PATH (no query string), TIMESTAMP, NONCE and the raw body with the API key');
     // The nonce must outlive every timestamp that the window still accepts.
     const expiresAt = new Date((Math.max(now, Number(timestamp)) + input.windowSeconds + 1) * 1000);
     const inserted = await burn.execute({ userId: input.userId, nonce, expiresAt: expiresAt.toISOString() });

@@ -36,14 +36,19 @@ function header(req: FastifyRequest, name: string): string | undefined {
  * key, client enabled, caller IP, webhook URL still on the project domain, event of this endpoint, and (once the raw
  * body is read) the HMAC of EVENT \n RAW_BODY with the API secret (or the previous one during a rotation's grace).
  */
-export function installPaymentAuth(app: FastifyInstance, deps: { clients: PayClientsService; settings: SettingsService; cipher: Cipher; clock: Clock }): void {
+export function installPaymentAuth(
+  app: FastifyInstance,
+  deps: { clients: PayClientsService; settings: SettingsService; cipher: Cipher; clock: Clock },
+): void {
   app.addHook('onRequest', async (req) => {
     await assertNotMaintenance(deps.settings);
     const key = header(req, 'x-api-key');
     const event = header(req, 'x-api-event');
     const signature = header(req, 'x-api-signature');
     const alg = header(req, 'x-api-signature-alg');
-    const missing = [!key && 'X-API-Key', !event && 'X-API-Event', !signature && 'X-API-Signature', !alg && 'X-API-Signature-Alg'].filter(Boolean);
+    const missing = [!key && 'X-API-Key', !event && 'X-API-Event', !signature && 'X-API-Signature', !alg && 'X-API-Signature-Alg'].filter(
+      Boolean,
+    );
     if (missing.length > 0) throw new AppError('API_AUTH_HEADERS_MISSING', `Missing authentication header(s): ${missing.join(', ')}`);
     if (alg !== SIGNATURE_ALG) throw new AppError('API_SIGNATURE_ALG_INVALID', `X-API-Signature-Alg must be ${SIGNATURE_ALG}`);
     const client = await deps.clients.byKey(key!);
@@ -53,7 +58,10 @@ export function installPaymentAuth(app: FastifyInstance, deps: { clients: PayCli
     const ips = createIpMatcher(client.allowedIps);
     if (ips.empty || !ips.allows(req.ip)) throw new AppError('API_IP_DENIED', `Address ${req.ip} is not granted to this API client`);
     if (!webhookOnDomain(client.webhookUrl, client.domain)) {
-      throw new AppError('API_DOMAIN_CONFIG_INVALID', 'The webhook URL of this client is not on its project domain; the administrator must fix it');
+      throw new AppError(
+        'API_DOMAIN_CONFIG_INVALID',
+        'The webhook URL of this client is not on its project domain; the administrator must fix it',
+      );
     }
     const expected = req.routeOptions.config.payEvent;
     if (expected && event !== expected) throw new AppError('API_EVENT_INVALID', `This endpoint takes X-API-Event: ${expected}`);
@@ -67,11 +75,16 @@ export function installPaymentAuth(app: FastifyInstance, deps: { clients: PayCli
     // GET bodies are never read: the signed text of a GET is the event and a line feed.
     const text = `${event}\n${req.method === 'GET' ? '' : (req.rawBody ?? '')}`;
     const secrets = [client.apiSecretEnc];
-    if (client.prevApiSecretEnc && client.prevSecretExpiresAt && client.prevSecretExpiresAt > deps.clock.now()) secrets.push(client.prevApiSecretEnc);
+    if (client.prevApiSecretEnc && client.prevSecretExpiresAt && client.prevSecretExpiresAt > deps.clock.now())
+      secrets.push(client.prevApiSecretEnc);
     let valid = false;
     for (const box of secrets) {
       if (box && safeEqual(signature, hmacSha256Hex(deps.cipher.decrypt(box), text))) valid = true;
     }
-    if (!valid) throw new AppError('API_SIGNATURE_INVALID', 'Signature does not match: lowercase hex HMAC-SHA256 of EVENT + "\\n" + RAW_BODY with the API secret');
+    if (!valid)
+      throw new AppError(
+        'API_SIGNATURE_INVALID',
+        'Signature does not match: lowercase hex HMAC-SHA256 of EVENT + "\\n" + RAW_BODY with the API secret',
+      );
   });
 }

@@ -19,7 +19,12 @@ const CASSO_TOLERANCE_MS = 300_000;
  */
 const EXACT_JSON_NUMBER_LIMIT = 1e13;
 const feedAmount = z
-  .union([z.number().refine((n) => Math.abs(n) < EXACT_JSON_NUMBER_LIMIT, 'an amount this large is not exact as a JSON number; send it as a string'), z.string()])
+  .union([
+    z
+      .number()
+      .refine((n) => Math.abs(n) < EXACT_JSON_NUMBER_LIMIT, 'an amount this large is not exact as a JSON number; send it as a string'),
+    z.string(),
+  ])
   .pipe(moneyInput);
 
 const txId = z.union([z.number().int().nonnegative(), z.string().trim().min(1).max(64)]).transform(String);
@@ -54,15 +59,17 @@ const cassoBody = z.looseObject({
   }),
 });
 
-const feedResponse = z.object({
-  ok: z.literal(true),
-  success: z.literal(true),
-  result: z
-    .enum(FEED_RESULTS as [FeedResult, ...FeedResult[]])
-    .describe(
-      'what became of the notification: approved (its request is approved), duplicate (already stored; nothing changed), unmatched (no request, another account, or no account number while bank_feed_require_account is on), amount_mismatch, late (the request is already final), ignored (an outgoing transfer), ambiguous (two open requests match; neither is approved)',
-    ),
-}).describe('The notification was accepted and stored; result says what became of it.');
+const feedResponse = z
+  .object({
+    ok: z.literal(true),
+    success: z.literal(true),
+    result: z
+      .enum(FEED_RESULTS as [FeedResult, ...FeedResult[]])
+      .describe(
+        'what became of the notification: approved (its request is approved), duplicate (already stored; nothing changed), unmatched (no request, another account, or no account number while bank_feed_require_account is on), amount_mismatch, late (the request is already final), ignored (an outgoing transfer), ambiguous (two open requests match; neither is approved)',
+      ),
+  })
+  .describe('The notification was accepted and stored; result says what became of it.');
 
 /** JSON with object keys sorted at every depth: what Casso signs. */
 function sortKeysDeep(v: unknown): unknown {
@@ -79,7 +86,9 @@ function sortKeysDeep(v: unknown): unknown {
 
 /** X-Casso-Signature value for `body` at `t` (Unix ms): HMAC-SHA512 over t "." JSON of the key-sorted body. */
 function cassoSignature(key: string, t: number | string, body: unknown): string {
-  return createHmac('sha512', key).update(`${t}.${JSON.stringify(sortKeysDeep(body))}`, 'utf8').digest('hex');
+  return createHmac('sha512', key)
+    .update(`${t}.${JSON.stringify(sortKeysDeep(body))}`, 'utf8')
+    .digest('hex');
 }
 
 const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v) ?? '';
@@ -89,7 +98,10 @@ const unauthorized = (message: string) => new AppError('unauthorized', message);
  * Incoming-transfer notifications from the shop's bank-feed services (DESIGN 5). Their own plugin: neither the
  * ordering API key nor the payment API headers apply; each feed has its own credential, checked before validation.
  */
-export async function bankFeedRoutes(app: FastifyInstance, deps: { settings: SettingsService; clock: Clock; bankFeeds: BankFeedsService }): Promise<void> {
+export async function bankFeedRoutes(
+  app: FastifyInstance,
+  deps: { settings: SettingsService; clock: Clock; bankFeeds: BankFeedsService },
+): Promise<void> {
   installErrorVocabulary(app, DEFAULT_VOCABULARY);
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['bank feeds'];
@@ -106,8 +118,10 @@ export async function bankFeedRoutes(app: FastifyInstance, deps: { settings: Set
     if (!key) throw unauthorized('The Casso feed is off (setting casso_checksum_key is empty)');
     const m = /^\s*t=(\d{1,16})\s*,\s*v1=([0-9a-fA-F]{1,256})\s*$/.exec(one(req.headers['x-casso-signature']));
     if (!m) throw unauthorized('Missing or malformed X-Casso-Signature; expected t=<Unix ms>,v1=<hex>');
-    if (Math.abs(deps.clock.now().getTime() - Number(m[1])) > CASSO_TOLERANCE_MS) throw unauthorized('X-Casso-Signature timestamp is more than 300 s away from server time');
-    if (!safeEqual(m[2]!.toLowerCase(), cassoSignature(key, m[1]!, req.body ?? null))) throw unauthorized('X-Casso-Signature does not match the body');
+    if (Math.abs(deps.clock.now().getTime() - Number(m[1])) > CASSO_TOLERANCE_MS)
+      throw unauthorized('X-Casso-Signature timestamp is more than 300 s away from server time');
+    if (!safeEqual(m[2]!.toLowerCase(), cassoSignature(key, m[1]!, req.body ?? null)))
+      throw unauthorized('X-Casso-Signature does not match the body');
   }
 
   r.post('/api/v1/bank-feeds/sepay', {

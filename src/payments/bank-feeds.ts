@@ -50,11 +50,23 @@ function candidates(texts: string[]): string[] {
   return [...out];
 }
 
-
-export type TransactionView = { id: number; feed: Feed; reference: string | null; amount: number; content: string; status: TransactionStatus; payment_id: string | null };
+export type TransactionView = {
+  id: number;
+  feed: Feed;
+  reference: string | null;
+  amount: number;
+  content: string;
+  status: TransactionStatus;
+  payment_id: string | null;
+};
 
 /** Bank feeds (DESIGN 5): every accepted notification stored once per (feed, transaction id); an exact match approves. */
-export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: Pick<SettingsService, 'get'>; metrics?: Pick<DomainMetrics, 'paymentTransitions'> }) {
+export function createBankFeedsService(deps: {
+  db: Db;
+  clock: Clock;
+  settings: Pick<SettingsService, 'get'>;
+  metrics?: Pick<DomainMetrics, 'paymentTransitions'>;
+}) {
   const { db, clock, settings } = deps;
   const counted = (deps.metrics ?? noMetrics).paymentTransitions;
 
@@ -88,10 +100,20 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: P
         if (!row) return 'duplicate';
         if (n.direction === 'out') return 'ignored';
         const texts = candidates(n.texts);
-        const found = texts.length === 0 ? [] : await tx.select().from(paymentRequests).where(inArray(paymentRequests.transferContent, texts)).orderBy(desc(paymentRequests.id)).for('update');
+        const found =
+          texts.length === 0
+            ? []
+            : await tx
+                .select()
+                .from(paymentRequests)
+                .where(inArray(paymentRequests.transferContent, texts))
+                .orderBy(desc(paymentRequests.id))
+                .for('update');
         const now = clock.now();
-        const sameAccount = (f: (typeof found)[number]) => !n.accountNumber || !f.accountNumber || normalizeTransferText(n.accountNumber) === normalizeTransferText(f.accountNumber);
-        const open = (f: (typeof found)[number]) => !isStatusIn(FINAL_STATUSES, f.status) && !(isStatusIn(EXPIRING_STATUSES, f.status) && f.expiresAt && f.expiresAt <= now);
+        const sameAccount = (f: (typeof found)[number]) =>
+          !n.accountNumber || !f.accountNumber || normalizeTransferText(n.accountNumber) === normalizeTransferText(f.accountNumber);
+        const open = (f: (typeof found)[number]) =>
+          !isStatusIn(FINAL_STATUSES, f.status) && !(isStatusIn(EXPIRING_STATUSES, f.status) && f.expiresAt && f.expiresAt <= now);
         // Without an account number anybody's transfer to any account could carry the content: it matches only when
         // the admin said so (docs/configuration.md, bank_feed_require_account).
         const matching = !n.accountNumber && requireAccount ? [] : found.filter(sameAccount);
@@ -101,7 +123,10 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: P
         const p = openOnes.length > 1 ? undefined : (openOnes[0] ?? matching[0]);
         const settle = async (status: TransactionStatus) => {
           // An unmatched or ambiguous transfer names no one request.
-          await tx.update(bankTransactions).set({ status, paymentRequestId: status === 'unmatched' || status === 'ambiguous' ? null : (p?.id ?? null) }).where(eq(bankTransactions.id, row.id));
+          await tx
+            .update(bankTransactions)
+            .set({ status, paymentRequestId: status === 'unmatched' || status === 'ambiguous' ? null : (p?.id ?? null) })
+            .where(eq(bankTransactions.id, row.id));
           return status;
         };
         if (openOnes.length > 1) return settle('ambiguous');
@@ -118,7 +143,10 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: P
         const [same] = rowsOf<{ same: boolean }>(await tx.execute(sql`SELECT (${n.amount}::numeric = ${p.amount}::numeric) AS same`));
         if (!same?.same) return settle('amount_mismatch');
         await tx.execute(sql`SELECT set_config('app.actor', ${`bank-feed:${n.feed}`}, true)`);
-        await tx.update(paymentRequests).set({ status: 'approved' }).where(and(eq(paymentRequests.id, p.id), eq(paymentRequests.status, status)));
+        await tx
+          .update(paymentRequests)
+          .set({ status: 'approved' })
+          .where(and(eq(paymentRequests.id, p.id), eq(paymentRequests.status, status)));
         return settle('approved');
       });
       // Counted once committed: the request's status changes this notification made.
@@ -144,7 +172,13 @@ export function createBankFeedsService(deps: { db: Db; clock: Clock; settings: P
         .where(status ? eq(bankTransactions.status, status) : undefined)
         .orderBy(desc(bankTransactions.id))
         .limit(200);
-      return rows.map((r) => ({ ...r, feed: r.feed as Feed, status: r.status as TransactionStatus, amount: moneyOut(r.amount), payment_id: r.payment_id ?? null }));
+      return rows.map((r) => ({
+        ...r,
+        feed: r.feed as Feed,
+        status: r.status as TransactionStatus,
+        amount: moneyOut(r.amount),
+        payment_id: r.payment_id ?? null,
+      }));
     },
   };
 }

@@ -37,11 +37,20 @@ const invalid = (message: string, path: string): AppError => fieldError('invalid
 const NUMERIC_LAST_LABEL = /(^|\.)(\d+|0x[0-9a-f]*)$/;
 
 /** An IP address is not a project domain: it names no owner, and "0.1" would have 10.0.0.1 as a "subdomain". */
-const ipDomain = (raw: string) => invalid(`${JSON.stringify(raw)} is an IP address; a client's domain must be a domain name (its webhook URL goes on it or a subdomain of it)`, 'domain');
+const ipDomain = (raw: string) =>
+  invalid(
+    `${JSON.stringify(raw)} is an IP address; a client's domain must be a domain name (its webhook URL goes on it or a subdomain of it)`,
+    'domain',
+  );
 
 /** A project domain as the admin types it ("Shop.example.com", "https://shop.example.com/") -> "shop.example.com". */
 function normalizeDomain(raw: string): string {
-  const d = raw.trim().toLowerCase().replace(/^https?:\/\//, '').replace(/\/.*$/, '').replace(/\.$/, '');
+  const d = raw
+    .trim()
+    .toLowerCase()
+    .replace(/^https?:\/\//, '')
+    .replace(/\/.*$/, '')
+    .replace(/\.$/, '');
   if (isIpLiteral(d)) throw ipDomain(raw);
   if (NUMERIC_LAST_LABEL.test(d)) throw invalid(`${JSON.stringify(raw)} is not a domain name: its last label is a number`, 'domain');
   if (!HOST_RE.test(d) && d !== 'localhost') throw invalid(`${JSON.stringify(raw)} is not a domain name`, 'domain');
@@ -77,7 +86,8 @@ const WEBHOOK_EVENTS = ['payment.approved', 'payment.expired', 'payment.cancelle
 function subscribedEvents(list: readonly string[]): string[] {
   const names = list.map((e) => e.trim()).filter(Boolean);
   const bad = names.filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
-  if (bad.length > 0) throw invalid(`Unknown webhook event ${bad.map((b) => JSON.stringify(b)).join(', ')}; known: ${WEBHOOK_EVENTS.join(', ')}`, 'events');
+  if (bad.length > 0)
+    throw invalid(`Unknown webhook event ${bad.map((b) => JSON.stringify(b)).join(', ')}; known: ${WEBHOOK_EVENTS.join(', ')}`, 'events');
   return WEBHOOK_EVENTS.filter((e) => e === 'payment.approved' || names.includes(e));
 }
 
@@ -97,7 +107,11 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       allow_private_targets: c.allowPrivateTargets,
       events: c.events,
       ...(withSecrets && c.apiKeyEnc && c.apiSecretEnc && c.webhookSecretEnc
-        ? { api_key: cipher.decrypt(c.apiKeyEnc), api_secret: cipher.decrypt(c.apiSecretEnc), webhook_secret: cipher.decrypt(c.webhookSecretEnc) }
+        ? {
+            api_key: cipher.decrypt(c.apiKeyEnc),
+            api_secret: cipher.decrypt(c.apiSecretEnc),
+            webhook_secret: cipher.decrypt(c.webhookSecretEnc),
+          }
         : {}),
       previous_secret_valid_until: graceOpen ? c.prevSecretExpiresAt!.toISOString() : null,
       approved_at: c.approvedAt?.toISOString() ?? null,
@@ -108,14 +122,24 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
   async function find(id: string | number, tx: Db = db): Promise<PayClientRow> {
     const s = String(id).trim();
     if (!/^\d{1,9}$/.test(s)) throw new AppError('not_found', `No API client ${JSON.stringify(s)}`);
-    const [row] = await tx.select().from(payClients).where(eq(payClients.id, Number(s))).limit(1);
+    const [row] = await tx
+      .select()
+      .from(payClients)
+      .where(eq(payClients.id, Number(s)))
+      .limit(1);
     if (!row) throw new AppError('not_found', `No API client ${s}`);
     return row;
   }
 
   async function patch(id: string, set: Partial<typeof payClients.$inferInsert>, withSecrets = false): Promise<PayClientView> {
     const c = await find(id);
-    const [row] = await withTx(db, (tx) => tx.update(payClients).set({ ...set, updatedAt: sql`now()` as unknown as Date }).where(eq(payClients.id, c.id)).returning());
+    const [row] = await withTx(db, (tx) =>
+      tx
+        .update(payClients)
+        .set({ ...set, updatedAt: sql`now()` as unknown as Date })
+        .where(eq(payClients.id, c.id))
+        .returning(),
+    );
     return view(row!, withSecrets);
   }
 
@@ -127,9 +151,13 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       const name = input.name.trim();
       if (!name || name.length > 100) throw invalid('name must be 1-100 characters', 'name');
       const domain = normalizeDomain(input.domain);
-      if (!webhookOnDomain(input.webhook_url, domain)) throw invalid(`webhook_url must be an http(s) URL on ${domain} or a subdomain of it`, 'webhook_url');
+      if (!webhookOnDomain(input.webhook_url, domain))
+        throw invalid(`webhook_url must be an http(s) URL on ${domain} or a subdomain of it`, 'webhook_url');
       const [row] = await withTx(db, async (tx) => {
-        const created = await tx.insert(payClients).values({ name, domain, webhookUrl: input.webhook_url, allowedIps: checkedIpList(input.ips ?? []) }).returning();
+        const created = await tx
+          .insert(payClients)
+          .values({ name, domain, webhookUrl: input.webhook_url, allowedIps: checkedIpList(input.ips ?? []) })
+          .returning();
         auditNote({ target: `pay_client:${created[0]!.id}` });
         return created;
       });
@@ -195,7 +223,8 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
     },
     /** New API secret; the old one keeps working for graceSeconds so the client can deploy the new one. */
     async rotateSecret(id: string, graceSeconds: number): Promise<PayClientView> {
-      if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > 30 * 86_400) throw invalid('grace must be 0 to 2592000 seconds', 'grace_seconds');
+      if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > 30 * 86_400)
+        throw invalid('grace must be 0 to 2592000 seconds', 'grace_seconds');
       const c = await find(id);
       if (!c.apiSecretEnc) throw new AppError('conflict', `API client ${c.id} is not approved yet`);
       return patch(
@@ -210,7 +239,11 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
     },
     /** Key -> client (any status); null when unknown. */
     async byKey(apiKey: string): Promise<PayClientRow | null> {
-      const [row] = await db.select().from(payClients).where(eq(payClients.apiKeyHash, sha256Hex(apiKey))).limit(1);
+      const [row] = await db
+        .select()
+        .from(payClients)
+        .where(eq(payClients.apiKeyHash, sha256Hex(apiKey)))
+        .limit(1);
       return row ?? null;
     },
   };

@@ -42,15 +42,23 @@ export function createCreate(deps: CreateDeps) {
    * a retry with the same body replays, with another body is refused, and one arriving while the first is still
    * preparing gets IDEMPOTENCY_IN_PROGRESS.
    */
-  return async function create(clientId: number, idempotencyKey: string, rawBody: string, input: CreateInput): Promise<{ view: PaymentView; replay: boolean }> {
+  return async function create(
+    clientId: number,
+    idempotencyKey: string,
+    rawBody: string,
+    input: CreateInput,
+  ): Promise<{ view: PaymentView; replay: boolean }> {
     const hash = sha256Hex(rawBody);
     const now = clock.now();
     /** The answer to a request whose Idempotency-Key is already recorded. */
     const replay = async (rec: typeof paymentIdempotency.$inferSelect): Promise<{ view: PaymentView; replay: boolean }> => {
-      if (rec.requestHash !== hash) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
+      if (rec.requestHash !== hash)
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
       const stale = now.getTime() - rec.createdAt.getTime() > STALE_IN_PROGRESS_MS;
-      if (rec.state === 'in_progress' && !stale) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
-      if (!rec.paymentId) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key did not finish; retry shortly');
+      if (rec.state === 'in_progress' && !stale)
+        throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
+      if (!rec.paymentId)
+        throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key did not finish; retry shortly');
       const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(clientId, rec.paymentId)));
       return { view: paymentView(p), replay: true };
     };
@@ -58,26 +66,57 @@ export function createCreate(deps: CreateDeps) {
     const [known] = await db
       .select()
       .from(paymentIdempotency)
-      .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey), sql`${paymentIdempotency.expiresAt} > ${now.toISOString()}::timestamptz`))
+      .where(
+        and(
+          eq(paymentIdempotency.clientId, clientId),
+          eq(paymentIdempotency.key, idempotencyKey),
+          sql`${paymentIdempotency.expiresAt} > ${now.toISOString()}::timestamptz`,
+        ),
+      )
       .limit(1);
     if (known) return replay(known);
     const s = await settings.all();
     if (s.currency === 'VND' && !/^\d+$/.test(input.amount)) throw validation('amount must be a whole number of VND', 'body.amount');
-    if (compareMoney(input.amount, s.payment_min_amount) < 0) throw validation(`amount must be at least ${s.payment_min_amount}`, 'body.amount');
-    if (compareMoney(input.amount, s.payment_max_amount) > 0) throw validation(`amount must be at most ${s.payment_max_amount}`, 'body.amount');
+    if (compareMoney(input.amount, s.payment_min_amount) < 0)
+      throw validation(`amount must be at least ${s.payment_min_amount}`, 'body.amount');
+    if (compareMoney(input.amount, s.payment_max_amount) > 0)
+      throw validation(`amount must be at most ${s.payment_max_amount}`, 'body.amount');
     const method = await methods.resolve(input.payment_method_code);
     if (!method) {
-      throw new AppError('PAYMENT_METHOD_INVALID', input.payment_method_code ? `No active payment method ${JSON.stringify(input.payment_method_code)}` : 'No default payment method is active');
+      throw new AppError(
+        'PAYMENT_METHOD_INVALID',
+        input.payment_method_code
+          ? `No active payment method ${JSON.stringify(input.payment_method_code)}`
+          : 'No default payment method is active',
+      );
     }
     const created = await asActor(db, `client:${clientId}`, async (tx) => {
-      await tx.delete(paymentIdempotency).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey), lte(paymentIdempotency.expiresAt, now)));
+      await tx
+        .delete(paymentIdempotency)
+        .where(
+          and(
+            eq(paymentIdempotency.clientId, clientId),
+            eq(paymentIdempotency.key, idempotencyKey),
+            lte(paymentIdempotency.expiresAt, now),
+          ),
+        );
       const [fresh] = await tx
         .insert(paymentIdempotency)
-        .values({ clientId, key: idempotencyKey, requestHash: hash, state: 'in_progress', createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) })
+        .values({
+          clientId,
+          key: idempotencyKey,
+          requestHash: hash,
+          state: 'in_progress',
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+        })
         .onConflictDoNothing()
         .returning();
       if (!fresh) {
-        const [existing] = await tx.select().from(paymentIdempotency).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
+        const [existing] = await tx
+          .select()
+          .from(paymentIdempotency)
+          .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
         return { replayOf: existing };
       }
       const paymentId = newPaymentId();
@@ -93,21 +132,38 @@ export function createCreate(deps: CreateDeps) {
           methodCode: method.code,
           status: 'preparing_payment',
         })
-        .onConflictDoNothing({ target: [paymentRequests.clientId, paymentRequests.merchantInvoiceId], where: inArray(paymentRequests.status, OPEN_STATUSES) })
+        .onConflictDoNothing({
+          target: [paymentRequests.clientId, paymentRequests.merchantInvoiceId],
+          where: inArray(paymentRequests.status, OPEN_STATUSES),
+        })
         .returning();
       if (!row) {
         const [open] = await tx
           .select({ paymentId: paymentRequests.paymentId })
           .from(paymentRequests)
-          .where(and(eq(paymentRequests.clientId, clientId), eq(paymentRequests.merchantInvoiceId, input.merchant_invoice_id), inArray(paymentRequests.status, OPEN_STATUSES)));
-        throw new AppError('PAYMENT_INVOICE_PENDING', `merchant_invoice_id already has an open payment request ${open?.paymentId ?? ''}`.trim(), { extra: { payment_id: open?.paymentId } });
+          .where(
+            and(
+              eq(paymentRequests.clientId, clientId),
+              eq(paymentRequests.merchantInvoiceId, input.merchant_invoice_id),
+              inArray(paymentRequests.status, OPEN_STATUSES),
+            ),
+          );
+        throw new AppError(
+          'PAYMENT_INVOICE_PENDING',
+          `merchant_invoice_id already has an open payment request ${open?.paymentId ?? ''}`.trim(),
+          { extra: { payment_id: open?.paymentId } },
+        );
       }
-      await tx.update(paymentIdempotency).set({ paymentId }).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
+      await tx
+        .update(paymentIdempotency)
+        .set({ paymentId })
+        .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
       return { row };
     });
 
     if ('replayOf' in created) {
-      if (!created.replayOf) throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
+      if (!created.replayOf)
+        throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
       return replay(created.replayOf);
     }
     let p = created.row;
@@ -119,7 +175,10 @@ export function createCreate(deps: CreateDeps) {
       // The answer says payment_ready: false; the next status read or the cron sweep finishes the preparation.
       deps.logger.error({ err, payment_id: p.paymentId }, 'payment preparation failed; will be retried');
     }
-    await db.update(paymentIdempotency).set({ state: 'done' }).where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
+    await db
+      .update(paymentIdempotency)
+      .set({ state: 'done' })
+      .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
     return { view: paymentView(p), replay: false };
   };
 }

@@ -34,7 +34,11 @@ export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<Dom
       const [p] = await tx
         .select()
         .from(paymentRequests)
-        .where(clientId === undefined ? eq(paymentRequests.paymentId, paymentId) : and(eq(paymentRequests.paymentId, paymentId), eq(paymentRequests.clientId, clientId)))
+        .where(
+          clientId === undefined
+            ? eq(paymentRequests.paymentId, paymentId)
+            : and(eq(paymentRequests.paymentId, paymentId), eq(paymentRequests.clientId, clientId)),
+        )
         .for('update')
         .limit(1);
       if (!p) throw new PaymentStateError('not_found', `No payment request ${JSON.stringify(paymentId)}`);
@@ -54,7 +58,10 @@ export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<Dom
     // Counted once committed (the trigger recorded it in the same transaction).
     if (result.changed) counted.inc(result.row.status);
     if (result.expiredInstead && to !== 'expired') {
-      throw new PaymentStateError('refused', `Payment ${paymentId} expired at ${result.row.expiresAt?.toISOString()}; it cannot become ${to}`);
+      throw new PaymentStateError(
+        'refused',
+        `Payment ${paymentId} expired at ${result.row.expiresAt?.toISOString()}; it cannot become ${to}`,
+      );
     }
     return result.row;
   }

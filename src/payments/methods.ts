@@ -50,11 +50,16 @@ export function createMethodsService(deps: { db: Db }) {
   const { db } = deps;
 
   function check(input: Partial<MethodInput>): void {
-    if (input.code !== undefined && !/^[A-Za-z0-9_-]{1,32}$/.test(input.code)) throw bad('code must be 1-32 letters, digits, _ or -', 'code');
-    if (input.bank_bin !== undefined && !/^\d{6}$/.test(input.bank_bin)) throw bad('bank_bin must be the 6-digit NAPAS BIN of the bank', 'bank_bin');
-    if (input.account_number !== undefined && !/^[0-9A-Za-z]{1,19}$/.test(input.account_number)) throw bad('account_number must be 1-19 letters or digits', 'account_number');
-    if (input.account_name !== undefined && (input.account_name.trim() === '' || input.account_name.length > 100)) throw bad('account_name must be 1-100 characters', 'account_name');
-    if (input.bank_name !== undefined && (input.bank_name.trim() === '' || input.bank_name.length > 100)) throw bad('bank_name must be 1-100 characters', 'bank_name');
+    if (input.code !== undefined && !/^[A-Za-z0-9_-]{1,32}$/.test(input.code))
+      throw bad('code must be 1-32 letters, digits, _ or -', 'code');
+    if (input.bank_bin !== undefined && !/^\d{6}$/.test(input.bank_bin))
+      throw bad('bank_bin must be the 6-digit NAPAS BIN of the bank', 'bank_bin');
+    if (input.account_number !== undefined && !/^[0-9A-Za-z]{1,19}$/.test(input.account_number))
+      throw bad('account_number must be 1-19 letters or digits', 'account_number');
+    if (input.account_name !== undefined && (input.account_name.trim() === '' || input.account_name.length > 100))
+      throw bad('account_name must be 1-100 characters', 'account_name');
+    if (input.bank_name !== undefined && (input.bank_name.trim() === '' || input.bank_name.length > 100))
+      throw bad('bank_name must be 1-100 characters', 'bank_name');
   }
 
   return {
@@ -66,7 +71,11 @@ export function createMethodsService(deps: { db: Db }) {
         if (exists[0]) throw new AppError('conflict', `A payment method ${input.code} already exists`);
         // Active only when asked (DESIGN 6: `pay method create ... [--activate]`).
         const active = input.activate ?? false;
-        const [current] = await tx.select({ id: paymentMethods.id }).from(paymentMethods).where(eq(paymentMethods.isDefault, true)).limit(1);
+        const [current] = await tx
+          .select({ id: paymentMethods.id })
+          .from(paymentMethods)
+          .where(eq(paymentMethods.isDefault, true))
+          .limit(1);
         const makeDefault = active && (input.make_default === true || !current);
         if (makeDefault && current) await tx.update(paymentMethods).set({ isDefault: false }).where(eq(paymentMethods.id, current.id));
         const [row] = await tx
@@ -87,7 +96,11 @@ export function createMethodsService(deps: { db: Db }) {
       });
     },
     async list(onlyActive = false): Promise<MethodView[]> {
-      const rows = await db.select().from(paymentMethods).where(onlyActive ? eq(paymentMethods.active, true) : sql`true`).orderBy(asc(paymentMethods.id));
+      const rows = await db
+        .select()
+        .from(paymentMethods)
+        .where(onlyActive ? eq(paymentMethods.active, true) : sql`true`)
+        .orderBy(asc(paymentMethods.id));
       return rows.map(methodView);
     },
     /** Changes a method; requests already prepared keep their own snapshot of the bank data. */
@@ -98,11 +111,18 @@ export function createMethodsService(deps: { db: Db }) {
         if (!m) throw new AppError('not_found', `No payment method ${JSON.stringify(code)}`);
         const active = patch.active ?? patch.activate ?? m.active;
         // As on creation: the first active method becomes the default when there is none.
-        const [current] = await tx.select({ id: paymentMethods.id }).from(paymentMethods).where(eq(paymentMethods.isDefault, true)).limit(1);
+        const [current] = await tx
+          .select({ id: paymentMethods.id })
+          .from(paymentMethods)
+          .where(eq(paymentMethods.isDefault, true))
+          .limit(1);
         if (active && !current) patch = { ...patch, make_default: true };
         if (patch.make_default) {
           if (!active) throw bad('an inactive method cannot be the default', 'make_default');
-          await tx.update(paymentMethods).set({ isDefault: false }).where(and(eq(paymentMethods.isDefault, true), sql`${paymentMethods.id} <> ${m.id}`));
+          await tx
+            .update(paymentMethods)
+            .set({ isDefault: false })
+            .where(and(eq(paymentMethods.isDefault, true), sql`${paymentMethods.id} <> ${m.id}`));
         }
         const [row] = await tx
           .update(paymentMethods)
@@ -126,8 +146,16 @@ export function createMethodsService(deps: { db: Db }) {
     /** The method a request uses: the named one if active, else the active default. */
     async resolve(code: string | undefined): Promise<MethodRow | null> {
       const rows = code
-        ? await db.select().from(paymentMethods).where(and(eq(paymentMethods.code, code), eq(paymentMethods.active, true))).limit(1)
-        : await db.select().from(paymentMethods).where(and(eq(paymentMethods.isDefault, true), eq(paymentMethods.active, true))).limit(1);
+        ? await db
+            .select()
+            .from(paymentMethods)
+            .where(and(eq(paymentMethods.code, code), eq(paymentMethods.active, true)))
+            .limit(1)
+        : await db
+            .select()
+            .from(paymentMethods)
+            .where(and(eq(paymentMethods.isDefault, true), eq(paymentMethods.active, true)))
+            .limit(1);
       return rows[0] ?? null;
     },
   };

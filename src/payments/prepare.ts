@@ -10,7 +10,14 @@ import type { MethodsService } from './methods.js';
 import type { PaymentRow } from './view.js';
 import { qrPngDataUrl, vietQrPayload } from './vietqr.js';
 
-export type PrepareDeps = { db: Db; clock: Clock; settings: SettingsService; methods: MethodsService; lifecycle: Lifecycle; metrics?: Pick<DomainMetrics, 'paymentTransitions'> };
+export type PrepareDeps = {
+  db: Db;
+  clock: Clock;
+  settings: SettingsService;
+  methods: MethodsService;
+  lifecycle: Lifecycle;
+  metrics?: Pick<DomainMetrics, 'paymentTransitions'>;
+};
 
 /**
  * Copies the method's bank data into the request, makes a unique transfer_content, the VietQR payload and its PNG,
@@ -29,8 +36,16 @@ export function createPrepare(deps: PrepareDeps) {
     const s = await settings.all();
     const amountText = p.amount.replace(/\.00$/, '');
     for (let attempt = 0; attempt < 5; attempt++) {
-      const transferContent = (s.payment_transfer_prefix + randomBase62(25).toUpperCase()).slice(0, Math.max(12, s.payment_transfer_prefix.length + 10));
-      const qrContent = vietQrPayload({ bankBin: method.bankBin, accountNumber: method.accountNumber, amount: amountText, transferContent });
+      const transferContent = (s.payment_transfer_prefix + randomBase62(25).toUpperCase()).slice(
+        0,
+        Math.max(12, s.payment_transfer_prefix.length + 10),
+      );
+      const qrContent = vietQrPayload({
+        bankBin: method.bankBin,
+        accountNumber: method.accountNumber,
+        amount: amountText,
+        transferContent,
+      });
       const qrImage = await qrPngDataUrl(qrContent);
       const expiresAt = new Date(clock.now().getTime() + s.payment_lifetime_minutes * 60_000);
       try {

@@ -26,7 +26,12 @@ export function qrPng(payload: string, opts: { margin: number; scale: number; er
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(width, 4);
   header.set([1, 0, 0, 0, 0], 8); // bit depth 1, grayscale, deflate, no filter method variants, no interlace
-  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', zlib.deflateSync(raw, { level: 9 })), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    chunk('IHDR', header),
+    chunk('IDAT', zlib.deflateSync(raw, { level: 9 })),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);

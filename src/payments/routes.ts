@@ -16,7 +16,16 @@ import type { PaymentsService } from './service.js';
 import type { Redis } from 'ioredis';
 import { installRateLimit } from '../http/rate-limit.js';
 
-export type PaymentRoutesDeps = { redis?: Redis; redisPrefix: string; clients: PayClientsService; methods: MethodsService; payments: PaymentsService; settings: SettingsService; cipher: Cipher; clock: Clock };
+export type PaymentRoutesDeps = {
+  redis?: Redis;
+  redisPrefix: string;
+  clients: PayClientsService;
+  methods: MethodsService;
+  payments: PaymentsService;
+  settings: SettingsService;
+  cipher: Cipher;
+  clock: Clock;
+};
 
 const AUTH_ERRORS: ErrorCode[] = [
   'API_AUTH_HEADERS_MISSING',
@@ -37,7 +46,10 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
   // DESIGN 5: an unknown request is PAYMENT_NOT_FOUND, a refused transition VALIDATION_ERROR.
   installErrorVocabulary(app, {
     ...PAYMENT_VOCABULARY,
-    translate: (err) => (err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message) : err),
+    translate: (err) =>
+      err instanceof PaymentStateError
+        ? new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message)
+        : err,
   });
   installPaymentAuth(app, deps);
   await installRateLimit(app, {
@@ -54,7 +66,8 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     schema: {
       operationId: 'payPing',
       summary: 'Check connectivity and the signature',
-      description: 'Connectivity and signature check (event system.ping). Answers the client name, server time and the caller IP as the server sees it.',
+      description:
+        'Connectivity and signature check (event system.ping). Answers the client name, server time and the caller IP as the server sees it.',
       headers: paymentHeaders,
       response: { 200: pingResponse, ...errorResponses(...AUTH_ERRORS) },
     },
@@ -74,7 +87,14 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
       const list = await deps.methods.list(true);
       return {
         ok: true as const,
-        data: list.map((m) => ({ code: m.code, name: m.name, bank_name: m.bank_name, bank_code: m.bank_code, bank_bin: m.bank_bin, is_default: m.is_default })),
+        data: list.map((m) => ({
+          code: m.code,
+          name: m.name,
+          bank_name: m.bank_name,
+          bank_code: m.bank_code,
+          bank_bin: m.bank_bin,
+          is_default: m.is_default,
+        })),
         default_method: list.find((m) => m.is_default)?.code ?? null,
       };
     },
@@ -89,13 +109,31 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
         'Create a top-up request (event payment.request.create). Requires Idempotency-Key (1-255 chars, stable across retries): the same key and body answer the original payment (header Idempotent-Replayed: true).',
       headers: paymentHeaders.extend({ 'idempotency-key': z.string().optional().describe('required; 1-255 characters') }),
       body: createPaymentBody,
-      response: { 201: paymentResponse, ...errorResponses(...AUTH_ERRORS, 'VALIDATION_ERROR', 'IDEMPOTENCY_KEY_MISSING', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_IN_PROGRESS', 'PAYMENT_METHOD_INVALID', 'PAYMENT_INVOICE_PENDING') },
+      response: {
+        201: paymentResponse,
+        ...errorResponses(
+          ...AUTH_ERRORS,
+          'VALIDATION_ERROR',
+          'IDEMPOTENCY_KEY_MISSING',
+          'IDEMPOTENCY_KEY_REUSED',
+          'IDEMPOTENCY_IN_PROGRESS',
+          'PAYMENT_METHOD_INVALID',
+          'PAYMENT_INVOICE_PENDING',
+        ),
+      },
     },
     preValidation: async (req) => {
       const key = req.headers['idempotency-key'];
       const k = Array.isArray(key) ? key[0] : key;
-      if (k === undefined || k.trim() === '') throw new AppError('IDEMPOTENCY_KEY_MISSING', 'Send an Idempotency-Key header (1-255 characters), the same on every retry of one creation');
-      if (k.length > 255) throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must be at most 255 characters', { details: [{ path: 'headers.idempotency-key', message: 'at most 255 characters' }] });
+      if (k === undefined || k.trim() === '')
+        throw new AppError(
+          'IDEMPOTENCY_KEY_MISSING',
+          'Send an Idempotency-Key header (1-255 characters), the same on every retry of one creation',
+        );
+      if (k.length > 255)
+        throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must be at most 255 characters', {
+          details: [{ path: 'headers.idempotency-key', message: 'at most 255 characters' }],
+        });
     },
     handler: async (req, reply) => {
       const client = payClientOf(req);
@@ -111,7 +149,8 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     schema: {
       operationId: 'payRequestStatus',
       summary: 'Read a payment request',
-      description: 'Status of a request (event payment.request.status): poll while payment_ready is false. An overdue request answers expired.',
+      description:
+        'Status of a request (event payment.request.status): poll while payment_ready is false. An overdue request answers expired.',
       headers: paymentHeaders,
       params: paymentIdParams,
       response: { 200: paymentResponse, ...errorResponses(...AUTH_ERRORS, 'PAYMENT_NOT_FOUND') },

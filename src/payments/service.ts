@@ -16,7 +16,14 @@ export type { CreateInput } from './create.js';
 export type { PaymentStatus } from './statuses.js';
 export type { PaymentRow, PaymentView } from './view.js';
 
-export type PaymentsDeps = { db: Db; clock: Clock; settings: SettingsService; methods: MethodsService; logger: Logger; metrics?: Pick<DomainMetrics, 'paymentTransitions'> };
+export type PaymentsDeps = {
+  db: Db;
+  clock: Clock;
+  settings: SettingsService;
+  methods: MethodsService;
+  logger: Logger;
+  metrics?: Pick<DomainMetrics, 'paymentTransitions'>;
+};
 
 /** Top-up requests: idempotent creation (create.ts), preparation of the bank data and QR (prepare.ts), reads, and the lifecycle (lifecycle.ts). */
 export function createPaymentsService(deps: PaymentsDeps) {
@@ -25,7 +32,11 @@ export function createPaymentsService(deps: PaymentsDeps) {
   const prepare = createPrepare({ ...deps, lifecycle });
 
   async function byPaymentId(clientId: number, paymentId: string): Promise<PaymentRow> {
-    const [row] = await db.select().from(paymentRequests).where(and(eq(paymentRequests.paymentId, paymentId), eq(paymentRequests.clientId, clientId))).limit(1);
+    const [row] = await db
+      .select()
+      .from(paymentRequests)
+      .where(and(eq(paymentRequests.paymentId, paymentId), eq(paymentRequests.clientId, clientId)))
+      .limit(1);
     if (!row) throw new PaymentStateError('not_found', 'No such payment request for this client');
     return row;
   }
@@ -55,7 +66,11 @@ export function createPaymentsService(deps: PaymentsDeps) {
       const [p] = await db.select().from(paymentRequests).where(eq(paymentRequests.paymentId, paymentId)).limit(1);
       if (!p) throw new PaymentStateError('not_found', `No payment request ${JSON.stringify(paymentId)}`);
       const shown = await lifecycle.expireIfDue(p);
-      const transitions = await db.select().from(paymentTransitions).where(eq(paymentTransitions.paymentRequestId, p.id)).orderBy(asc(paymentTransitions.id));
+      const transitions = await db
+        .select()
+        .from(paymentTransitions)
+        .where(eq(paymentTransitions.paymentRequestId, p.id))
+        .orderBy(asc(paymentTransitions.id));
       return {
         ...paymentView(shown),
         client_id: p.clientId,

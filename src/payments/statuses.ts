@@ -1,5 +1,13 @@
 /** Every status of a payment request (DESIGN 5); the schema's CHECK and the partial index are written from these lists. */
-export const PAYMENT_STATUSES = ['preparing_payment', 'pending_payment', 'payment_reported', 'approved', 'rejected', 'expired', 'cancelled'] as const;
+export const PAYMENT_STATUSES = [
+  'preparing_payment',
+  'pending_payment',
+  'payment_reported',
+  'approved',
+  'rejected',
+  'expired',
+  'cancelled',
+] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
 /** A request in one of these is still open: one per (client, merchant_invoice_id). */

@@ -9,7 +9,15 @@ import type { Cipher } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
 import { isSettingKey, parseSetting, settingDefs, settingKeys, type SettingKey, type SettingValues } from './registry.js';
 
-export type SettingsDeps = { db: Db; clock: Clock; bus: EventBus; logger: Logger; cipher: Cipher; defaults: Record<SettingKey, string>; refreshMs?: number };
+export type SettingsDeps = {
+  db: Db;
+  clock: Clock;
+  bus: EventBus;
+  logger: Logger;
+  cipher: Cipher;
+  defaults: Record<SettingKey, string>;
+  refreshMs?: number;
+};
 
 /**
  * Secret settings are stored as ENCRYPTED_PREFIX + the APP_SECRET cipher's box, so that a copy of the database (a backup
@@ -60,7 +68,14 @@ export async function encryptPlaintextSecrets(db: Db, cipher: Cipher): Promise<n
   });
 }
 
-export type SettingView = { key: SettingKey; value: string; default: string; source: 'default' | 'database'; secret: boolean; help: string };
+export type SettingView = {
+  key: SettingKey;
+  value: string;
+  default: string;
+  source: 'default' | 'database';
+  secret: boolean;
+  help: string;
+};
 
 /**
  * Runtime settings: one cached snapshot per process, reloaded when older than refreshMs (1 s) by the injected clock and
@@ -85,7 +100,8 @@ export function createSettingsService(deps: SettingsDeps) {
     for (const row of rows) {
       if (!isSettingKey(row.key)) continue;
       const value = open(deps.cipher, row.key, row.value);
-      const parsed = value === null ? ({ ok: false, message: 'cannot be decrypted with this APP_SECRET' } as const) : parseSetting(row.key, value);
+      const parsed =
+        value === null ? ({ ok: false, message: 'cannot be decrypted with this APP_SECRET' } as const) : parseSetting(row.key, value);
       if (parsed.ok) {
         values[row.key] = parsed.value;
         raw.set(row.key, value!);
@@ -147,7 +163,10 @@ export function createSettingsService(deps: SettingsDeps) {
     async set(key: string, value: string): Promise<SettingView> {
       const k = requireKey(key);
       const parsed = value === '' ? null : parseSetting(k, value);
-      if (parsed && !parsed.ok) throw new AppError('invalid_request', `Invalid value for ${k}: ${parsed.message}`, { details: [{ path: k, message: parsed.message }] });
+      if (parsed && !parsed.ok)
+        throw new AppError('invalid_request', `Invalid value for ${k}: ${parsed.message}`, {
+          details: [{ path: k, message: parsed.message }],
+        });
       // A transaction of its own so that an admin action's audit row commits with the change (docs/operations.md).
       await withTx(deps.db, async (tx) => {
         if (value === '') {
@@ -155,7 +174,10 @@ export function createSettingsService(deps: SettingsDeps) {
           return;
         }
         const stored = seal(deps.cipher, k, value);
-        await tx.insert(settings).values({ key: k, value: stored }).onConflictDoUpdate({ target: settings.key, set: { value: stored, updatedAt: sql`now()` } });
+        await tx
+          .insert(settings)
+          .values({ key: k, value: stored })
+          .onConflictDoUpdate({ target: settings.key, set: { value: stored, updatedAt: sql`now()` } });
       });
       snapshot = null;
       await deps.bus.publish('settings');

@@ -7,7 +7,11 @@
  * timeout source at the next garbage collection and never fires (docs/decisions.md, "Sync: one page at a time"), which
  * left a call waiting for its caller's deadline instead of its own bound.
  */
-export function timeoutSignal(ms: number, outer?: AbortSignal, message = 'The call did not finish in time'): { signal: AbortSignal; done(): void } {
+export function timeoutSignal(
+  ms: number,
+  outer?: AbortSignal,
+  message = 'The call did not finish in time',
+): { signal: AbortSignal; done(): void } {
   const own = new AbortController();
   const timer = setTimeout(() => own.abort(new DOMException(message, 'TimeoutError')), ms);
   const follow = () => own.abort(outer?.reason);

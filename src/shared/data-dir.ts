@@ -4,7 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 
 export class DataDirLockedError extends Error {
-  constructor(readonly dataDir: string, readonly holder: string) {
+  constructor(
+    readonly dataDir: string,
+    readonly holder: string,
+  ) {
     super(`Another server (${holder}) is already using DATA_DIR ${dataDir}. Stop it, or give this one its own DATA_DIR or a DATABASE_URL.`);
     this.name = 'DataDirLockedError';
   }
@@ -57,7 +60,10 @@ export function lockDataDir(dataDir: string): () => void {
 }
 
 /** Reads a secret file, or creates it (mode 0600) with a fresh random value; returns the value and whether it was made. */
-export function readOrCreateSecret(file: string, make: () => string = () => randomBytes(32).toString('base64url')): { value: string; created: boolean } {
+export function readOrCreateSecret(
+  file: string,
+  make: () => string = () => randomBytes(32).toString('base64url'),
+): { value: string; created: boolean } {
   try {
     const value = fs.readFileSync(file, 'utf8').trim();
     if (value) return { value, created: false };

@@ -20,7 +20,6 @@ export function newApiKey(): string {
   return API_KEY_PREFIX + randomBase62(40);
 }
 
-
 const CODE_ALPHABET = '0123456789ABCDEFGHJKLMNPQRSTUVWXYZ';
 
 /** Order codes: "OD" + 14 chars without look-alikes (I, O): readable on the phone, ~71 bits of randomness. */

@@ -73,10 +73,14 @@ export function validateIpList(entries: readonly string[]): { ok: true; list: st
   if (bad.length > 0) return { ok: false, bad };
   return {
     ok: true,
-    list: [...new Set(entries.map((e) => {
-      const r = parseIpRule(e)!;
-      const max = r.family === 'ipv4' ? 32 : 128;
-      return r.prefix === max ? r.address : `${r.address}/${r.prefix}`;
-    }))],
+    list: [
+      ...new Set(
+        entries.map((e) => {
+          const r = parseIpRule(e)!;
+          const max = r.family === 'ipv4' ? 32 : 128;
+          return r.prefix === max ? r.address : `${r.address}/${r.prefix}`;
+        }),
+      ),
+    ],
   };
 }

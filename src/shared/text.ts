@@ -22,14 +22,7 @@ export function cleanText(s: string): [string, boolean] {
 
 /** Folds case and Vietnamese (and other Latin) accents: "Thẻ Garena" -> "the garena". Used for `q` search. */
 export function foldForSearch(s: string): string {
-  return s
-    .normalize('NFD')
-    .replace(/\p{M}/gu, '')
-    .replace(/đ/g, 'd')
-    .replace(/Đ/g, 'D')
-    .toLowerCase()
-    .replace(/\s+/g, ' ')
-    .trim();
+  return s.normalize('NFD').replace(/\p{M}/gu, '').replace(/đ/g, 'd').replace(/Đ/g, 'D').toLowerCase().replace(/\s+/g, ' ').trim();
 }
 
 /** Escapes LIKE metacharacters so that user text matches literally. */
@@ -38,7 +31,39 @@ export function escapeLike(s: string): string {
 }
 
 const SAFE_HTML: sanitizeHtml.IOptions = {
-  allowedTags: ['b', 'i', 'em', 'strong', 'u', 's', 'br', 'p', 'div', 'span', 'ul', 'ol', 'li', 'a', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'blockquote', 'code', 'pre', 'hr', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'img'],
+  allowedTags: [
+    'b',
+    'i',
+    'em',
+    'strong',
+    'u',
+    's',
+    'br',
+    'p',
+    'div',
+    'span',
+    'ul',
+    'ol',
+    'li',
+    'a',
+    'h1',
+    'h2',
+    'h3',
+    'h4',
+    'h5',
+    'h6',
+    'blockquote',
+    'code',
+    'pre',
+    'hr',
+    'table',
+    'thead',
+    'tbody',
+    'tr',
+    'th',
+    'td',
+    'img',
+  ],
   allowedAttributes: { a: ['href', 'title', 'target', 'rel'], img: ['src', 'alt', 'title', 'width', 'height'], '*': [] },
   allowedSchemes: ['http', 'https', 'mailto'],
   allowedSchemesByTag: { img: ['http', 'https'] },

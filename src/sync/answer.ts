@@ -48,7 +48,8 @@ export function tooManyJsonValues(bytes: Buffer, max = MAX_JSON_VALUES): boolean
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
     if (inString) {
-      if (b === 0x5c) i++; // a backslash: the next byte is escaped, whatever it is
+      if (b === 0x5c)
+        i++; // a backslash: the next byte is escaped, whatever it is
       else if (b === 0x22) inString = false;
     } else if (b === 0x22) {
       inString = true;
@@ -97,7 +98,12 @@ export function peek(body: Readable, n: number): Promise<Buffer> {
  * scripts send, and application/octet-stream (what a generic file download script sends). The signature check that
  * follows is what proves a ZIP; the type only turns away what declares itself something else (an HTML error page).
  */
-export const ZIP_CONTENT_TYPES: ReadonlySet<string> = new Set(['application/zip', 'application/x-zip-compressed', 'application/x-zip', 'application/octet-stream']);
+export const ZIP_CONTENT_TYPES: ReadonlySet<string> = new Set([
+  'application/zip',
+  'application/x-zip-compressed',
+  'application/x-zip',
+  'application/octet-stream',
+]);
 
 /**
  * A ZIP that holds at least one entry starts with a local file header, `PK\x03\x04`. The empty archive (`PK\x05\x06`,

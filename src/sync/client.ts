@@ -45,7 +45,13 @@ function transportError(err: unknown, signal?: AbortSignal): SourceError {
   // An AbortSignal.timeout() reason is a DOMException: its `code` is a number (23), its name says TimeoutError.
   const e = err as { code?: unknown; name?: unknown };
   const code = typeof e.code === 'string' ? e.code : typeof e.name === 'string' ? e.name : '';
-  if (code === 'TimeoutError' || code === 'AbortError' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+  if (
+    code === 'TimeoutError' ||
+    code === 'AbortError' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
     return new SourceError('unknown', 'The source site did not answer in time', 'timeout');
   }
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH') {
@@ -55,7 +61,11 @@ function transportError(err: unknown, signal?: AbortSignal): SourceError {
 }
 
 function tooLarge(max: number): SourceError {
-  return new SourceError('unknown', `The source site sent an answer larger than ${max} bytes (source_max_answer_bytes)`, 'answer_too_large');
+  return new SourceError(
+    'unknown',
+    `The source site sent an answer larger than ${max} bytes (source_max_answer_bytes)`,
+    'answer_too_large',
+  );
 }
 
 export type SourceClientDeps = { settings: SettingsService; logger: Logger };
@@ -66,7 +76,8 @@ export function createSourceClient(deps: SourceClientDeps) {
 
   async function target(): Promise<{ base: string; key: string; timeoutMs: number; maxBytes: number }> {
     const s = await deps.settings.all();
-    if (!s.source_url || !s.source_api_key) throw new SourceError('config', 'Intermediary mode is off: set source_url and source_api_key', 'not_configured');
+    if (!s.source_url || !s.source_api_key)
+      throw new SourceError('config', 'Intermediary mode is off: set source_url and source_api_key', 'not_configured');
     return { base: s.source_url, key: s.source_api_key, timeoutMs: s.sync_timeout_seconds * 1000, maxBytes: s.source_max_answer_bytes };
   }
 
@@ -88,7 +99,11 @@ export function createSourceClient(deps: SourceClientDeps) {
    * counted as the bytes arrive. A `rate_limited` answer is retried after its Retry-After while the budget lasts.
    * Any non-2xx envelope becomes a SourceError; so does the caller's signal (see transportError).
    */
-  async function call(method: 'GET' | 'POST', path: string, opts: { query?: Record<string, string>; json?: unknown; signal?: AbortSignal } = {}): Promise<SourceAnswer> {
+  async function call(
+    method: 'GET' | 'POST',
+    path: string,
+    opts: { query?: Record<string, string>; json?: unknown; signal?: AbortSignal } = {},
+  ): Promise<SourceAnswer> {
     const { base, key, timeoutMs, maxBytes } = await target();
     const { signal } = opts;
     const deadline = Date.now() + timeoutMs;
@@ -122,7 +137,11 @@ export function createSourceClient(deps: SourceClientDeps) {
         }
         const bytes = await readBounded(res.body, maxBytes);
         if (tooManyJsonValues(bytes)) {
-          throw new SourceError('unknown', `The source site sent an answer with more than ${MAX_JSON_VALUES} JSON values`, 'answer_too_large');
+          throw new SourceError(
+            'unknown',
+            `The source site sent an answer with more than ${MAX_JSON_VALUES} JSON values`,
+            'answer_too_large',
+          );
         }
         text = bytes.toString('utf8');
       } catch (err) {
@@ -181,7 +200,9 @@ export function createSourceClient(deps: SourceClientDeps) {
       throw transportError(err);
     }
     if (res.statusCode !== 200) {
-      const text = await readBounded(res.body, ERROR_BODY_BYTES).then((b) => b.toString('utf8')).catch(() => '');
+      const text = await readBounded(res.body, ERROR_BODY_BYTES)
+        .then((b) => b.toString('utf8'))
+        .catch(() => '');
       let code = 'unknown';
       try {
         code = String((JSON.parse(text) as { error?: unknown }).error ?? 'unknown').slice(0, 64);
@@ -190,7 +211,10 @@ export function createSourceClient(deps: SourceClientDeps) {
       }
       throw mapEnvelope(res.statusCode, code, {});
     }
-    const type = String(res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const type = String(res.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
     if (!ZIP_CONTENT_TYPES.has(type)) {
       res.body.destroy();
       throw notZip(`a ${type ? type.slice(0, 64) : 'missing'} content type`);
@@ -204,12 +228,26 @@ export function createSourceClient(deps: SourceClientDeps) {
     }
     if (!head.equals(ZIP_LOCAL_HEADER)) {
       res.body.destroy();
-      throw notZip(head.length === 0 ? 'an empty body' : head.subarray(0, 4).equals(Buffer.from('PK\x05\x06', 'latin1')) ? 'an empty archive' : 'bytes that do not start a ZIP file');
+      throw notZip(
+        head.length === 0
+          ? 'an empty body'
+          : head.subarray(0, 4).equals(Buffer.from('PK\x05\x06', 'latin1'))
+            ? 'an empty archive'
+            : 'bytes that do not start a ZIP file',
+      );
     }
     return res.body;
   }
 
-  return { call, download, configured: async () => (await target().then(() => true).catch(() => false)), close: () => agent.close() };
+  return {
+    call,
+    download,
+    configured: async () =>
+      await target()
+        .then(() => true)
+        .catch(() => false),
+    close: () => agent.close(),
+  };
 }
 
 function notZip(what: string): SourceError {
@@ -225,7 +263,11 @@ function mapEnvelope(status: number, code: string, body: Record<string, unknown>
     case 'missing_api_key':
     case 'api_disabled':
     case 'ip_not_allowed':
-      return new SourceError('refused', `The source site refused our API key (${code}); check source_api_key and the source's IP allowlist`, code);
+      return new SourceError(
+        'refused',
+        `The source site refused our API key (${code}); check source_api_key and the source's IP allowlist`,
+        code,
+      );
     case 'rate_limited':
     case 'api_guard':
       return new SourceError('unknown', `The source site is limiting our requests (${code}); retry later`, code);
@@ -238,7 +280,11 @@ function mapEnvelope(status: number, code: string, body: Record<string, unknown>
     case 'invalid_request':
       return new SourceError('refused', 'The source site found our request invalid', code);
     default:
-      return new SourceError(status >= 400 && status < 500 ? 'refused' : 'unknown', `The source site answered HTTP ${status} (${code})`, code);
+      return new SourceError(
+        status >= 400 && status < 500 ? 'refused' : 'unknown',
+        `The source site answered HTTP ${status} (${code})`,
+        code,
+      );
   }
 }
 

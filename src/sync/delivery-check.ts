@@ -34,7 +34,8 @@ export type DeliveryWanted = { upstreamCode: string; quantity: number; productTy
 function codeProblem(code: string): string | null {
   if (code.length === 0) return 'an empty code';
   // UTF-16 units are at least the code points and at most twice them: only a short string needs counting.
-  if (code.length > CODE_MAX_CHARS * 2 || (code.length > CODE_MAX_CHARS && [...code].length > CODE_MAX_CHARS)) return `a code longer than ${CODE_MAX_CHARS} characters`;
+  if (code.length > CODE_MAX_CHARS * 2 || (code.length > CODE_MAX_CHARS && [...code].length > CODE_MAX_CHARS))
+    return `a code longer than ${CODE_MAX_CHARS} characters`;
   if (CONTROL.test(code)) return 'a code with a control character';
   // Tab and line feed are controls in a code too (CONTROL); what hasUnsafeText adds is the lone surrogate.
   if (hasUnsafeText(code)) return 'a code that is not valid text';
@@ -79,7 +80,8 @@ export function checkDelivery(body: Record<string, unknown>, want: DeliveryWante
   const detail = detailOf(body);
   if (!detail) return { kind: 'pending', issue: 'the source delivered no code list' };
   // The count first: an answer with 100,000 entries is refused without reading one of them.
-  if (detail.length !== want.quantity) return { kind: 'pending', issue: `the source delivered ${detail.length} code(s) for quantity ${want.quantity}` };
+  if (detail.length !== want.quantity)
+    return { kind: 'pending', issue: `the source delivered ${detail.length} code(s) for quantity ${want.quantity}` };
   const codes: DeliveredCode[] = [];
   const seen = new Set<string>();
   for (const entry of detail) {

@@ -30,16 +30,27 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
 
   async function sourceIdOf(publicId: string, table: typeof products | typeof categories, what: string): Promise<string> {
     if (!/^\d{1,9}$/.test(publicId.trim())) throw new AppError('not_found', `No ${what} ${JSON.stringify(publicId)}`);
-    const [row] = await db.select({ sourceId: table.sourceId }).from(table).where(eq(table.id, Number(publicId))).limit(1);
+    const [row] = await db
+      .select({ sourceId: table.sourceId })
+      .from(table)
+      .where(eq(table.id, Number(publicId)))
+      .limit(1);
     if (!row) throw new AppError('not_found', `No ${what} ${publicId}`);
-    if (!row.sourceId) throw new AppError('invalid_request', `${what[0]!.toUpperCase()}${what.slice(1)} ${publicId} is local: change it with ${what} update, overrides are for source ${what === 'product' ? 'products' : 'categories'}`);
+    if (!row.sourceId)
+      throw new AppError(
+        'invalid_request',
+        `${what[0]!.toUpperCase()}${what.slice(1)} ${publicId} is local: change it with ${what} update, overrides are for source ${what === 'product' ? 'products' : 'categories'}`,
+      );
     return row.sourceId;
   }
 
   function checkPatch(p: OverridePatch): void {
-    if (typeof p.price_adjust === 'string' && !MONEY_RE.test(p.price_adjust)) throw new AppError('invalid_request', 'price_adjust must be an amount with at most 2 decimals (negative lowers the price)');
-    if (typeof p.fixed_price === 'string' && (!MONEY_RE.test(p.fixed_price) || p.fixed_price.startsWith('-'))) throw new AppError('invalid_request', 'fixed_price must be a non-negative amount with at most 2 decimals');
-    if (typeof p.name === 'string' && (p.name.trim() === '' || p.name.length > 200)) throw new AppError('invalid_request', 'name must be 1-200 characters');
+    if (typeof p.price_adjust === 'string' && !MONEY_RE.test(p.price_adjust))
+      throw new AppError('invalid_request', 'price_adjust must be an amount with at most 2 decimals (negative lowers the price)');
+    if (typeof p.fixed_price === 'string' && (!MONEY_RE.test(p.fixed_price) || p.fixed_price.startsWith('-')))
+      throw new AppError('invalid_request', 'fixed_price must be a non-negative amount with at most 2 decimals');
+    if (typeof p.name === 'string' && (p.name.trim() === '' || p.name.length > 200))
+      throw new AppError('invalid_request', 'name must be 1-200 characters');
   }
 
   const view = (publicId: number | null, o: typeof sourceOverrides.$inferSelect) => ({
@@ -61,9 +72,15 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
       const fields = {
         ...(patch.price_adjust !== undefined ? { priceAdjust: patch.price_adjust } : {}),
         ...(patch.fixed_price !== undefined ? { fixedPrice: patch.fixed_price } : {}),
-        ...(patch.name !== undefined ? { name: patch.name?.trim() ?? null, searchText: patch.name ? foldForSearch(patch.name.trim()) : null } : {}),
-        ...(patch.description !== undefined ? { description: patch.description === null ? null : sanitizeDescription(patch.description) } : {}),
-        ...(patch.description2 !== undefined ? { description2: patch.description2 === null ? null : sanitizeDescription(patch.description2) } : {}),
+        ...(patch.name !== undefined
+          ? { name: patch.name?.trim() ?? null, searchText: patch.name ? foldForSearch(patch.name.trim()) : null }
+          : {}),
+        ...(patch.description !== undefined
+          ? { description: patch.description === null ? null : sanitizeDescription(patch.description) }
+          : {}),
+        ...(patch.description2 !== undefined
+          ? { description2: patch.description2 === null ? null : sanitizeDescription(patch.description2) }
+          : {}),
         ...(patch.hidden !== undefined ? { hidden: patch.hidden } : {}),
       };
       if (Object.keys(fields).length === 0) throw new AppError('invalid_request', 'Nothing to override: give at least one field');
@@ -82,8 +99,15 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
     async clear(publicId: string) {
       const sourceId = await sourceIdOf(publicId, products, 'product');
       const gone = await withTx(db, async (tx) => {
-        const rows = await tx.delete(sourceOverrides).where(eq(sourceOverrides.sourceId, sourceId)).returning({ id: sourceOverrides.sourceId });
-        if (rows.length > 0) await tx.update(products).set({ updatedAt: sql`now()` as unknown as Date }).where(eq(products.sourceId, sourceId));
+        const rows = await tx
+          .delete(sourceOverrides)
+          .where(eq(sourceOverrides.sourceId, sourceId))
+          .returning({ id: sourceOverrides.sourceId });
+        if (rows.length > 0)
+          await tx
+            .update(products)
+            .set({ updatedAt: sql`now()` as unknown as Date })
+            .where(eq(products.sourceId, sourceId));
         return rows;
       });
       await bus.publish('catalog');
@@ -91,27 +115,57 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
     },
 
     async list() {
-      const rows = await db.select({ id: products.id, o: sourceOverrides }).from(sourceOverrides).leftJoin(products, eq(products.sourceId, sourceOverrides.sourceId)).orderBy(asc(sourceOverrides.sourceId));
-      const cats = await db.select({ id: categories.id, o: sourceCategoryOverrides }).from(sourceCategoryOverrides).leftJoin(categories, eq(categories.sourceId, sourceCategoryOverrides.sourceId));
+      const rows = await db
+        .select({ id: products.id, o: sourceOverrides })
+        .from(sourceOverrides)
+        .leftJoin(products, eq(products.sourceId, sourceOverrides.sourceId))
+        .orderBy(asc(sourceOverrides.sourceId));
+      const cats = await db
+        .select({ id: categories.id, o: sourceCategoryOverrides })
+        .from(sourceCategoryOverrides)
+        .leftJoin(categories, eq(categories.sourceId, sourceCategoryOverrides.sourceId));
       return {
         products: rows.map((r) => view(r.id, r.o)),
-        categories: cats.map((c) => ({ category_id: c.id === null ? null : String(c.id), source_id: c.o.sourceId, name: c.o.name, hidden: c.o.hidden, updated_at: c.o.updatedAt.toISOString() })),
+        categories: cats.map((c) => ({
+          category_id: c.id === null ? null : String(c.id),
+          source_id: c.o.sourceId,
+          name: c.o.name,
+          hidden: c.o.hidden,
+          updated_at: c.o.updatedAt.toISOString(),
+        })),
       };
     },
 
     async setCategory(publicId: string, patch: CategoryOverridePatch) {
-      if (typeof patch.name === 'string' && (patch.name.trim() === '' || patch.name.length > 200)) throw new AppError('invalid_request', 'name must be 1-200 characters');
+      if (typeof patch.name === 'string' && (patch.name.trim() === '' || patch.name.length > 200))
+        throw new AppError('invalid_request', 'name must be 1-200 characters');
       const sourceId = await sourceIdOf(publicId, categories, 'category');
-      const fields = { ...(patch.name !== undefined ? { name: patch.name?.trim() ?? null } : {}), ...(patch.hidden !== undefined ? { hidden: patch.hidden } : {}) };
+      const fields = {
+        ...(patch.name !== undefined ? { name: patch.name?.trim() ?? null } : {}),
+        ...(patch.hidden !== undefined ? { hidden: patch.hidden } : {}),
+      };
       if (Object.keys(fields).length === 0) throw new AppError('invalid_request', 'Nothing to override: give --name or --hide/--show');
       const row = await withTx(db, async (tx) => {
-        const [r] = await tx.insert(sourceCategoryOverrides).values({ sourceId, ...fields }).onConflictDoUpdate({ target: sourceCategoryOverrides.sourceId, set: { ...fields, updatedAt: sql`now()` } }).returning();
+        const [r] = await tx
+          .insert(sourceCategoryOverrides)
+          .values({ sourceId, ...fields })
+          .onConflictDoUpdate({ target: sourceCategoryOverrides.sourceId, set: { ...fields, updatedAt: sql`now()` } })
+          .returning();
         // Hiding a category changes what its products show: bump them for delta readers.
-        await tx.update(products).set({ updatedAt: sql`now()` as unknown as Date }).where(and(isNotNull(products.sourceId), eq(products.categoryId, Number(publicId))));
+        await tx
+          .update(products)
+          .set({ updatedAt: sql`now()` as unknown as Date })
+          .where(and(isNotNull(products.sourceId), eq(products.categoryId, Number(publicId))));
         return r;
       });
       await bus.publish('catalog');
-      return { category_id: publicId.trim(), source_id: sourceId, name: row!.name, hidden: row!.hidden, updated_at: row!.updatedAt.toISOString() };
+      return {
+        category_id: publicId.trim(),
+        source_id: sourceId,
+        name: row!.name,
+        hidden: row!.hidden,
+        updated_at: row!.updatedAt.toISOString(),
+      };
     },
   };
 }

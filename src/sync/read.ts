@@ -80,12 +80,23 @@ export async function readProducts(
   if (since) Object.assign(query, { updated_after: since.toISOString(), include_missing: 'true' });
   for (let page = 1; ; page++) {
     bounds.checkDeadline();
-    if (page > bounds.maxPages) throw new SourceError('unknown', `The source site kept answering more than ${bounds.maxPages} product pages (sync_max_pages)`, 'too_many_pages');
+    if (page > bounds.maxPages)
+      throw new SourceError(
+        'unknown',
+        `The source site kept answering more than ${bounds.maxPages} product pages (sync_max_pages)`,
+        'too_many_pages',
+      );
     const { body } = await client.call('GET', '/api/v1/products', { query: { ...query, page: String(page) }, signal: bounds.signal });
     const records = arrayOf(body, `product page ${page}`);
-    if (typeof body.has_more !== 'boolean') throw new SourceError('unknown', `The source site answered product page ${page} without has_more`, 'bad_answer');
+    if (typeof body.has_more !== 'boolean')
+      throw new SourceError('unknown', `The source site answered product page ${page} without has_more`, 'bad_answer');
     seen += records.length;
-    if (seen > bounds.maxProducts) throw new SourceError('unknown', `The source site sent more than ${bounds.maxProducts} product records (sync_max_products)`, 'too_many_products');
+    if (seen > bounds.maxProducts)
+      throw new SourceError(
+        'unknown',
+        `The source site sent more than ${bounds.maxProducts} product records (sync_max_products)`,
+        'too_many_products',
+      );
     const rows: StagedRow[] = [];
     for (const r of records) {
       const p = checkProduct(r, opts.categories, opts.markup);

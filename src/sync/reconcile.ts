@@ -31,7 +31,13 @@ export function createReconciler(deps: { db: Db; settings: SettingsService; logg
     const due = db
       .select({ id: orders.id })
       .from(orders)
-      .where(and(eq(orders.status, 'pending'), isNull(orders.upstreamStuckAt), lt(orders.createdAt, sql`now() - make_interval(mins => ${minutes})`)))
+      .where(
+        and(
+          eq(orders.status, 'pending'),
+          isNull(orders.upstreamStuckAt),
+          lt(orders.createdAt, sql`now() - make_interval(mins => ${minutes})`),
+        ),
+      )
       .orderBy(asc(orders.id))
       .limit(STUCK_BATCH);
     const flagged = await db
@@ -40,9 +46,15 @@ export function createReconciler(deps: { db: Db; settings: SettingsService; logg
       .where(and(inArray(orders.id, due), eq(orders.status, 'pending'), isNull(orders.upstreamStuckAt)))
       .returning({ orderCode: orders.orderCode, issue: orders.upstreamIssue });
     for (const f of flagged) {
-      logger.warn({ order_code: f.orderCode, reason: f.issue ?? 'no answer from the source yet', minutes }, 'source order stuck pending: the admin must settle it with the source (docs/operations.md)');
+      logger.warn(
+        { order_code: f.orderCode, reason: f.issue ?? 'no answer from the source yet', minutes },
+        'source order stuck pending: the admin must settle it with the source (docs/operations.md)',
+      );
     }
-    const [total] = await db.select({ n: count() }).from(orders).where(and(eq(orders.status, 'pending'), isNotNull(orders.upstreamStuckAt)));
+    const [total] = await db
+      .select({ n: count() })
+      .from(orders)
+      .where(and(eq(orders.status, 'pending'), isNotNull(orders.upstreamStuckAt)));
     return { newly: flagged.length, total: total?.n ?? 0 };
   }
 
@@ -52,7 +64,13 @@ export function createReconciler(deps: { db: Db; settings: SettingsService; logg
     const pending = await db
       .select()
       .from(orders)
-      .where(and(eq(orders.status, 'pending'), lt(orders.createdAt, sql`now() - make_interval(secs => ${RECONCILE_MIN_AGE_SECONDS})`), leaseFree))
+      .where(
+        and(
+          eq(orders.status, 'pending'),
+          lt(orders.createdAt, sql`now() - make_interval(secs => ${RECONCILE_MIN_AGE_SECONDS})`),
+          leaseFree,
+        ),
+      )
       .orderBy(sql`${orders.upstreamAttemptedAt} ASC NULLS FIRST`, asc(orders.id))
       .limit(RECONCILE_BATCH);
     let settled = 0;

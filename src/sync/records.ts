@@ -40,7 +40,8 @@ export type SkipReason =
   | 'category_not_an_object'
   | 'category_bad_id'
   | 'category_bad_name';
-export type CleanReason = 'control_characters' | 'name_too_long' | 'description_too_long' | 'category_control_characters' | 'category_name_too_long';
+export type CleanReason =
+  'control_characters' | 'name_too_long' | 'description_too_long' | 'category_control_characters' | 'category_name_too_long';
 
 export type Checked<T, R> = { ok: true; value: T; cleaned: R[] } | { ok: false; reason: SkipReason; id: string | null };
 
@@ -69,7 +70,8 @@ export function idOf(v: unknown): string | null {
   return s !== '' && s.length <= ID_MAX && !hasUnsafeText(s) ? s : null;
 }
 
-const intIn = (v: unknown, min: number, max: number): number | null => (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? v : null);
+const intIn = (v: unknown, min: number, max: number): number | null =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? v : null;
 
 /** A decimal amount as an integer of hundredths (the text matches /^\d+(\.\d{1,2})?$/). */
 function hundredths(s: string): bigint {
@@ -98,7 +100,8 @@ type PriceCheck = { price: string } | { reason: SkipReason };
 function priceOf(v: unknown, markup: string): PriceCheck {
   const s = typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' ? v.trim() : '';
   // 1e21 and beyond print in exponent form, as does a long digit string: both are out of range, not malformed.
-  if (/^\d+(\.\d+)?(e\+?\d+)?$/i.test(s) && !MONEY_RE.test(s) && (/e/i.test(s) || /^\d{17,}/.test(s))) return { reason: 'price_out_of_range' };
+  if (/^\d+(\.\d+)?(e\+?\d+)?$/i.test(s) && !MONEY_RE.test(s) && (/e/i.test(s) || /^\d{17,}/.test(s)))
+    return { reason: 'price_out_of_range' };
   if (!MONEY_RE.test(s) || s.startsWith('-')) return { reason: 'bad_price' };
   if (!/[1-9]/.test(s)) return { reason: 'zero_price' };
   if (hundredths(s) >= LIMIT) return { reason: 'price_out_of_range' };

@@ -14,7 +14,13 @@ import { clearStaging, clearStale, stagePage } from './staging.js';
 import { mergeCatalogue, type WriteCounts } from './write.js';
 
 export type SyncOutcome =
-  | ({ ran: true; mode: 'full' | 'delta'; skipped: number; skipped_reasons: Record<string, number>; cleaned_reasons: Record<string, number> } & WriteCounts)
+  | ({
+      ran: true;
+      mode: 'full' | 'delta';
+      skipped: number;
+      skipped_reasons: Record<string, number>;
+      cleaned_reasons: Record<string, number>;
+    } & WriteCounts)
   | { ran: false; reason: string };
 
 /** How often the run's deadline is checked against the clock while a source call is in flight. */
@@ -32,7 +38,15 @@ class RunTimeout extends SourceError {
 /** Overlap of delta windows: a change committed upstream just before our last read is fetched again, not missed. */
 const DELTA_OVERLAP_MS = 5_000;
 
-export type SyncDeps = { db: Db; clock: Clock; settings: SettingsService; client: SourceClient; bus: EventBus; logger: Logger; metrics?: Pick<DomainMetrics, 'syncRuns'> };
+export type SyncDeps = {
+  db: Db;
+  clock: Clock;
+  settings: SettingsService;
+  client: SourceClient;
+  bus: EventBus;
+  logger: Logger;
+  metrics?: Pick<DomainMetrics, 'syncRuns'>;
+};
 
 /** The catalogue sync. The caller holds the job lease (cron.ts), so one run at a time across processes. */
 export function createSyncService(deps: SyncDeps) {
@@ -49,7 +63,12 @@ export function createSyncService(deps: SyncDeps) {
 
   /** Full when none succeeded yet, the source gave no times, or sync_full_every runs passed since the last full one. */
   async function since(): Promise<Date | null> {
-    const [lastFull] = await db.select().from(syncRuns).where(and(eq(syncRuns.ok, true), eq(syncRuns.mode, 'full'))).orderBy(desc(syncRuns.id)).limit(1);
+    const [lastFull] = await db
+      .select()
+      .from(syncRuns)
+      .where(and(eq(syncRuns.ok, true), eq(syncRuns.mode, 'full')))
+      .orderBy(desc(syncRuns.id))
+      .limit(1);
     if (!lastFull) return null;
     const [after] = await db
       .select({ n: sql<number>`count(*)::int` })
@@ -113,12 +132,27 @@ export function createSyncService(deps: SyncDeps) {
       bounds.checkDeadline();
       auditNote({ summary: { ran: true, mode, skipped: totalOf(tally.skipped) } });
       const counts = await mergeCatalogue(db, runId, cats, mode === 'full', read.staged);
-      const prev = from ? (await db.select({ w: syncRuns.watermark }).from(syncRuns).where(eq(syncRuns.ok, true)).orderBy(desc(syncRuns.id)).limit(1))[0]?.w : null;
-      const watermark = mode === 'full' ? (read.deltaCapable ? read.watermark : null) : [prev, read.watermark].reduce<Date | null>((a, b) => (b && (!a || b > a) ? b : a), null);
+      const prev = from
+        ? (await db.select({ w: syncRuns.watermark }).from(syncRuns).where(eq(syncRuns.ok, true)).orderBy(desc(syncRuns.id)).limit(1))[0]?.w
+        : null;
+      const watermark =
+        mode === 'full'
+          ? read.deltaCapable
+            ? read.watermark
+            : null
+          : [prev, read.watermark].reduce<Date | null>((a, b) => (b && (!a || b > a) ? b : a), null);
       const skipped = totalOf(tally.skipped);
       await db
         .update(syncRuns)
-        .set({ ...counts, skipped, skippedReasons: tally.skipped, cleanedReasons: tally.cleaned, ok: true, finishedAt: clock.now(), watermark })
+        .set({
+          ...counts,
+          skipped,
+          skippedReasons: tally.skipped,
+          cleanedReasons: tally.cleaned,
+          ok: true,
+          finishedAt: clock.now(),
+          watermark,
+        })
         .where(eq(syncRuns.id, runId));
       await deps.bus.publish('catalog');
       // After the last step that can fail: a run is counted once, as its row ends (the catch below marks it failed).
@@ -126,14 +160,27 @@ export function createSyncService(deps: SyncDeps) {
       return { ran: true, mode, ...counts, skipped, skipped_reasons: tally.skipped, cleaned_reasons: tally.cleaned };
     } catch (caught) {
       // A call ended by the run's deadline reports itself as a call timeout: the run's own reason is the truer one.
-      const err = abort.signal.aborted && caught instanceof SourceError ? (abort.signal.reason instanceof SourceError ? abort.signal.reason : timeout) : caught;
+      const err =
+        abort.signal.aborted && caught instanceof SourceError
+          ? abort.signal.reason instanceof SourceError
+            ? abort.signal.reason
+            : timeout
+          : caught;
       const message = err instanceof SourceError ? err.message : 'The sync failed inside this server; see its log';
       const code = err instanceof SourceError ? (err.code ?? 'source_error') : 'internal';
       if (!(err instanceof SourceError)) deps.logger.error({ err }, 'catalogue sync failed');
       else deps.logger.warn({ source_error: code }, `catalogue sync failed: ${err.message}`);
       await db
         .update(syncRuns)
-        .set({ ok: false, finishedAt: clock.now(), error: message, errorCode: code, skipped: totalOf(tally.skipped), skippedReasons: tally.skipped, cleanedReasons: tally.cleaned })
+        .set({
+          ok: false,
+          finishedAt: clock.now(),
+          error: message,
+          errorCode: code,
+          skipped: totalOf(tally.skipped),
+          skippedReasons: tally.skipped,
+          cleanedReasons: tally.cleaned,
+        })
         .where(eq(syncRuns.id, runId));
       counted.inc('failed');
       throw new AppError('sync_failed', `Sync failed, nothing was changed: ${message}`);

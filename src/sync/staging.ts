@@ -53,9 +53,13 @@ export async function clearStaging(db: Db, runId: number): Promise<void> {
  */
 export async function clearStale(db: Db, before: Date): Promise<void> {
   // Under the merge's lock: a merge that outlived its run's lease is still reading its rows, and waits are fine here.
-  await withTx(db, async (tx) => {
-    await tx.execute(sql`SELECT pg_advisory_xact_lock(${SYNC_MERGE_LOCK})`);
-    await tx.execute(sql`DELETE FROM sync_staging s WHERE NOT EXISTS (
+  await withTx(
+    db,
+    async (tx) => {
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(${SYNC_MERGE_LOCK})`);
+      await tx.execute(sql`DELETE FROM sync_staging s WHERE NOT EXISTS (
       SELECT 1 FROM sync_runs r WHERE r.id = s.run_id AND r.finished_at IS NULL AND r.started_at >= ${before.toISOString()}::timestamptz)`);
-   }, { audit: 'skip' }); // housekeeping: an admin run's audit row belongs to its merge (src/sync/write.ts)
+    },
+    { audit: 'skip' },
+  ); // housekeeping: an admin run's audit row belongs to its merge (src/sync/write.ts)
 }

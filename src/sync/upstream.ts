@@ -87,13 +87,34 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
         if (delivered.length > 0) {
           const stored = await tx
             .insert(codes)
-            .values(delivered.map((c) => ({ productId: o.productId, codeEnc: cipher.encrypt(c.code), codeDigest: digestOf(c.code), status: 'sold', orderId: o.id, used: c.used, usedAt: c.usedAt })))
+            .values(
+              delivered.map((c) => ({
+                productId: o.productId,
+                codeEnc: cipher.encrypt(c.code),
+                codeDigest: digestOf(c.code),
+                status: 'sold',
+                orderId: o.id,
+                used: c.used,
+                usedAt: c.usedAt,
+              })),
+            )
             .onConflictDoNothing({ target: codes.codeDigest })
             .returning({ id: codes.id });
           if (stored.length < delivered.length) throw new CodeDeliveredTwice();
         }
-        const message = o.productType === 'file' ? 'Order completed: files ready to download' : `Order completed: ${delivered.length} code(s) delivered`;
-        await tx.update(orders).set({ status: 'success', message, upstreamOrderCode: upstreamCode, upstreamIssue: null, usageCheckedAt: clock.now(), updatedAt: clock.now() }).where(eq(orders.id, o.id));
+        const message =
+          o.productType === 'file' ? 'Order completed: files ready to download' : `Order completed: ${delivered.length} code(s) delivered`;
+        await tx
+          .update(orders)
+          .set({
+            status: 'success',
+            message,
+            upstreamOrderCode: upstreamCode,
+            upstreamIssue: null,
+            usageCheckedAt: clock.now(),
+            updatedAt: clock.now(),
+          })
+          .where(eq(orders.id, o.id));
       });
     } catch (err) {
       if (!(err instanceof CodeDeliveredTwice)) throw err;
@@ -103,7 +124,10 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
 
   async function fail(order: OrderRow, why: string): Promise<void> {
     try {
-      await deps.orders.refund(order.orderCode, 'source-site', { final: 'failed', message: `The source site refused the order; refunded (${why})` });
+      await deps.orders.refund(order.orderCode, 'source-site', {
+        final: 'failed',
+        message: `The source site refused the order; refunded (${why})`,
+      });
     } catch (err) {
       // Someone else settled it first (the reconciler, or this request's twin): nothing left to do.
       logger.info({ order_code: order.orderCode, err: (err as Error).message }, 'upstream refusal already settled');
@@ -116,7 +140,10 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
    */
   async function leavePending(order: OrderRow, issue: string): Promise<void> {
     if (order.upstreamIssue === issue) return;
-    await db.update(orders).set({ upstreamIssue: issue }).where(and(eq(orders.id, order.id), eq(orders.status, 'pending')));
+    await db
+      .update(orders)
+      .set({ upstreamIssue: issue })
+      .where(and(eq(orders.id, order.id), eq(orders.status, 'pending')));
     logger.warn({ order_code: order.orderCode, reason: issue }, 'source order left pending');
   }
 
@@ -148,7 +175,10 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     try {
       await send(leased, p.sourceId, first);
     } finally {
-      await db.update(orders).set({ upstreamLeaseUntil: null }).where(and(eq(orders.id, order.id), eq(orders.upstreamLeaseUntil, leased.upstreamLeaseUntil!)));
+      await db
+        .update(orders)
+        .set({ upstreamLeaseUntil: null })
+        .where(and(eq(orders.id, order.id), eq(orders.upstreamLeaseUntil, leased.upstreamLeaseUntil!)));
     }
     const [now] = await db.select().from(orders).where(eq(orders.id, order.id));
     return now!;
@@ -165,7 +195,10 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     const [taken] = await db
       .update(orders)
       // Whole milliseconds: the value comes back as a JS Date and must compare equal when the lease is given back.
-      .set({ upstreamLeaseUntil: sql`date_trunc('milliseconds', now() + make_interval(secs => ${seconds}))` as unknown as Date, upstreamAttemptedAt: sql`now()` as unknown as Date })
+      .set({
+        upstreamLeaseUntil: sql`date_trunc('milliseconds', now() + make_interval(secs => ${seconds}))` as unknown as Date,
+        upstreamAttemptedAt: sql`now()` as unknown as Date,
+      })
       .where(and(eq(orders.id, orderId), eq(orders.status, 'pending'), leaseFree))
       .returning();
     return taken ?? null;
@@ -184,23 +217,34 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     // order: the source holds it, so it must stay pending for the reconciler, never be refunded.
     let answered = order.upstreamOrderCode !== null;
     try {
-      if (order.upstreamOrderCode !== null) return await settle(order, order.upstreamOrderCode, await deliveryOf(order, order.upstreamOrderCode));
+      if (order.upstreamOrderCode !== null)
+        return await settle(order, order.upstreamOrderCode, await deliveryOf(order, order.upstreamOrderCode));
       // The source answered our create with an order code we cannot use: asking again would be a second create, which a
       // source that ignores request_id would charge twice. The order waits for the admin (docs/operations.md).
       if (order.upstreamIssue === UNUSABLE_ORDER_CODE) return await leavePending(order, UNUSABLE_ORDER_CODE);
-      const { body } = await client.call('POST', '/api/v1/order/create', { json: { product_id: sourceId, quantity: order.quantity, request_id: order.orderCode } });
+      const { body } = await client.call('POST', '/api/v1/order/create', {
+        json: { product_id: sourceId, quantity: order.quantity, request_id: order.orderCode },
+      });
       answered = true;
       // Stored, sent back as a query parameter (encoded) and shown to the admin: bounded, and text.
       const raw = body.order_code;
       const upstreamCode = typeof raw === 'string' && raw.trim() !== '' && raw.length <= 200 && !hasUnsafeText(raw) ? raw : '';
       if (!upstreamCode) return await leavePending(order, UNUSABLE_ORDER_CODE);
-      await db.update(orders).set({ upstreamOrderCode: upstreamCode }).where(and(eq(orders.id, order.id), sql`${orders.upstreamOrderCode} IS NULL`));
+      await db
+        .update(orders)
+        .set({ upstreamOrderCode: upstreamCode })
+        .where(and(eq(orders.id, order.id), sql`${orders.upstreamOrderCode} IS NULL`));
       if (body.status === 'success') await settle(order, upstreamCode, await deliveryOf(order, upstreamCode));
       else if (body.status === 'failed' || body.status === 'refunded') await fail(order, `upstream status ${String(body.status)}`);
-      else await leavePending(order, body.status === 'pending' ? 'the source holds the order as pending' : 'the source answered an unknown order status');
+      else
+        await leavePending(
+          order,
+          body.status === 'pending' ? 'the source holds the order as pending' : 'the source answered an unknown order status',
+        );
     } catch (err) {
       if (!(err instanceof SourceError)) throw err;
-      if (!answered && ((err.kind === 'refused' && (first || answersTheOrder(err.code))) || (first && err.kind === 'config'))) return await fail(order, err.code ?? 'refused');
+      if (!answered && ((err.kind === 'refused' && (first || answersTheOrder(err.code))) || (first && err.kind === 'config')))
+        return await fail(order, err.code ?? 'refused');
       await leavePending(order, issueOf(err));
     }
   }
@@ -223,7 +267,11 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
       return order;
     }
     const tz = await deps.settings.get('display_timezone');
-    const stored = await db.select({ id: codes.id, codeEnc: codes.codeEnc }).from(codes).where(eq(codes.orderId, order.id)).orderBy(asc(codes.id));
+    const stored = await db
+      .select({ id: codes.id, codeEnc: codes.codeEnc })
+      .from(codes)
+      .where(eq(codes.orderId, order.id))
+      .orderBy(asc(codes.id));
     const idOf = new Map(stored.map((c) => [cipher.decrypt(c.codeEnc), c.id]));
     const checkedAt = clock.now();
     await withTx(db, async (tx) => {
@@ -237,7 +285,13 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
         await tx
           .update(codes)
           .set({ used: c.used, usedAt })
-          .where(and(eq(codes.id, id), eq(codes.orderId, order.id), sql`(${codes.used}, ${codes.usedAt}) IS DISTINCT FROM (${c.used}, ${usedAt}::timestamptz)`));
+          .where(
+            and(
+              eq(codes.id, id),
+              eq(codes.orderId, order.id),
+              sql`(${codes.used}, ${codes.usedAt}) IS DISTINCT FROM (${c.used}, ${usedAt}::timestamptz)`,
+            ),
+          );
       }
       await tx.update(orders).set({ usageCheckedAt: checkedAt }).where(eq(orders.id, order.id));
     });

@@ -26,7 +26,9 @@ export async function mergeCatalogue(db: Db, runId: number, cats: SourceCategory
     if (here !== staged) throw new Error(`sync run ${runId}: ${staged} rows staged, ${here} found at merge time`);
 
     // Categories missing before this run: one the source lists again comes back, and its products with it.
-    const wasMissing = new Set(rowsOf<{ id: number }>(await tx.execute(sql`SELECT id FROM categories WHERE source = 'api' AND missing`)).map((r) => r.id));
+    const wasMissing = new Set(
+      rowsOf<{ id: number }>(await tx.execute(sql`SELECT id FROM categories WHERE source = 'api' AND missing`)).map((r) => r.id),
+    );
     const catIds = new Map<string, number>();
     for (const c of cats) {
       const [row] = rowsOf<{ id: number }>(
@@ -38,16 +40,22 @@ export async function mergeCatalogue(db: Db, runId: number, cats: SourceCategory
     }
     for (const c of cats) {
       const parent = c.parentId === null ? null : (catIds.get(c.parentId) ?? null);
-      await tx.execute(sql`UPDATE categories SET parent_id = ${parent} WHERE id = ${catIds.get(c.id)!} AND parent_id IS DISTINCT FROM ${parent}`);
+      await tx.execute(
+        sql`UPDATE categories SET parent_id = ${parent} WHERE id = ${catIds.get(c.id)!} AND parent_id IS DISTINCT FROM ${parent}`,
+      );
     }
     const wentMissing = rowsOf<{ id: number }>(
-      await tx.execute(sql`UPDATE categories SET missing = true, updated_at = now() WHERE source = 'api' AND NOT missing AND source_id NOT IN ${idSet([...catIds.keys()])} RETURNING id`),
+      await tx.execute(
+        sql`UPDATE categories SET missing = true, updated_at = now() WHERE source = 'api' AND NOT missing AND source_id NOT IN ${idSet([...catIds.keys()])} RETURNING id`,
+      ),
     ).map((r) => r.id);
     // A category's visibility is part of what its products show (catalog/queries.ts `visible`), but not of their rows:
     // bump them, or a delta reader (updated_after) never learns that they disappeared or came back.
     const flipped = [...wentMissing, ...[...catIds.values()].filter((id) => wasMissing.has(id))];
     if (flipped.length > 0) {
-      await tx.execute(sql`UPDATE products SET updated_at = now() WHERE category_id IN (SELECT x::int FROM jsonb_array_elements_text(${JSON.stringify(flipped)}::jsonb) x)`);
+      await tx.execute(
+        sql`UPDATE products SET updated_at = now() WHERE category_id IN (SELECT x::int FROM jsonb_array_elements_text(${JSON.stringify(flipped)}::jsonb) x)`,
+      );
     }
 
     // The later copy wins: earlier copies of a source id leave the staging before anything reads it.
@@ -79,9 +87,17 @@ export async function mergeCatalogue(db: Db, runId: number, cats: SourceCategory
       ? sql`source_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sync_staging s WHERE s.run_id = ${runId} AND NOT s.gone AND s.source_id = products.source_id)`
       : sql`source_id IN (SELECT s.source_id FROM sync_staging s WHERE s.run_id = ${runId} AND (s.gone OR s.status = 'unavailable'))`;
     const [missing] = rowsOf<{ n: number }>(
-      await tx.execute(sql`WITH m AS (UPDATE products SET missing = true, updated_at = now() WHERE NOT missing AND ${gone} RETURNING 1) SELECT count(*)::int AS n FROM m`),
+      await tx.execute(
+        sql`WITH m AS (UPDATE products SET missing = true, updated_at = now() WHERE NOT missing AND ${gone} RETURNING 1) SELECT count(*)::int AS n FROM m`,
+      ),
     );
-    const counts = { categories: cats.length, products: Number(up?.listed ?? 0), created: Number(up?.created ?? 0), updated: Number(up?.updated ?? 0), missing: Number(missing?.n ?? 0) };
+    const counts = {
+      categories: cats.length,
+      products: Number(up?.listed ?? 0),
+      created: Number(up?.created ?? 0),
+      updated: Number(up?.updated ?? 0),
+      missing: Number(missing?.n ?? 0),
+    };
     // An admin run's audit row commits in this transaction, with what it changed (docs/operations.md, "Audit trail").
     auditNote({ summary: { created: counts.created, updated: counts.updated, missing: counts.missing } });
     return counts;

@@ -73,9 +73,15 @@ export function createUsersService(deps: UsersDeps) {
 
   async function find(ref: string | number, tx: Db = db): Promise<UserRow> {
     const s = String(ref).trim();
-    const rows = /^\d+$/.test(s) && Number(s) <= 2_147_483_647
-      ? await tx.select().from(users).where(sql`${users.id} = ${Number(s)} OR ${users.name} = ${s}`).orderBy(sql`${users.name} = ${s} DESC`).limit(1)
-      : await tx.select().from(users).where(eq(users.name, s)).limit(1);
+    const rows =
+      /^\d+$/.test(s) && Number(s) <= 2_147_483_647
+        ? await tx
+            .select()
+            .from(users)
+            .where(sql`${users.id} = ${Number(s)} OR ${users.name} = ${s}`)
+            .orderBy(sql`${users.name} = ${s} DESC`)
+            .limit(1)
+        : await tx.select().from(users).where(eq(users.name, s)).limit(1);
     const row = rows[0];
     if (!row) throw new AppError('not_found', `No user ${JSON.stringify(s)}`);
     return row;
@@ -90,7 +96,11 @@ export function createUsersService(deps: UsersDeps) {
     const updated = await withTx(db, async (tx) => {
       const row = await find(ref, tx);
       auditNote({ target: `user:${row.id}` });
-      const [u] = await tx.update(users).set({ ...set, updatedAt: sql`now()` as unknown as Date }).where(eq(users.id, row.id)).returning();
+      const [u] = await tx
+        .update(users)
+        .set({ ...set, updatedAt: sql`now()` as unknown as Date })
+        .where(eq(users.id, row.id))
+        .returning();
       return u;
     });
     await changed();
@@ -106,7 +116,9 @@ export function createUsersService(deps: UsersDeps) {
       const ips = checkedIpList(input.ips ?? []);
       const balance = input.balance ?? '0';
       if (!MONEY_RE.test(balance) || balance.startsWith('-')) {
-        throw new AppError('invalid_request', 'balance must be a non-negative amount with at most 2 decimals', { details: [{ path: 'body.balance', message: 'must be a non-negative amount with at most 2 decimals' }] });
+        throw new AppError('invalid_request', 'balance must be a non-negative amount with at most 2 decimals', {
+          details: [{ path: 'body.balance', message: 'must be a non-negative amount with at most 2 decimals' }],
+        });
       }
       const key = newApiKey();
       const row = await withTx(db, async (tx) => {
@@ -120,7 +132,9 @@ export function createUsersService(deps: UsersDeps) {
         if (!created) throw new AppError('conflict', `A user named ${JSON.stringify(name)} already exists`);
         auditNote({ target: `user:${created.id}` });
         if (Number(balance) !== 0) {
-          await tx.insert(balanceLedger).values({ userId: created.id, amount: balance, balanceAfter: balance, kind: 'admin_credit', note: 'opening balance', actor });
+          await tx
+            .insert(balanceLedger)
+            .values({ userId: created.id, amount: balance, balanceAfter: balance, kind: 'admin_credit', note: 'opening balance', actor });
         }
         return created;
       });
@@ -146,9 +160,17 @@ export function createUsersService(deps: UsersDeps) {
       return update(ref, { allowedIps: checkedIpList(ips) });
     },
     /** Moves the balance by a signed amount in SQL numeric, never below zero, with its ledger row in the same transaction. */
-    async credit(ref: string, amount: string, note: string | undefined, actor: string, outer: Db = db): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {
+    async credit(
+      ref: string,
+      amount: string,
+      note: string | undefined,
+      actor: string,
+      outer: Db = db,
+    ): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {
       if (!MONEY_RE.test(amount) || Number(amount) === 0) {
-        throw new AppError('invalid_request', 'amount must be a non-zero amount with at most 2 decimals (negative debits)', { details: [{ path: 'body.amount', message: 'must be a non-zero amount with at most 2 decimals' }] });
+        throw new AppError('invalid_request', 'amount must be a non-zero amount with at most 2 decimals (negative debits)', {
+          details: [{ path: 'body.amount', message: 'must be a non-zero amount with at most 2 decimals' }],
+        });
       }
       return withTx(outer, async (tx) => {
         const user = await find(ref, tx);
@@ -157,21 +179,53 @@ export function createUsersService(deps: UsersDeps) {
           .update(users)
           .set({ balance: sql`${users.balance} + ${amount}::numeric`, updatedAt: sql`now()` as unknown as Date })
           // The sum is checked unbounded before it is stored: numeric(18,2) holds less than 10^16.
-          .where(sql`${users.id} = ${user.id} AND ${users.balance} + ${amount}::numeric >= 0 AND ${users.balance} + ${amount}::numeric < ${MONEY_LIMIT}::numeric`)
+          .where(
+            sql`${users.id} = ${user.id} AND ${users.balance} + ${amount}::numeric >= 0 AND ${users.balance} + ${amount}::numeric < ${MONEY_LIMIT}::numeric`,
+          )
           .returning({ balance: users.balance });
-        if (!row && amount.startsWith('-')) throw new AppError('invalid_request', `Debit of ${amount.replace('-', '')} would take the balance below zero (balance ${moneyOut(user.balance)})`);
-        if (!row) throw fieldError('invalid_request', 'body.amount', `A credit of ${amount} would take the balance over the largest amount stored (${MONEY_LIMIT} excluded)`);
+        if (!row && amount.startsWith('-'))
+          throw new AppError(
+            'invalid_request',
+            `Debit of ${amount.replace('-', '')} would take the balance below zero (balance ${moneyOut(user.balance)})`,
+          );
+        if (!row)
+          throw fieldError(
+            'invalid_request',
+            'body.amount',
+            `A credit of ${amount} would take the balance over the largest amount stored (${MONEY_LIMIT} excluded)`,
+          );
         const [ledger] = await tx
           .insert(balanceLedger)
-          .values({ userId: user.id, amount, balanceAfter: row.balance, kind: Number(amount) > 0 ? 'admin_credit' : 'admin_debit', note: note ?? null, actor })
+          .values({
+            userId: user.id,
+            amount,
+            balanceAfter: row.balance,
+            kind: Number(amount) > 0 ? 'admin_credit' : 'admin_debit',
+            note: note ?? null,
+            actor,
+          })
           .returning({ id: balanceLedger.id });
         return { user_id: user.id, amount: moneyOut(amount), balance: moneyOut(row.balance), ledger_id: ledger!.id };
       });
     },
     async ledger(ref: string, limit = 50) {
       const user = await find(ref);
-      const rows = await db.select().from(balanceLedger).where(eq(balanceLedger.userId, user.id)).orderBy(sql`${balanceLedger.id} DESC`).limit(limit);
-      return rows.map((r) => ({ id: r.id, amount: moneyOut(r.amount), balance_after: moneyOut(r.balanceAfter), kind: r.kind, ref: r.ref, note: r.note, actor: r.actor, created_at: r.createdAt.toISOString() }));
+      const rows = await db
+        .select()
+        .from(balanceLedger)
+        .where(eq(balanceLedger.userId, user.id))
+        .orderBy(sql`${balanceLedger.id} DESC`)
+        .limit(limit);
+      return rows.map((r) => ({
+        id: r.id,
+        amount: moneyOut(r.amount),
+        balance_after: moneyOut(r.balanceAfter),
+        kind: r.kind,
+        ref: r.ref,
+        note: r.note,
+        actor: r.actor,
+        created_at: r.createdAt.toISOString(),
+      }));
     },
     /** Key -> user. Hot path: no database round trip while cached; exact because every change drops the cache. */
     async authenticate(apiKey: string): Promise<AuthUser | null> {

@@ -10,7 +10,17 @@ import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
-import { claimDue, listEvents, purgeDelivered, recordAttempts, reopenEvent, showEvent, type AttemptRecord, type Claimed, type OutboxStatus } from './outbox.js';
+import {
+  claimDue,
+  listEvents,
+  purgeDelivered,
+  recordAttempts,
+  reopenEvent,
+  showEvent,
+  type AttemptRecord,
+  type Claimed,
+  type OutboxStatus,
+} from './outbox.js';
 import { sendWebhook, type AttemptResult } from './send.js';
 import { CONNECT_TIMEOUT_MS, createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
 
@@ -43,7 +53,13 @@ export type WebhooksDeps = {
 /** ±10 %, so that the retries of many events failing together do not arrive together. */
 const jitter = (seconds: number) => Math.round(seconds * 1000 * (0.9 + Math.random() * 0.2));
 
-const failed = (error: string, outcome: 'retry' | 'refused' = 'retry'): AttemptResult => ({ outcome, statusCode: null, latencyMs: 0, response: null, error });
+const failed = (error: string, outcome: 'retry' | 'refused' = 'retry'): AttemptResult => ({
+  outcome,
+  statusCode: null,
+  latencyMs: 0,
+  response: null,
+  error,
+});
 
 /** What ends a refused event: only an admin change can make its target valid (docs/decisions.md). */
 const REFUSED_HINT = 'not retried: fix the client (pay client update --webhook-url or --allow-private-targets) and resend the event';
@@ -59,7 +75,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
   const counted = (deps.metrics ?? noMetrics).webhookAttempts;
   const connectMs = deps.timeouts?.connectMs ?? CONNECT_TIMEOUT_MS;
   const totalTimeoutMs = deps.timeouts?.totalMs;
-  const agents = { strict: createTargetAgent({ resolver, allowPrivate: false, connectTimeoutMs: connectMs }), open: createTargetAgent({ resolver, allowPrivate: true, connectTimeoutMs: connectMs }) };
+  const agents = {
+    strict: createTargetAgent({ resolver, allowPrivate: false, connectTimeoutMs: connectMs }),
+    open: createTargetAgent({ resolver, allowPrivate: true, connectTimeoutMs: connectMs }),
+  };
   const inFlight = new Map<number, number>();
   let draining: Promise<void> | null = null;
   let again = false;
@@ -92,12 +111,22 @@ export function createWebhooksService(deps: WebhooksDeps) {
     const now = clock.now();
     let result: AttemptResult;
     if (!client?.webhookSecretEnc) result = failed('the API client has no webhook secret (not approved)');
-    else if (!webhookOnDomain(client.webhookUrl, client.domain)) result = failed(`webhook_url is not on the client's domain ${client.domain}; refused`, 'refused');
+    else if (!webhookOnDomain(client.webhookUrl, client.domain))
+      result = failed(`webhook_url is not on the client's domain ${client.domain}; refused`, 'refused');
     else {
       try {
         // A clear reason before any connection; the connection itself checks again (rebinding).
         await resolveTarget(new URL(client.webhookUrl).hostname, resolver, client.allowPrivateTargets, connectMs);
-        const d = { url: client.webhookUrl, eventId: row.event_id, event: row.event, body: row.body, secret: cipher.decrypt(client.webhookSecretEnc), timestamp: Math.floor(now.getTime() / 1000), totalTimeoutMs, signal: halt.signal };
+        const d = {
+          url: client.webhookUrl,
+          eventId: row.event_id,
+          event: row.event,
+          body: row.body,
+          secret: cipher.decrypt(client.webhookSecretEnc),
+          timestamp: Math.floor(now.getTime() / 1000),
+          totalTimeoutMs,
+          signal: halt.signal,
+        };
         result = await sendWebhook(client.allowPrivateTargets ? agents.open : agents.strict, d, now);
       } catch (err) {
         result = err instanceof TargetRefusedError ? failed(err.message, 'refused') : failed(`could not send: ${(err as Error).message}`);
@@ -108,20 +137,30 @@ export function createWebhooksService(deps: WebhooksDeps) {
     const at = clock.now();
     let next: { status: OutboxStatus; nextAttemptAt: Date; deliveredAt: Date | null };
     // Cut by our own stop without an answer: due again at once (another process, or this one restarted), never dead.
-    if (halt.signal.aborted && result.outcome === 'retry' && result.statusCode === null) next = { status: 'pending', nextAttemptAt: at, deliveredAt: null };
+    if (halt.signal.aborted && result.outcome === 'retry' && result.statusCode === null)
+      next = { status: 'pending', nextAttemptAt: at, deliveredAt: null };
     else if (result.outcome === 'delivered') next = { status: 'delivered', nextAttemptAt: at, deliveredAt: at };
-    else if (result.outcome === 'gone' || result.outcome === 'refused' || n > schedule.length) next = { status: 'dead', nextAttemptAt: at, deliveredAt: null };
+    else if (result.outcome === 'gone' || result.outcome === 'refused' || n > schedule.length)
+      next = { status: 'dead', nextAttemptAt: at, deliveredAt: null };
     else {
       const delayMs = result.retryAfterSeconds !== undefined ? result.retryAfterSeconds * 1000 : jitter(schedule[n - 1]!);
       next = { status: 'pending', nextAttemptAt: new Date(at.getTime() + delayMs), deliveredAt: null };
     }
     const error =
-      result.outcome === 'refused' ? `${result.error}; ${REFUSED_HINT}` : next.status === 'dead' && result.outcome === 'retry' ? `${result.error} (last attempt of the schedule)` : result.error;
+      result.outcome === 'refused'
+        ? `${result.error}; ${REFUSED_HINT}`
+        : next.status === 'dead' && result.outcome === 'retry'
+          ? `${result.error} (last attempt of the schedule)`
+          : result.error;
     await record(row, { at: now, statusCode: result.statusCode, latencyMs: result.latencyMs, response: result.response, error, next });
     // Once recorded: an attempt whose record failed is retried after its lease and counted then.
     counted.inc(next.status === 'pending' ? 'failed' : next.status);
     // Once per event: a refused event is dead after this attempt, so it is never attempted (nor logged) again until resent.
-    if (result.outcome === 'refused') logger.warn({ event_id: row.event_id, client_id: row.client_id, reason: result.error }, 'webhook target refused; event dead until an admin fixes the client and resends it');
+    if (result.outcome === 'refused')
+      logger.warn(
+        { event_id: row.event_id, client_id: row.client_id, reason: result.error },
+        'webhook target refused; event dead until an admin fixes the client and resends it',
+      );
     return next.status;
   }
 
@@ -169,7 +208,14 @@ export function createWebhooksService(deps: WebhooksDeps) {
           const now = clock.now();
           // One claim at a time in this process, counted in flight before the next: the per-client cap holds across drains.
           [claimed, clients] = await exclusive(async () => {
-            const rows = await claimDue(db, { now, leaseUntil: new Date(now.getTime() + LEASE_MS), limit: room, perClient: PER_CLIENT_IN_FLIGHT, inFlight: Object.fromEntries(inFlight), eventId });
+            const rows = await claimDue(db, {
+              now,
+              leaseUntil: new Date(now.getTime() + LEASE_MS),
+              limit: room,
+              perClient: PER_CLIENT_IN_FLIGHT,
+              inFlight: Object.fromEntries(inFlight),
+              eventId,
+            });
             for (const row of rows) inFlight.set(row.client_id, (inFlight.get(row.client_id) ?? 0) + 1);
             return [rows, rows.length > 0 ? await clientsOf(rows) : new Map()] as const;
           });
@@ -188,7 +234,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
           })
           .catch((err: unknown) => {
             report.failed++;
-            logger.error({ err: { message: (err as Error).message }, event_id: row.event_id }, 'webhook attempt could not be recorded; retried after its lease');
+            logger.error(
+              { err: { message: (err as Error).message }, event_id: row.event_id },
+              'webhook attempt could not be recorded; retried after its lease',
+            );
           })
           .finally(() => {
             const left = (inFlight.get(row.client_id) ?? 1) - 1;
@@ -314,4 +363,3 @@ export type WebhooksService = ReturnType<typeof createWebhooksService>;
 
 /** The statuses of an outbox row, for the admin list's filter. */
 export const OUTBOX_STATUSES: OutboxStatus[] = ['pending', 'delivered', 'dead'];
-

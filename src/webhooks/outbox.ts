@@ -3,7 +3,15 @@ import type { Db } from '../db/client.js';
 import { rowsOf } from '../db/tx.js';
 
 /** An outbox row this process has claimed for one attempt (its lease is committed before anything is sent). */
-export type Claimed = { id: number; event_id: string; client_id: number; event: string; body: string; attempts: number; retry_base: number };
+export type Claimed = {
+  id: number;
+  event_id: string;
+  client_id: number;
+  event: string;
+  body: string;
+  attempts: number;
+  retry_base: number;
+};
 
 export type OutboxStatus = 'pending' | 'delivered' | 'dead';
 
@@ -96,7 +104,14 @@ export type EventView = {
   created_at: string;
 };
 
-export type AttemptView = { attempt: number; at: string; status_code: number | null; latency_ms: number; response: string | null; error: string | null };
+export type AttemptView = {
+  attempt: number;
+  at: string;
+  status_code: number | null;
+  latency_ms: number;
+  response: string | null;
+  error: string | null;
+};
 
 type EventRow = Omit<EventView, 'next_attempt_at' | 'delivered_at' | 'created_at' | 'client_id'> & {
   id: number | string;
@@ -140,8 +155,17 @@ export async function listEvents(db: Db, status: OutboxStatus | undefined, limit
 export async function showEvent(db: Db, eventId: string): Promise<(EventView & { body: string; attempt_log: AttemptView[] }) | null> {
   const [row] = rowsOf<EventRow>(await db.execute(sql`${SELECT_EVENTS} WHERE o.event_id = ${eventId}`));
   if (!row) return null;
-  const attempts = rowsOf<{ attempt: number; at: Date | string; status_code: number | null; latency_ms: number; response: string | null; error: string | null }>(
-    await db.execute(sql`SELECT attempt, at, status_code, latency_ms, response, error FROM webhook_attempts WHERE outbox_id = ${row.id} ORDER BY id`),
+  const attempts = rowsOf<{
+    attempt: number;
+    at: Date | string;
+    status_code: number | null;
+    latency_ms: number;
+    response: string | null;
+    error: string | null;
+  }>(
+    await db.execute(
+      sql`SELECT attempt, at, status_code, latency_ms, response, error FROM webhook_attempts WHERE outbox_id = ${row.id} ORDER BY id`,
+    ),
   );
   return { ...eventView(row), body: row.body, attempt_log: attempts.map((a) => ({ ...a, at: toIso(a.at)! })) };
 }
@@ -159,6 +183,8 @@ export async function reopenEvent(db: Db, eventId: string, now: Date): Promise<{
 
 /** Deletes delivered events (and their attempts) delivered before `before`. */
 export async function purgeDelivered(db: Db, before: Date): Promise<number> {
-  const res = await db.execute(sql`DELETE FROM webhook_outbox WHERE status = 'delivered' AND delivered_at < ${iso(before)}::timestamptz RETURNING id`);
+  const res = await db.execute(
+    sql`DELETE FROM webhook_outbox WHERE status = 'delivered' AND delivered_at < ${iso(before)}::timestamptz RETURNING id`,
+  );
   return rowsOf(res).length;
 }

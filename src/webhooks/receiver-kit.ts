@@ -65,7 +65,8 @@ export function verifyWebhook(
   } catch {
     return { ok: false, reason: 'body is not JSON' };
   }
-  if (typeof event !== 'object' || event === null || event.event_id !== header(headers, 'x-webhook-id')) return { ok: false, reason: 'event_id differs from X-Webhook-ID' };
+  if (typeof event !== 'object' || event === null || event.event_id !== header(headers, 'x-webhook-id'))
+    return { ok: false, reason: 'event_id differs from X-Webhook-ID' };
   return { ok: true, event };
 }
 
@@ -113,7 +114,8 @@ export function createWebhookReceiver(opts: ReceiverOptions) {
     const v = verifyWebhook(rawBody, headers, { secret: opts.secret, toleranceSeconds: opts.toleranceSeconds, nowMs: opts.now?.() });
     if (!v.ok) return { status: 401, body: JSON.stringify({ ok: false, error: v.reason }), processed: false, reason: v.reason };
     const stored = await opts.findRequest(v.event);
-    if (!stored) return { status: 422, body: JSON.stringify({ ok: false, error: 'unknown payment' }), processed: false, reason: 'unknown payment' };
+    if (!stored)
+      return { status: 422, body: JSON.stringify({ ok: false, error: 'unknown payment' }), processed: false, reason: 'unknown payment' };
     const m = matchesStoredRequest(v.event, stored);
     if (!m.ok) return { status: 422, body: JSON.stringify({ ok: false, error: m.reason }), processed: false, reason: m.reason };
     // processOnce credits: only an approval may reach it. Opt-in events (payment.expired, .cancelled, .rejected) are

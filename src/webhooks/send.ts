@@ -114,7 +114,11 @@ export async function sendWebhook(dispatcher: Dispatcher, d: Delivery, now: Date
     if (status === 410) return { ...base, outcome: 'gone', error: '410 Gone: the receiver asked for no more attempts of this event' };
     if (status >= 300 && status < 400) {
       const location = res.headers.location;
-      return { ...base, outcome: 'retry', error: `redirect ${status} not followed${location ? ` (Location: ${String(location).slice(0, 200)})` : ''}; set the webhook URL to the final address` };
+      return {
+        ...base,
+        outcome: 'retry',
+        error: `redirect ${status} not followed${location ? ` (Location: ${String(location).slice(0, 200)})` : ''}; set the webhook URL to the final address`,
+      };
     }
     const retryAfterSeconds = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after'], now) : undefined;
     return { ...base, outcome: 'retry', error: `HTTP ${status}`, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) };

@@ -121,16 +121,25 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
  * The address to connect to for `hostname`. Without allowPrivate, a name any of whose addresses is not public is
  * refused whole: picking its one public address would still let its owner steer us with the rest.
  */
-export async function resolveTarget(hostname: string, resolver: Resolver, allowPrivate: boolean, timeoutMs = CONNECT_TIMEOUT_MS): Promise<string> {
+export async function resolveTarget(
+  hostname: string,
+  resolver: Resolver,
+  allowPrivate: boolean,
+  timeoutMs = CONNECT_TIMEOUT_MS,
+): Promise<string> {
   const host = hostname.replace(/^\[|\]$/g, '');
-  if (!allowPrivate && isLocalhostName(host)) throw new TargetRefusedError(`refused target: ${host} is a loopback name; this client does not allow private targets`);
-  const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await withTimeout(resolver(host), timeoutMs, `resolving ${host}`);
+  if (!allowPrivate && isLocalhostName(host))
+    throw new TargetRefusedError(`refused target: ${host} is a loopback name; this client does not allow private targets`);
+  const addresses = isIP(host)
+    ? [{ address: host, family: isIP(host) }]
+    : await withTimeout(resolver(host), timeoutMs, `resolving ${host}`);
   // No address is a DNS state that may change by itself: retried, unlike a refusal.
   if (addresses.length === 0) throw new Error(`${host} has no address`);
   if (!allowPrivate) {
     for (const a of addresses) {
       const kind = forbiddenKind(a.address);
-      if (kind) throw new TargetRefusedError(`refused target: ${host} is ${a.address} (${kind}); this client does not allow private targets`);
+      if (kind)
+        throw new TargetRefusedError(`refused target: ${host} is ${a.address} (${kind}); this client does not allow private targets`);
     }
   }
   return addresses[0]!.address;
@@ -141,7 +150,12 @@ export async function resolveTarget(hostname: string, resolver: Resolver, allowP
  * and connects to that address (the name stays the TLS server name): a name that answers a public address to an
  * earlier check and a private one now (DNS rebinding) is caught here.
  */
-export function createTargetAgent(opts: { resolver: Resolver; allowPrivate: boolean; connections?: number; connectTimeoutMs?: number }): Agent {
+export function createTargetAgent(opts: {
+  resolver: Resolver;
+  allowPrivate: boolean;
+  connections?: number;
+  connectTimeoutMs?: number;
+}): Agent {
   const timeout = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
   const connect = buildConnector({ timeout });
   return new Agent({

@@ -64,7 +64,11 @@ describe('admin API: users', () => {
       ];
       for (const headers of attempts) {
         expectError(await t.request({ method: 'GET', url: '/admin/v1/users', headers }), 401, 'admin_unauthorized');
-        expectError(await t.request({ method: 'POST', url: '/admin/v1/users', headers, payload: { name: 'intruder' } }), 401, 'admin_unauthorized');
+        expectError(
+          await t.request({ method: 'POST', url: '/admin/v1/users', headers, payload: { name: 'intruder' } }),
+          401,
+          'admin_unauthorized',
+        );
       }
       expect(await query(t, sql`SELECT count(*)::int AS n FROM users`)).toEqual(before);
       // A user's API key is not an admin token either.
@@ -76,7 +80,11 @@ describe('admin API: users', () => {
       const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
       for (const remoteAddress of ['10.0.0.9', '203.0.113.1', '2001:db8::1']) {
         expectError(await t.request({ method: 'GET', url: '/admin/v1/users', headers, remoteAddress }), 403, 'forbidden');
-        expectError(await t.request({ method: 'POST', url: '/admin/v1/users', headers, remoteAddress, payload: { name: 'from-afar' } }), 403, 'forbidden');
+        expectError(
+          await t.request({ method: 'POST', url: '/admin/v1/users', headers, remoteAddress, payload: { name: 'from-afar' } }),
+          403,
+          'forbidden',
+        );
         expectError(await t.request({ method: 'GET', url: '/admin/v1/users', remoteAddress }), 403, 'forbidden');
       }
       expect(await query(t, sql`SELECT id FROM users WHERE name = 'from-afar'`)).toEqual([]);
@@ -89,7 +97,11 @@ describe('admin API: users', () => {
 
   describe('create, show, list', () => {
     it('creates a user with API enabled, a fresh rgk_ key and an opening balance recorded in the ledger', async () => {
-      const res = await t.admin('POST', '/admin/v1/users', { name: '  Alice Shop  ', balance: '1500.50', ips: ['10.0.0.1', '2001:db8::/32'] });
+      const res = await t.admin('POST', '/admin/v1/users', {
+        name: '  Alice Shop  ',
+        balance: '1500.50',
+        ips: ['10.0.0.1', '2001:db8::/32'],
+      });
       expect(res.statusCode).toBe(200);
       const body = res.json() as { ok: true; data: Record<string, unknown> & { id: number; api_key: string } };
       expect(body).toEqual({
@@ -109,9 +121,14 @@ describe('admin API: users', () => {
       const { id, api_key: key } = body.data;
       expect(body.data.api_key_hint).toBe(`${key.slice(0, 4)}…${key.slice(-4)}`);
 
-      const [row] = await query<Record<string, unknown>>(t, sql`SELECT name, balance::text AS balance, api_enabled, allowed_ips FROM users WHERE id = ${id}`);
+      const [row] = await query<Record<string, unknown>>(
+        t,
+        sql`SELECT name, balance::text AS balance, api_enabled, allowed_ips FROM users WHERE id = ${id}`,
+      );
       expect(row).toEqual({ name: 'Alice Shop', balance: '1500.50', api_enabled: true, allowed_ips: ['10.0.0.1', '2001:db8::/32'] });
-      expect(await ledgerRows(t, id)).toEqual([{ amount: '1500.50', balance_after: '1500.50', kind: 'admin_credit', note: 'opening balance', actor: 'admin-api' }]);
+      expect(await ledgerRows(t, id)).toEqual([
+        { amount: '1500.50', balance_after: '1500.50', kind: 'admin_credit', note: 'opening balance', actor: 'admin-api' },
+      ]);
 
       // The key works at once, from an allowed address.
       const bal = await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(key), remoteAddress: '10.0.0.1' });
@@ -149,7 +166,10 @@ describe('admin API: users', () => {
       const byName = await t.admin('GET', `/admin/v1/users/${encodeURIComponent(user.name)}`);
       for (const res of [byId, byName]) {
         expect(res.statusCode).toBe(200);
-        expect(res.json()).toMatchObject({ ok: true, data: { id: user.id, name: user.name, api_key: user.api_key, balance: 12, api_enabled: true } });
+        expect(res.json()).toMatchObject({
+          ok: true,
+          data: { id: user.id, name: user.name, api_key: user.api_key, balance: 12, api_enabled: true },
+        });
       }
       expectError(await t.admin('GET', '/admin/v1/users/no-such-user'), 404, 'not_found');
       expectError(await t.admin('GET', '/admin/v1/users/999999'), 404, 'not_found');
@@ -212,11 +232,16 @@ describe('admin API: users', () => {
       const user = await makeUser(t, { balance: '100.00' });
       const credit = await t.admin('POST', `/admin/v1/users/${user.id}/credit`, { amount: '25.75', note: 'top-up #1' });
       expect(credit.statusCode).toBe(200);
-      expect(credit.json()).toEqual({ ok: true, data: { user_id: user.id, amount: 25.75, balance: 125.75, ledger_id: expect.any(Number) } });
+      expect(credit.json()).toEqual({
+        ok: true,
+        data: { user_id: user.id, amount: 25.75, balance: 125.75, ledger_id: expect.any(Number) },
+      });
 
       const debit = await t.admin('POST', `/admin/v1/users/${user.name}/credit`, { amount: -100.5 });
       expect(debit.json()).toEqual({ ok: true, data: { user_id: user.id, amount: -100.5, balance: 25.25, ledger_id: expect.any(Number) } });
-      expect((debit.json() as { data: { ledger_id: number } }).data.ledger_id).toBeGreaterThan((credit.json() as { data: { ledger_id: number } }).data.ledger_id);
+      expect((debit.json() as { data: { ledger_id: number } }).data.ledger_id).toBeGreaterThan(
+        (credit.json() as { data: { ledger_id: number } }).data.ledger_id,
+      );
 
       const toZero = await t.admin('POST', `/admin/v1/users/${user.id}/credit`, { amount: '-25.25' });
       expect(toZero.json()).toMatchObject({ ok: true, data: { balance: 0 } });
@@ -230,7 +255,12 @@ describe('admin API: users', () => {
       ]);
       // The ledger endpoint shows the same, newest first.
       const ledger = await t.adminData<{ amount: number; balance_after: number }[]>('GET', `/admin/v1/users/${user.id}/ledger`);
-      expect(ledger.map((l) => [l.amount, l.balance_after])).toEqual([[-25.25, 0], [-100.5, 25.25], [25.75, 125.75], [100, 100]]);
+      expect(ledger.map((l) => [l.amount, l.balance_after])).toEqual([
+        [-25.25, 0],
+        [-100.5, 25.25],
+        [25.75, 125.75],
+        [100, 100],
+      ]);
       // And the user sees it.
       const bal = await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) });
       expect(bal.json()).toEqual({ ok: true, balance: 0, currency: 'VND' });
@@ -247,7 +277,24 @@ describe('admin API: users', () => {
 
     it('an amount with 3 decimals, in exponent form or otherwise not a plain decimal answers 400 with details; nothing changes', async () => {
       const user = await makeUser(t, { balance: 10 });
-      const bad: unknown[] = ['1.234', 1.005, '1e3', 1e21, '0x10', '1,000', '.5', '5.', '+5', 'NaN', 'Infinity', '', '10 000', 0.1 + 0.2, true, null];
+      const bad: unknown[] = [
+        '1.234',
+        1.005,
+        '1e3',
+        1e21,
+        '0x10',
+        '1,000',
+        '.5',
+        '5.',
+        '+5',
+        'NaN',
+        'Infinity',
+        '',
+        '10 000',
+        0.1 + 0.2,
+        true,
+        null,
+      ];
       for (const amount of bad) {
         const details = expectValidation(await t.admin('POST', `/admin/v1/users/${user.id}/credit`, { amount }));
         expect(details.map((d) => d.path)).toEqual(['body.amount']);
@@ -280,7 +327,9 @@ describe('admin API: users', () => {
 
     it('20 concurrent credits of 0.10 add up to exactly 2.00 with 20 ledger rows', async () => {
       const user = await makeUser(t);
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => t.admin('POST', `/admin/v1/users/${user.id}/credit`, { amount: '0.10', note: `c${i}` })));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => t.admin('POST', `/admin/v1/users/${user.id}/credit`, { amount: '0.10', note: `c${i}` })),
+      );
       expect(answers.map((r) => r.statusCode)).toEqual(Array(20).fill(200));
       expect(await balanceText(t, user.id)).toBe('2.00');
       const rows = await ledgerRows(t, user.id);
@@ -316,9 +365,13 @@ describe('admin API: users', () => {
 
     it('set-ips stores the canonical list and an empty list means any address', async () => {
       const user = await makeUser(t);
-      const r = await t.adminData<{ allowed_ips: string[] }>('PUT', `/admin/v1/users/${user.name}/ips`, { ips: [' 10.0.0.1 ', '10.0.0.1/32', '::ffff:10.0.0.1', '10.0.0.0/8'] });
+      const r = await t.adminData<{ allowed_ips: string[] }>('PUT', `/admin/v1/users/${user.name}/ips`, {
+        ips: [' 10.0.0.1 ', '10.0.0.1/32', '::ffff:10.0.0.1', '10.0.0.0/8'],
+      });
       expect(r.allowed_ips).toEqual(['10.0.0.1', '10.0.0.0/8']);
-      expect(await query(t, sql`SELECT allowed_ips FROM users WHERE id = ${user.id}`)).toEqual([{ allowed_ips: ['10.0.0.1', '10.0.0.0/8'] }]);
+      expect(await query(t, sql`SELECT allowed_ips FROM users WHERE id = ${user.id}`)).toEqual([
+        { allowed_ips: ['10.0.0.1', '10.0.0.0/8'] },
+      ]);
       const cleared = await t.adminData<{ allowed_ips: string[] }>('PUT', `/admin/v1/users/${user.id}/ips`, { ips: [] });
       expect(cleared.allowed_ips).toEqual([]);
     });
@@ -344,7 +397,11 @@ describe('admin API: users', () => {
       ];
       for (const c of cases) {
         const details = expectValidation(await t.admin(c.method, c.url, c.payload));
-        expect({ url: c.url, payload: c.payload, paths: details.map((d) => d.path) }).toEqual({ url: c.url, payload: c.payload, paths: [c.path] });
+        expect({ url: c.url, payload: c.payload, paths: details.map((d) => d.path) }).toEqual({
+          url: c.url,
+          payload: c.payload,
+          paths: [c.path],
+        });
       }
       expect(await query(t, sql`SELECT id FROM users WHERE name = 'ok-name'`)).toEqual([]);
     });

@@ -15,7 +15,9 @@ describe('APP_SECRET shared by every process on one database', () => {
 
   it('a second process with another APP_SECRET refuses to start; one with the same secret starts', async () => {
     await makeUser(a);
-    await expect(createTestApp({ database: db.database, env: { APP_SECRET: 'another-app-secret-0123456789abcdef0123' } })).rejects.toThrow(/APP_SECRET differs/);
+    await expect(createTestApp({ database: db.database, env: { APP_SECRET: 'another-app-secret-0123456789abcdef0123' } })).rejects.toThrow(
+      /APP_SECRET differs/,
+    );
     const same = await createTestApp({ database: db.database });
     expect((await same.request({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     await same.close();

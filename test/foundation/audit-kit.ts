@@ -2,7 +2,15 @@ import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../src/db/tx.js';
 import type { TestApp } from '../harness.js';
 
-export type AuditRow = { id: number; at: Date | string; actor: string; action: string; target: string | null; request_id: string | null; summary: Record<string, unknown> };
+export type AuditRow = {
+  id: number;
+  at: Date | string;
+  actor: string;
+  action: string;
+  target: string | null;
+  request_id: string | null;
+  summary: Record<string, unknown>;
+};
 
 /** The audit rows of one request (by X-Request-Id), oldest first. */
 export async function auditRowsOf(t: TestApp, requestId: string): Promise<(AuditRow & { with_change: boolean })[]> {

@@ -38,13 +38,22 @@ async function codeProduct(c: Ctx, codes = 0) {
 async function orderOne(c: Ctx) {
   const { p, values } = await codeProduct(c, 2);
   const u = await userFixture(c);
-  const res = await c.t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(u.api_key), 'content-type': 'application/json' }, payload: { product_id: p.id, quantity: 1 } });
+  const res = await c.t.request({
+    method: 'POST',
+    url: '/api/v1/order/create',
+    headers: { ...bearer(u.api_key), 'content-type': 'application/json' },
+    payload: { product_id: p.id, quantity: 1 },
+  });
   expect(res.statusCode, res.body).toBe(200);
   const body = res.json() as { order_code?: string; data?: { order_code: string } };
   return { code: body.order_code ?? body.data!.order_code, values };
 }
 async function requestedClient(c: Ctx) {
-  return c.t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', { name: 'Walk', domain: 'walk.example.com', webhook_url: 'https://hooks.walk.example.com/pay' });
+  return c.t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', {
+    name: 'Walk',
+    domain: 'walk.example.com',
+    webhook_url: 'https://hooks.walk.example.com/pay',
+  });
 }
 async function approvedClient(c: Ctx) {
   const creds = await makePayClient(c.t, { domain: `w${rnd()}.example.com` });
@@ -52,13 +61,18 @@ async function approvedClient(c: Ctx) {
   return creds;
 }
 const admin = (c: Ctx, method: 'POST' | 'PUT' | 'PATCH', url: string, payload?: unknown) => c.t.admin(method, url, payload);
-const payment = (verb: string): Fixture => async (c) => {
-  const p = await createPayment(c.t, c.client);
-  return { res: await admin(c, 'POST', `/admin/v1/pay/payments/${p.payment_id}/${verb}`), target: `payment:${p.payment_id}` };
-};
+const payment =
+  (verb: string): Fixture =>
+  async (c) => {
+    const p = await createPayment(c.t, c.client);
+    return { res: await admin(c, 'POST', `/admin/v1/pay/payments/${p.payment_id}/${verb}`), target: `payment:${p.payment_id}` };
+  };
 const multipartFile = (name: string, content: string) => {
   const b = `walk${rnd()}`;
-  return { boundary: b, body: `--${b}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/zip\r\n\r\n${content}\r\n--${b}--\r\n` };
+  return {
+    boundary: b,
+    body: `--${b}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/zip\r\n\r\n${content}\r\n--${b}--\r\n`,
+  };
 };
 
 /** operationId -> a call that succeeds, and the target its audit row must name. */
@@ -67,14 +81,24 @@ const FIXTURES: Record<string, Fixture> = {
     const { p } = await codeProduct(c);
     const values = [`IMP-${rnd()}`, `IMP-${rnd()}`];
     values.forEach((v) => c.secrets.add(v));
-    const res = await c.t.request({ method: 'POST', url: `/admin/v1/products/${p.id}/codes`, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, payload: values.join('\n') });
+    const res = await c.t.request({
+      method: 'POST',
+      url: `/admin/v1/products/${p.id}/codes`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+      payload: values.join('\n'),
+    });
     return { res, target: `product:${p.id}` };
   },
   adminAttachFile: async (c) => {
     const cat = await makeCategory(c.t, `Files ${rnd()}`);
     const p = await makeProduct(c.t, { category_id: cat.id, type: 'file', max_qty: 1 });
     const m = multipartFile('walk.zip', 'PK-not-really-a-zip');
-    const res = await c.t.request({ method: 'POST', url: `/admin/v1/products/${p.id}/files`, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': `multipart/form-data; boundary=${m.boundary}` }, payload: m.body });
+    const res = await c.t.request({
+      method: 'POST',
+      url: `/admin/v1/products/${p.id}/files`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': `multipart/form-data; boundary=${m.boundary}` },
+      payload: m.body,
+    });
     return { res, target: `product:${p.id}` };
   },
   adminCreateUser: async (c) => {
@@ -129,7 +153,11 @@ const FIXTURES: Record<string, Fixture> = {
     return { res: await admin(c, 'POST', '/admin/v1/codes/mark-used', { codes: o.values }), target: null };
   },
   adminPayClientRequest: async (c) => {
-    const res = await admin(c, 'POST', '/admin/v1/pay/clients', { name: 'Walk', domain: 'walk.example.com', webhook_url: 'https://walk.example.com/hook' });
+    const res = await admin(c, 'POST', '/admin/v1/pay/clients', {
+      name: 'Walk',
+      domain: 'walk.example.com',
+      webhook_url: 'https://walk.example.com/hook',
+    });
     return { res, target: `pay_client:${data<{ id: number }>(res).id}` };
   },
   adminPayClientApprove: async (c) => {
@@ -141,11 +169,17 @@ const FIXTURES: Record<string, Fixture> = {
   },
   adminPayClientSetIps: async (c) => {
     const cl = await approvedClient(c);
-    return { res: await admin(c, 'PUT', `/admin/v1/pay/clients/${cl.id}/ips`, { ips: ['127.0.0.1', '10.0.0.9'] }), target: `pay_client:${cl.id}` };
+    return {
+      res: await admin(c, 'PUT', `/admin/v1/pay/clients/${cl.id}/ips`, { ips: ['127.0.0.1', '10.0.0.9'] }),
+      target: `pay_client:${cl.id}`,
+    };
   },
   adminPayClientUpdate: async (c) => {
     const r = await requestedClient(c);
-    return { res: await admin(c, 'PATCH', `/admin/v1/pay/clients/${r.id}`, { webhook_url: 'https://other.walk.example.com/pay' }), target: `pay_client:${r.id}` };
+    return {
+      res: await admin(c, 'PATCH', `/admin/v1/pay/clients/${r.id}`, { webhook_url: 'https://other.walk.example.com/pay' }),
+      target: `pay_client:${r.id}`,
+    };
   },
   adminPayClientDisable: async (c) => {
     const cl = await approvedClient(c);
@@ -164,7 +198,13 @@ const FIXTURES: Record<string, Fixture> = {
   },
   adminPayMethodCreate: async (c) => {
     const code = `W${rnd()}`.toUpperCase();
-    const res = await admin(c, 'POST', '/admin/v1/pay/methods', { code, bank_bin: '970436', bank_name: 'Vietcombank', account_number: '0123456789', account_name: 'WALK' });
+    const res = await admin(c, 'POST', '/admin/v1/pay/methods', {
+      code,
+      bank_bin: '970436',
+      bank_name: 'Vietcombank',
+      account_number: '0123456789',
+      account_name: 'WALK',
+    });
     return { res, target: `pay_method:${code}` };
   },
   adminPayMethodUpdate: async (c) => {
@@ -178,7 +218,9 @@ const FIXTURES: Record<string, Fixture> = {
   adminPaymentCancel: payment('cancel'),
   adminWebhookResend: async (c) => {
     const eventId = `evt_walk${rnd()}`;
-    await c.t.deps.db.execute(sql`INSERT INTO webhook_outbox (event_id, client_id, event, body, status) VALUES (${eventId}, ${c.client.id}, 'payment.approved', '{}', 'dead')`);
+    await c.t.deps.db.execute(
+      sql`INSERT INTO webhook_outbox (event_id, client_id, event, body, status) VALUES (${eventId}, ${c.client.id}, 'payment.approved', '{}', 'dead')`,
+    );
     return { res: await admin(c, 'POST', `/admin/v1/pay/webhooks/${eventId}/resend`), target: `webhook_event:${eventId}` };
   },
   adminSyncRun: async (c) => ({ res: await admin(c, 'POST', '/admin/v1/sync/run', { force: true }), target: null }),
@@ -223,9 +265,16 @@ describe('audit trail: every mutating admin operation', () => {
     const t = shops.mid;
     await makeMethod(t, 'VCB');
     const client = await makePayClient(t);
-    ctx = { t, shops, client, secrets: new Set([ADMIN_TOKEN, shops.account.api_key, shops.buyer.api_key, client.api_key, client.api_secret, client.webhook_secret]) };
+    ctx = {
+      t,
+      shops,
+      client,
+      secrets: new Set([ADMIN_TOKEN, shops.account.api_key, shops.buyer.api_key, client.api_key, client.api_secret, client.webhook_secret]),
+    };
     await plantTransactionProbe(t);
-    const doc = (await t.request({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { operationId: string }>> };
+    const doc = (await t.request({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { operationId: string }>>;
+    };
     operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.entries(ops)
         .filter(([method]) => path.startsWith('/admin/') && method !== 'get' && method !== 'head')
@@ -237,11 +286,20 @@ describe('audit trail: every mutating admin operation', () => {
   it('every one has an audit action and a fixture; no entry names an operation that does not exist', () => {
     const ids = operations.map((o) => o.operationId);
     expect(ids.length).toBeGreaterThan(30);
-    expect(ids.filter((id) => !AUDIT_ACTIONS[id]), 'mutating admin operations without an entry in src/admin/audit-actions.ts').toEqual([]);
-    expect(ids.filter((id) => !FIXTURES[id]), 'mutating admin operations without a fixture in this test').toEqual([]);
+    expect(
+      ids.filter((id) => !AUDIT_ACTIONS[id]),
+      'mutating admin operations without an entry in src/admin/audit-actions.ts',
+    ).toEqual([]);
+    expect(
+      ids.filter((id) => !FIXTURES[id]),
+      'mutating admin operations without a fixture in this test',
+    ).toEqual([]);
     // Reads audited through their route's config.audit (the backup: test/foundation/backup.test.ts checks its row).
     const auditedReads = ['adminBackup'];
-    expect(Object.keys(AUDIT_ACTIONS).filter((id) => !ids.includes(id) && !auditedReads.includes(id)), 'entries of no mutating operation').toEqual([]);
+    expect(
+      Object.keys(AUDIT_ACTIONS).filter((id) => !ids.includes(id) && !auditedReads.includes(id)),
+      'entries of no mutating operation',
+    ).toEqual([]);
   });
 
   it('a source order that runs while an admin action is open writes no audit row in its transaction', async () => {
@@ -274,7 +332,9 @@ describe('audit trail: every mutating admin operation', () => {
       open();
       const id = ((await action).json() as { id: string }).id;
       expect(await one(withOrders)).toEqual(before);
-      expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change }))).toEqual([{ action: 'test.admin_action', with_change: true }]);
+      expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change }))).toEqual([
+        { action: 'test.admin_action', with_change: true },
+      ]);
       expect(await auditRowsOf(t, String(order.headers['x-request-id']))).toEqual([]);
     } finally {
       await app.close();
@@ -291,11 +351,13 @@ describe('audit trail: every mutating admin operation', () => {
       const requestId = String(res.headers['x-request-id']);
       const rows = await auditRowsOf(ctx.t, requestId);
       const spec = AUDIT_ACTIONS[op.operationId]!;
-      expect(rows.map((r) => ({ action: r.action, actor: r.actor, target: r.target, request_id: r.request_id })), op.operationId).toEqual([
-        { action: spec.action, actor: 'admin-api', target, request_id: requestId },
-      ]);
+      expect(
+        rows.map((r) => ({ action: r.action, actor: r.actor, target: r.target, request_id: r.request_id })),
+        op.operationId,
+      ).toEqual([{ action: spec.action, actor: 'admin-api', target, request_id: requestId }]);
       // The merge's counts, noted inside its transaction (no `after` runs once a transaction carried the row).
-      if (op.operationId === 'adminSyncRun') expect(Object.keys(rows[0]!.summary).sort()).toEqual(['created', 'force', 'missing', 'mode', 'ran', 'skipped', 'updated']);
+      if (op.operationId === 'adminSyncRun')
+        expect(Object.keys(rows[0]!.summary).sort()).toEqual(['created', 'force', 'missing', 'mode', 'ran', 'skipped', 'updated']);
       // A deferred action (guard clear) has no transaction of its own; every other row, sync.run's included (its merge
       // transaction), shares its transaction with the change.
       if (rows[0]!.with_change !== !spec.deferred) failures.push(`${op.operationId}: with_change=${rows[0]!.with_change}`);

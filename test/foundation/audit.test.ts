@@ -39,7 +39,12 @@ describe('audit trail', () => {
     const res = await t.admin('POST', `/admin/v1/users/${u.id}/credit`, { amount: '50', note: 'refused' });
     await undo();
     expectError(res, 500, 'internal_error');
-    expect(await one(t, sql`SELECT balance::text AS balance, (SELECT count(*)::int FROM balance_ledger WHERE user_id = ${u.id}) AS ledger FROM users WHERE id = ${u.id}`)).toEqual({ balance: '100.00', ledger: 1 });
+    expect(
+      await one(
+        t,
+        sql`SELECT balance::text AS balance, (SELECT count(*)::int FROM balance_ledger WHERE user_id = ${u.id}) AS ledger FROM users WHERE id = ${u.id}`,
+      ),
+    ).toEqual({ balance: '100.00', ledger: 1 });
     expect(await auditRowsOf(t, reqId(res))).toEqual([]);
 
     const undoSetting = await refuseAuditRows(t, 'setting.set');
@@ -70,12 +75,14 @@ describe('audit trail', () => {
 
   it('admin actions in flight together each get their own row, in their own transaction', async () => {
     const users = await Promise.all(Array.from({ length: 8 }, () => makeUser(t, { balance: 1 })));
-    const answers = await Promise.all(users.map((u, i) => t.admin('POST', `/admin/v1/users/${u.id}/credit`, { amount: String(i + 1), note: `parallel ${i}` })));
+    const answers = await Promise.all(
+      users.map((u, i) => t.admin('POST', `/admin/v1/users/${u.id}/credit`, { amount: String(i + 1), note: `parallel ${i}` })),
+    );
     for (const [i, res] of answers.entries()) {
       expect(res.statusCode).toBe(200);
-      expect((await auditRowsOf(t, reqId(res))).map((r) => ({ target: r.target, summary: r.summary, with_change: r.with_change }))).toEqual([
-        { target: `user:${users[i]!.id}`, summary: { amount: String(i + 1), note: `parallel ${i}` }, with_change: true },
-      ]);
+      expect((await auditRowsOf(t, reqId(res))).map((r) => ({ target: r.target, summary: r.summary, with_change: r.with_change }))).toEqual(
+        [{ target: `user:${users[i]!.id}`, summary: { amount: String(i + 1), note: `parallel ${i}` }, with_change: true }],
+      );
     }
   });
 
@@ -100,8 +107,13 @@ describe('audit trail', () => {
       const quick = (await app.inject({ method: 'POST', url: '/quick' })).json() as { id: string };
       open();
       const slowId = ((await slow).json() as { id: string }).id;
-      for (const [id, action] of [[quick.id, 'test.quick'], [slowId, 'test.slow']] as const) {
-        expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change }))).toEqual([{ action, with_change: true }]);
+      for (const [id, action] of [
+        [quick.id, 'test.quick'],
+        [slowId, 'test.slow'],
+      ] as const) {
+        expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change }))).toEqual([
+          { action, with_change: true },
+        ]);
       }
     } finally {
       await app.close();
@@ -143,8 +155,14 @@ describe('audit trail', () => {
       await background;
       const inflightId = ((await inflight).json() as { id: string }).id;
       // Each action still has its one row, written after it (no transaction of its own), not in the background one.
-      for (const [id, action] of [[tick.id, 'test.tick'], [inflightId, 'test.inflight']] as const) {
-        expect((await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change })), action).toEqual([{ action, with_change: false }]);
+      for (const [id, action] of [
+        [tick.id, 'test.tick'],
+        [inflightId, 'test.inflight'],
+      ] as const) {
+        expect(
+          (await auditRowsOf(t, id)).map((r) => ({ action: r.action, with_change: r.with_change })),
+          action,
+        ).toEqual([{ action, with_change: false }]);
       }
     } finally {
       await app.close();
@@ -202,7 +220,9 @@ describe('audit trail', () => {
     try {
       const backup = (await app.inject({ method: 'GET', url: '/backup' })).json() as { id: string };
       const plain = (await app.inject({ method: 'GET', url: '/plain' })).json() as { id: string };
-      expect((await auditRowsOf(t, backup.id)).map((r) => ({ action: r.action, actor: r.actor }))).toEqual([{ action: 'backup.create', actor: 'admin-api' }]);
+      expect((await auditRowsOf(t, backup.id)).map((r) => ({ action: r.action, actor: r.actor }))).toEqual([
+        { action: 'backup.create', actor: 'admin-api' },
+      ]);
       expect(await auditRowsOf(t, plain.id)).toEqual([]);
     } finally {
       await app.close();
@@ -216,10 +236,28 @@ describe('audit trail', () => {
     const { ok } = cliKit(() => base);
     const created = await ok<{ id: number; name: string }>('user', 'create', '--name', 'cli-audited');
     await ok('user', 'credit', 'cli-audited', '25', '--note', 'from the cli');
-    const rows = await ok<{ id: number; at: string; actor: string; action: string; target: string; request_id: string; summary: Record<string, unknown> }[]>('audit', 'list', '--limit', '2');
+    const rows = await ok<
+      { id: number; at: string; actor: string; action: string; target: string; request_id: string; summary: Record<string, unknown> }[]
+    >('audit', 'list', '--limit', '2');
     expect(rows).toEqual([
-      { id: expect.any(Number), at: expect.any(String), actor: 'cli', action: 'user.credit', target: `user:${created.id}`, request_id: expect.any(String), summary: { amount: '25', note: 'from the cli' } },
-      { id: expect.any(Number), at: expect.any(String), actor: 'cli', action: 'user.create', target: `user:${created.id}`, request_id: expect.any(String), summary: { name: 'cli-audited' } },
+      {
+        id: expect.any(Number),
+        at: expect.any(String),
+        actor: 'cli',
+        action: 'user.credit',
+        target: `user:${created.id}`,
+        request_id: expect.any(String),
+        summary: { amount: '25', note: 'from the cli' },
+      },
+      {
+        id: expect.any(Number),
+        at: expect.any(String),
+        actor: 'cli',
+        action: 'user.create',
+        target: `user:${created.id}`,
+        request_id: expect.any(String),
+        summary: { name: 'cli-audited' },
+      },
     ]);
     expect(rows[0]!.id).toBeGreaterThan(rows[1]!.id);
     expect(await ok('audit', 'list', '--action', 'user.credit', '--limit', '1')).toEqual([rows[0]]);
@@ -230,15 +268,34 @@ describe('audit trail', () => {
     await makeMethod(t, 'SQLA');
     const bySql = await createPayment(t, client);
     await t.deps.db.execute(sql`UPDATE payment_requests SET status = 'approved' WHERE payment_id = ${bySql.payment_id}`);
-    const sqlRows = rowsOf<{ actor: string; action: string; target: string; request_id: string | null; summary: Record<string, unknown>; with_change: boolean }>(
-      await t.deps.db.execute(sql`SELECT actor, action, target, request_id, summary FROM audit_log WHERE target = ${`payment:${bySql.payment_id}`}`),
+    const sqlRows = rowsOf<{
+      actor: string;
+      action: string;
+      target: string;
+      request_id: string | null;
+      summary: Record<string, unknown>;
+      with_change: boolean;
+    }>(
+      await t.deps.db.execute(
+        sql`SELECT actor, action, target, request_id, summary FROM audit_log WHERE target = ${`payment:${bySql.payment_id}`}`,
+      ),
     );
-    expect(sqlRows).toEqual([{ actor: 'sql', action: 'payment.status', target: `payment:${bySql.payment_id}`, request_id: null, summary: expect.objectContaining({ from: 'pending_payment', to: 'approved' }) }]);
+    expect(sqlRows).toEqual([
+      {
+        actor: 'sql',
+        action: 'payment.status',
+        target: `payment:${bySql.payment_id}`,
+        request_id: null,
+        summary: expect.objectContaining({ from: 'pending_payment', to: 'approved' }),
+      },
+    ]);
 
     const byApp = await createPayment(t, client);
     const res = await t.admin('POST', `/admin/v1/pay/payments/${byApp.payment_id}/approve`);
     expect(res.statusCode).toBe(200);
-    const appRows = rowsOf<{ actor: string; action: string }>(await t.deps.db.execute(sql`SELECT actor, action FROM audit_log WHERE target = ${`payment:${byApp.payment_id}`}`));
+    const appRows = rowsOf<{ actor: string; action: string }>(
+      await t.deps.db.execute(sql`SELECT actor, action FROM audit_log WHERE target = ${`payment:${byApp.payment_id}`}`),
+    );
     expect(appRows).toEqual([{ actor: 'admin-api', action: 'payment.approve' }]);
   });
 
@@ -252,7 +309,10 @@ describe('audit trail', () => {
     expect(all.map((r) => r.id)).toEqual([...all.map((r) => r.id)].sort((a, b) => b - a));
     expect(await t.adminData('GET', '/admin/v1/audit?action=setting.set&limit=1')).toEqual([all[0]]);
     const since = new Date(mid.at).toISOString().replace('Z', '+00:00');
-    const after = await t.adminData<{ request_id: string }[]>('GET', `/admin/v1/audit?action=setting.set&since=${encodeURIComponent(since)}`);
+    const after = await t.adminData<{ request_id: string }[]>(
+      'GET',
+      `/admin/v1/audit?action=setting.set&since=${encodeURIComponent(since)}`,
+    );
     expect(after.map((r) => r.request_id)).toEqual([reqId(second), reqId(first)]);
     expect(await t.adminData('GET', '/admin/v1/audit?action=no.such.action')).toEqual([]);
     for (const q of ['since=2026-11-25T10:00:00', 'since=yesterday', 'limit=0', 'limit=1001', 'limit=ten']) {
@@ -267,8 +327,12 @@ describe('audit trail', () => {
     const now = t.clock.now().getTime();
     const at = (days: number) => new Date(now - days * 86_400_000).toISOString();
     const old = PRUNE_BATCH * 2 + 7;
-    await t.deps.db.execute(sql`INSERT INTO audit_log (at, actor, action, summary) SELECT ${at(31)}::timestamptz, 'test', 'old.row', '{}'::jsonb FROM generate_series(1, ${old})`);
-    await t.deps.db.execute(sql`INSERT INTO audit_log (at, actor, action, summary) VALUES (${at(29)}::timestamptz, 'test', 'recent.row', '{}'::jsonb)`);
+    await t.deps.db.execute(
+      sql`INSERT INTO audit_log (at, actor, action, summary) SELECT ${at(31)}::timestamptz, 'test', 'old.row', '{}'::jsonb FROM generate_series(1, ${old})`,
+    );
+    await t.deps.db.execute(
+      sql`INSERT INTO audit_log (at, actor, action, summary) VALUES (${at(29)}::timestamptz, 'test', 'recent.row', '{}'::jsonb)`,
+    );
     const cron = async () => {
       const res = await t.request({ method: 'GET', url: '/api-sync-cron.php?token=cron-audit-0123456789' });
       expect(res.statusCode, res.body).toBe(200);

@@ -52,7 +52,12 @@ describe('ordering API authentication', () => {
 
     it('Bearer (any case) and X-Api-Key both authenticate, as the key owner', async () => {
       const user = await makeUser(t, { balance: '1234.50' });
-      for (const headers of [bearer(user.api_key), { authorization: `bearer   ${user.api_key}  ` }, { 'x-api-key': user.api_key }, { 'x-api-key': ` ${user.api_key} ` }]) {
+      for (const headers of [
+        bearer(user.api_key),
+        { authorization: `bearer   ${user.api_key}  ` },
+        { 'x-api-key': user.api_key },
+        { 'x-api-key': ` ${user.api_key} ` },
+      ]) {
         const res = await balance(t, headers);
         expect(res.statusCode).toBe(200);
         expect(res.json()).toEqual({ ok: true, balance: 1234.5, currency: 'VND' });
@@ -62,7 +67,20 @@ describe('ordering API authentication', () => {
     it('a key in the query string is refused with 401 missing_api_key, even alongside a valid header', async () => {
       const user = await makeUser(t);
       const k = encodeURIComponent(user.api_key);
-      for (const qs of [`api_key=${k}`, `key=${k}`, `API_KEY=${k}`, `apikey=${k}`, `token=${k}`, `access_token=${k}`, `x-api-key=${k}`, `page=1&api_key=${k}`, `%6Bey=${k}`, `page=1&to%6Ben=${k}`, `%E2%84%AAey=${k}`, `ACCESS_TOKEN=${k}`]) {
+      for (const qs of [
+        `api_key=${k}`,
+        `key=${k}`,
+        `API_KEY=${k}`,
+        `apikey=${k}`,
+        `token=${k}`,
+        `access_token=${k}`,
+        `x-api-key=${k}`,
+        `page=1&api_key=${k}`,
+        `%6Bey=${k}`,
+        `page=1&to%6Ben=${k}`,
+        `%E2%84%AAey=${k}`,
+        `ACCESS_TOKEN=${k}`,
+      ]) {
         expectError(await balance(t, bearer(user.api_key), '127.0.0.1', `/api/v1/balance?${qs}`), 401, 'missing_api_key');
         expectError(await balance(t, { 'x-api-key': user.api_key }, '127.0.0.1', `/api/v1/products?${qs}`), 401, 'missing_api_key');
         expectError(await balance(t, {}, '127.0.0.1', `/api/v1/products?${qs}`), 401, 'missing_api_key');
@@ -73,7 +91,19 @@ describe('ordering API authentication', () => {
 
     it('a key that was put in the URL never reaches the logs, whatever spelling of the parameter was refused', async () => {
       const user = await makeUser(t);
-      for (const name of ['api_key', 'API_KEY', 'key', 'Key', 'apikey', 'token', 'access_token', 'x-api-key', 'X-Api-Key', 'api%5Fkey', 'Api%5FKey']) {
+      for (const name of [
+        'api_key',
+        'API_KEY',
+        'key',
+        'Key',
+        'apikey',
+        'token',
+        'access_token',
+        'x-api-key',
+        'X-Api-Key',
+        'api%5Fkey',
+        'Api%5FKey',
+      ]) {
         expectError(await balance(t, {}, '127.0.0.1', `/api/v1/products?${name}=${user.api_key}`), 401, 'missing_api_key');
         expectError(await balance(t, {}, '127.0.0.1', `/api/v1/products?page=1&${name}=${user.api_key}&q=x`), 401, 'missing_api_key');
       }
@@ -126,7 +156,9 @@ describe('ordering API authentication', () => {
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({ ok: true, balance: 10, currency: 'VND' });
       // The database holds the new key's digest only; `user show` reveals the new key.
-      expect(await query(t, sql`SELECT api_key_hash FROM users WHERE id = ${user.id}`)).toEqual([{ api_key_hash: sha256Hex(rotated.api_key) }]);
+      expect(await query(t, sql`SELECT api_key_hash FROM users WHERE id = ${user.id}`)).toEqual([
+        { api_key_hash: sha256Hex(rotated.api_key) },
+      ]);
       expect(await t.adminData('GET', `/admin/v1/users/${user.id}`)).toMatchObject({ api_key: rotated.api_key });
     });
 
@@ -152,10 +184,30 @@ describe('ordering API authentication', () => {
     const cases: { name: string; ips: string[]; allowed: string[]; denied: string[] }[] = [
       { name: 'IPv4 exact', ips: ['10.1.2.3'], allowed: ['10.1.2.3'], denied: ['10.1.2.4', '127.0.0.1', '2001:db8::1'] },
       { name: 'IPv4 CIDR', ips: ['10.1.0.0/16'], allowed: ['10.1.0.0', '10.1.255.255', '10.1.42.7'], denied: ['10.2.0.0', '10.0.255.255'] },
-      { name: 'IPv6 exact', ips: ['2001:db8::1'], allowed: ['2001:db8::1', '2001:0db8:0000:0000:0000:0000:0000:0001'], denied: ['2001:db8::2', '10.1.2.3'] },
-      { name: 'IPv6 CIDR', ips: ['2001:db8:abcd::/48'], allowed: ['2001:db8:abcd::1', '2001:db8:abcd:ffff:ffff:ffff:ffff:ffff'], denied: ['2001:db8:abce::', '2001:db8:abcc::1'] },
-      { name: 'IPv4 rule, IPv4-mapped IPv6 remote', ips: ['10.1.2.3', '192.168.0.0/24'], allowed: ['::ffff:10.1.2.3', '::ffff:192.168.0.77'], denied: ['::ffff:10.1.2.4', '::ffff:192.168.1.1'] },
-      { name: 'empty list = any address', ips: [], allowed: ['198.51.100.7', '10.0.0.1', '2001:db8::99', '::ffff:203.0.113.5'], denied: [] },
+      {
+        name: 'IPv6 exact',
+        ips: ['2001:db8::1'],
+        allowed: ['2001:db8::1', '2001:0db8:0000:0000:0000:0000:0000:0001'],
+        denied: ['2001:db8::2', '10.1.2.3'],
+      },
+      {
+        name: 'IPv6 CIDR',
+        ips: ['2001:db8:abcd::/48'],
+        allowed: ['2001:db8:abcd::1', '2001:db8:abcd:ffff:ffff:ffff:ffff:ffff'],
+        denied: ['2001:db8:abce::', '2001:db8:abcc::1'],
+      },
+      {
+        name: 'IPv4 rule, IPv4-mapped IPv6 remote',
+        ips: ['10.1.2.3', '192.168.0.0/24'],
+        allowed: ['::ffff:10.1.2.3', '::ffff:192.168.0.77'],
+        denied: ['::ffff:10.1.2.4', '::ffff:192.168.1.1'],
+      },
+      {
+        name: 'empty list = any address',
+        ips: [],
+        allowed: ['198.51.100.7', '10.0.0.1', '2001:db8::99', '::ffff:203.0.113.5'],
+        denied: [],
+      },
     ];
 
     it.each(cases)('$name', async ({ ips, allowed, denied }) => {

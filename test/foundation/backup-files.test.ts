@@ -40,13 +40,24 @@ describe.skipIf(onPostgres())('backup of attached files (embedded database only)
     db = await openPglite({ dataDir: path.join(root, 'pgdata') });
     await db.migrate();
     const cat = (await db.client.query<{ id: number }>(`INSERT INTO categories (name) VALUES ('Books') RETURNING id`)).rows[0]!.id;
-    const product = (await db.client.query<{ id: number }>(`INSERT INTO products (category_id, name, search_text, type, price) VALUES ($1, 'Guide', 'guide', 'file', '10') RETURNING id`, [cat])).rows[0]!.id;
+    const product = (
+      await db.client.query<{ id: number }>(
+        `INSERT INTO products (category_id, name, search_text, type, price) VALUES ($1, 'Guide', 'guide', 'file', '10') RETURNING id`,
+        [cat],
+      )
+    ).rows[0]!.id;
     fs.mkdirSync(path.join(root, 'files'));
-    content.set(big, randomBytes(3 << 20)).set(small, randomBytes(1000)).set(unlinkable, randomBytes(5000));
+    content
+      .set(big, randomBytes(3 << 20))
+      .set(small, randomBytes(1000))
+      .set(unlinkable, randomBytes(5000));
     for (const name of [big, small, unlinkable, lost]) {
       const bytes = content.get(name);
       if (bytes) fs.writeFileSync(path.join(root, 'files', name), bytes);
-      await db.client.query(`INSERT INTO product_files (product_id, filename, storage_name, size_bytes, sha256) VALUES ($1, $2, $3, $4, $5)`, [product, `${name}.bin`, name, bytes?.length ?? 1, bytes ? sha(bytes) : 'x']);
+      await db.client.query(
+        `INSERT INTO product_files (product_id, filename, storage_name, size_bytes, sha256) VALUES ($1, $2, $3, $4, $5)`,
+        [product, `${name}.bin`, name, bytes?.length ?? 1, bytes ? sha(bytes) : 'x'],
+      );
     }
   }, 120_000);
 
@@ -87,7 +98,13 @@ describe.skipIf(onPostgres())('backup of attached files (embedded database only)
       realLink(from, to);
     });
 
-    const service = createBackupService({ embedded: { client, pgdata: path.join(root, 'pgdata') }, databaseKind: 'pglite', dataDir: root, secrets: { appSecret: 'a', adminToken: 'b' }, version: 'test' });
+    const service = createBackupService({
+      embedded: { client, pgdata: path.join(root, 'pgdata') },
+      databaseKind: 'pglite',
+      dataDir: root,
+      secrets: { appSecret: 'a', adminToken: 'b' },
+      version: 'test',
+    });
     const prepared = await service.prepare(false);
     archive = path.join(root, 'backup.tar');
     await pipeline(prepared.stream, fs.createWriteStream(archive));
@@ -97,7 +114,13 @@ describe.skipIf(onPostgres())('backup of attached files (embedded database only)
     const m: BackupManifest = prepared.manifest;
     expect(m.files).toBe(3);
     expect(m.missing_files).toEqual([{ product_file_id: 4, storage_name: lost }]);
-    for (const [name, bytes] of content) expect(m.members.find((x) => x.path === `files/${name}`)).toEqual({ path: `files/${name}`, type: 'file', size: bytes.length, sha256: sha(bytes) });
+    for (const [name, bytes] of content)
+      expect(m.members.find((x) => x.path === `files/${name}`)).toEqual({
+        path: `files/${name}`,
+        type: 'file',
+        size: bytes.length,
+        sha256: sha(bytes),
+      });
     expect(m.members.some((x) => x.path === `files/${lost}`)).toBe(false);
     expect(fs.statSync(archive).size).toBe(prepared.bytes);
     // The staging folder (and its links) is gone; the attached files themselves are untouched.
@@ -122,13 +145,19 @@ describe.skipIf(onPostgres())('backup of attached files (embedded database only)
     fs.writeFileSync(cut, gz.subarray(0, Math.floor(gz.length / 2)));
     const a = await cli(['restore', cut, '--data-dir', path.join(root, 'never')]);
     expect(a.code).toBe(1);
-    expect(JSON.parse(a.err)).toMatchObject({ error: 'restore_refused', message: expect.stringMatching(/compressed archive is damaged or truncated|truncated/) });
+    expect(JSON.parse(a.err)).toMatchObject({
+      error: 'restore_refused',
+      message: expect.stringMatching(/compressed archive is damaged or truncated|truncated/),
+    });
 
     const folder = path.join(root, 'a-folder');
     fs.mkdirSync(folder);
     const b = await cli(['restore', folder, '--data-dir', path.join(root, 'never')]);
     expect(b.code).toBe(1);
-    expect(JSON.parse(b.err)).toMatchObject({ error: 'restore_refused', message: `Restore refused: cannot read ${folder} (it is a folder; give the backup archive file)` });
+    expect(JSON.parse(b.err)).toMatchObject({
+      error: 'restore_refused',
+      message: `Restore refused: cannot read ${folder} (it is a folder; give the backup archive file)`,
+    });
     // This process's open descriptors (Linux): none is the folder.
     const open = fs.readdirSync('/proc/self/fd').map((fd) => {
       try {

@@ -28,7 +28,20 @@ type Product = {
 };
 type ProductPage = { ok: true; data: Product[]; page: number; limit: number; total: number; has_more: boolean };
 
-const PRODUCT_KEYS = ['category_id', 'description', 'description2', 'id', 'max_qty', 'min_qty', 'name', 'price', 'status', 'stock', 'type', 'updated_at'];
+const PRODUCT_KEYS = [
+  'category_id',
+  'description',
+  'description2',
+  'id',
+  'max_qty',
+  'min_qty',
+  'name',
+  'price',
+  'status',
+  'stock',
+  'type',
+  'updated_at',
+];
 
 /** A user (its key) and a category of its own. */
 async function fixture(categoryName = 'Cards') {
@@ -48,7 +61,10 @@ describe('GET /api/v1/categories', () => {
     const { get } = await fixture();
     const parent = await t.adminData<{ id: string }>('POST', '/admin/v1/categories', { name: 'Games zz', sort: 7 });
     const child = await t.adminData<{ id: string }>('POST', '/admin/v1/categories', { name: 'Garena zz', parent_id: parent.id, sort: 6 });
-    const [synced] = await query<{ id: number }>(t, sql`INSERT INTO categories (name, source, sort) VALUES ('Synced zz', 'api', 8) RETURNING id`);
+    const [synced] = await query<{ id: number }>(
+      t,
+      sql`INSERT INTO categories (name, source, sort) VALUES ('Synced zz', 'api', 8) RETURNING id`,
+    );
 
     const res = await get('/api/v1/categories');
     expect(res.statusCode).toBe(200);
@@ -78,17 +94,45 @@ describe('GET /api/v1/products pagination', () => {
     for (let i = 0; i < 25; i++) ids.push((await makeProduct(t, { category_id: cat.id, name: `Paged ${i}` })).id);
 
     const p1 = (await get(`/api/v1/products?category_id=${cat.id}`)).json() as ProductPage;
-    expect({ ...p1, data: p1.data.map((p) => p.id) }).toEqual({ ok: true, data: ids.slice(0, 20), page: 1, limit: 20, total: 25, has_more: true });
+    expect({ ...p1, data: p1.data.map((p) => p.id) }).toEqual({
+      ok: true,
+      data: ids.slice(0, 20),
+      page: 1,
+      limit: 20,
+      total: 25,
+      has_more: true,
+    });
     for (const p of p1.data) expect(Object.keys(p).sort()).toEqual(PRODUCT_KEYS);
 
     const p2 = (await get(`/api/v1/products?category_id=${cat.id}&page=2`)).json() as ProductPage;
-    expect({ ...p2, data: p2.data.map((p) => p.id) }).toEqual({ ok: true, data: ids.slice(20), page: 2, limit: 20, total: 25, has_more: false });
+    expect({ ...p2, data: p2.data.map((p) => p.id) }).toEqual({
+      ok: true,
+      data: ids.slice(20),
+      page: 2,
+      limit: 20,
+      total: 25,
+      has_more: false,
+    });
 
     const p3 = (await get(`/api/v1/products?category_id=${cat.id}&page=3&limit=10`)).json() as ProductPage;
-    expect({ ...p3, data: p3.data.map((p) => p.id) }).toEqual({ ok: true, data: ids.slice(20), page: 3, limit: 10, total: 25, has_more: false });
+    expect({ ...p3, data: p3.data.map((p) => p.id) }).toEqual({
+      ok: true,
+      data: ids.slice(20),
+      page: 3,
+      limit: 10,
+      total: 25,
+      has_more: false,
+    });
 
     const p2of10 = (await get(`/api/v1/products?category_id=${cat.id}&page=2&limit=10`)).json() as ProductPage;
-    expect({ ...p2of10, data: p2of10.data.map((p) => p.id) }).toEqual({ ok: true, data: ids.slice(10, 20), page: 2, limit: 10, total: 25, has_more: true });
+    expect({ ...p2of10, data: p2of10.data.map((p) => p.id) }).toEqual({
+      ok: true,
+      data: ids.slice(10, 20),
+      page: 2,
+      limit: 10,
+      total: 25,
+      has_more: true,
+    });
 
     const beyond = await get(`/api/v1/products?category_id=${cat.id}&page=9`);
     expect(beyond.statusCode).toBe(200);
@@ -102,13 +146,34 @@ describe('GET /api/v1/products pagination', () => {
     await setSetting('products_max_limit', '5');
     try {
       const big = (await get(`/api/v1/products?category_id=${cat.id}&limit=50`)).json() as ProductPage;
-      expect({ ...big, data: big.data.map((p) => p.id) }).toEqual({ ok: true, data: ids.slice(0, 5), page: 1, limit: 5, total: 7, has_more: true });
+      expect({ ...big, data: big.data.map((p) => p.id) }).toEqual({
+        ok: true,
+        data: ids.slice(0, 5),
+        page: 1,
+        limit: 5,
+        total: 7,
+        has_more: true,
+      });
       const dflt = (await get(`/api/v1/products?category_id=${cat.id}`)).json() as ProductPage;
       expect(dflt.limit).toBe(5);
       const second = (await get(`/api/v1/products?category_id=${cat.id}&limit=50&page=2`)).json() as ProductPage;
-      expect({ ...second, data: second.data.map((p) => p.id) }).toEqual({ ok: true, data: ids.slice(5), page: 2, limit: 5, total: 7, has_more: false });
+      expect({ ...second, data: second.data.map((p) => p.id) }).toEqual({
+        ok: true,
+        data: ids.slice(5),
+        page: 2,
+        limit: 5,
+        total: 7,
+        has_more: false,
+      });
       const small = (await get(`/api/v1/products?category_id=${cat.id}&limit=3`)).json() as ProductPage;
-      expect({ ...small, data: small.data.map((p) => p.id) }).toEqual({ ok: true, data: ids.slice(0, 3), page: 1, limit: 3, total: 7, has_more: true });
+      expect({ ...small, data: small.data.map((p) => p.id) }).toEqual({
+        ok: true,
+        data: ids.slice(0, 3),
+        page: 1,
+        limit: 3,
+        total: 7,
+        has_more: true,
+      });
     } finally {
       await setSetting('products_max_limit', '');
     }
@@ -128,7 +193,12 @@ describe('GET /api/v1/products pagination', () => {
     const { get } = await fixture();
     const res = await get(`/api/v1/products?${qs}`);
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ ok: false, error: 'invalid_request', message: expect.stringContaining(path), details: [{ path, message: expect.any(String) }] });
+    expect(res.json()).toEqual({
+      ok: false,
+      error: 'invalid_request',
+      message: expect.stringContaining(path),
+      details: [{ path, message: expect.any(String) }],
+    });
   });
 
   it('lists every bad field in details at once', async () => {
@@ -248,7 +318,12 @@ describe('GET /api/v1/product', () => {
     for (const url of ['/api/v1/product', '/api/v1/product?id=']) {
       const res = await get(url);
       expect(res.statusCode, url).toBe(400);
-      expect(res.json()).toEqual({ ok: false, error: 'invalid_request', message: expect.any(String), details: [{ path: 'querystring.id', message: expect.any(String) }] });
+      expect(res.json()).toEqual({
+        ok: false,
+        error: 'invalid_request',
+        message: expect.any(String),
+        details: [{ path: 'querystring.id', message: expect.any(String) }],
+      });
     }
   });
 });
@@ -275,7 +350,10 @@ describe('stock', () => {
       for (const c of secretCodes) expect(body).not.toContain(c);
     }
     // At rest the codes are encrypted and digested, never stored as plain text.
-    const stored = await query<{ code_enc: string; code_digest: string; status: string }>(t, sql`SELECT code_enc, code_digest, status FROM codes WHERE product_id = ${Number(p.id)}`);
+    const stored = await query<{ code_enc: string; code_digest: string; status: string }>(
+      t,
+      sql`SELECT code_enc, code_digest, status FROM codes WHERE product_id = ${Number(p.id)}`,
+    );
     expect(stored).toHaveLength(3);
     for (const row of stored) {
       expect(row.status).toBe('available');
@@ -283,7 +361,9 @@ describe('stock', () => {
     }
 
     // A sold code is no longer stock.
-    await t.deps.db.execute(sql`UPDATE codes SET status = 'sold' WHERE id = (SELECT min(id) FROM codes WHERE product_id = ${Number(p.id)})`);
+    await t.deps.db.execute(
+      sql`UPDATE codes SET status = 'sold' WHERE id = (SELECT min(id) FROM codes WHERE product_id = ${Number(p.id)})`,
+    );
     expect((await get(`/api/v1/product?id=${p.id}`)).json()).toMatchObject({ data: { stock: 2, status: 'in_stock' } });
     expect((await get(`/api/v1/product?id=${empty.id}`)).json()).toMatchObject({ data: { stock: 0, status: 'out_of_stock' } });
   });
@@ -293,8 +373,14 @@ describe('stock', () => {
     const file = await makeProduct(t, { category_id: cat.id, name: 'Ebook', type: 'file' });
     const service = await makeProduct(t, { category_id: cat.id, name: 'Setup', type: 'service' });
     // With a file attached it is 999999 in_stock: test/orders/files.test.ts.
-    expect((await get(`/api/v1/product?id=${file.id}`)).json()).toMatchObject({ ok: true, data: { id: file.id, type: 'file', stock: 0, status: 'unavailable' } });
-    expect((await get(`/api/v1/product?id=${service.id}`)).json()).toMatchObject({ ok: true, data: { id: service.id, type: 'service', stock: 0, status: 'unavailable' } });
+    expect((await get(`/api/v1/product?id=${file.id}`)).json()).toMatchObject({
+      ok: true,
+      data: { id: file.id, type: 'file', stock: 0, status: 'unavailable' },
+    });
+    expect((await get(`/api/v1/product?id=${service.id}`)).json()).toMatchObject({
+      ok: true,
+      data: { id: service.id, type: 'service', stock: 0, status: 'unavailable' },
+    });
   });
 });
 
@@ -303,7 +389,8 @@ describe('the product list cache', () => {
     const { cat, get } = await fixture();
     const a = await makeProduct(t, { category_id: cat.id, name: 'Cache Alpha', price: 1000 });
     const b = await makeProduct(t, { category_id: cat.id, name: 'Cache Beta', price: 2000 });
-    const list = async () => ((await get(`/api/v1/products?category_id=${cat.id}`)).json() as ProductPage).data.map((p) => [p.id, p.name, p.price]);
+    const list = async () =>
+      ((await get(`/api/v1/products?category_id=${cat.id}`)).json() as ProductPage).data.map((p) => [p.id, p.name, p.price]);
     expect(await list()).toEqual([
       [a.id, 'Cache Alpha', 1000],
       [b.id, 'Cache Beta', 2000],
@@ -331,7 +418,8 @@ describe('the product list cache', () => {
   it('serves a change made by SQL behind its back only after products_cache_seconds (30 s)', async () => {
     const { cat, get } = await fixture();
     const p = await makeProduct(t, { category_id: cat.id, name: 'Before SQL', price: 100 });
-    const list = async () => ((await get(`/api/v1/products?category_id=${cat.id}`)).json() as ProductPage).data.map((x) => [x.name, x.price]);
+    const list = async () =>
+      ((await get(`/api/v1/products?category_id=${cat.id}`)).json() as ProductPage).data.map((x) => [x.name, x.price]);
     expect(await list()).toEqual([['Before SQL', 100]]);
 
     await t.deps.db.execute(sql`UPDATE products SET name = 'After SQL', search_text = 'after sql', price = 7 WHERE id = ${Number(p.id)}`);
@@ -372,7 +460,10 @@ describe('descriptions', () => {
     const p = await makeProduct(t, { category_id: cat.id, name: 'Described', description: dirty, description2: dirty2 });
     const res = await get(`/api/v1/product?id=${p.id}`);
     expect(res.json()).toMatchObject({ ok: true, data: { id: p.id, description: clean, description2: clean2 } });
-    const [row] = await query<{ description: string; description2: string }>(t, sql`SELECT description, description2 FROM products WHERE id = ${Number(p.id)}`);
+    const [row] = await query<{ description: string; description2: string }>(
+      t,
+      sql`SELECT description, description2 FROM products WHERE id = ${Number(p.id)}`,
+    );
     expect(row).toEqual({ description: clean, description2: clean2 });
     expect(res.body).not.toMatch(/<script|onerror|onclick|javascript:|<iframe|style=/i);
   });
@@ -394,7 +485,10 @@ describe('prices', () => {
     const b = await makeProduct(t, { category_id: cat.id, name: 'Dime', price: '0.10' });
     expect((await get(`/api/v1/product?id=${a.id}`)).json()).toMatchObject({ data: { price: 1234.56 } });
     expect((await get(`/api/v1/product?id=${b.id}`)).json()).toMatchObject({ data: { price: 0.1 } });
-    const rows = await query<{ id: number; price: string }>(t, sql`SELECT id, price::text AS price FROM products WHERE id IN (${Number(a.id)}, ${Number(b.id)}) ORDER BY id`);
+    const rows = await query<{ id: number; price: string }>(
+      t,
+      sql`SELECT id, price::text AS price FROM products WHERE id IN (${Number(a.id)}, ${Number(b.id)}) ORDER BY id`,
+    );
     expect(rows.map((r) => r.price)).toEqual(['1234.56', '0.10']);
   });
 
@@ -403,9 +497,16 @@ describe('prices', () => {
     for (const price of [1234.567, '1.005']) {
       const res = await t.admin('POST', '/admin/v1/products', { category_id: cat.id, name: 'Too precise', price });
       expect(res.statusCode, String(price)).toBe(400);
-      expect(res.json()).toEqual({ ok: false, error: 'invalid_request', message: expect.any(String), details: [{ path: 'body.price', message: expect.any(String) }] });
+      expect(res.json()).toEqual({
+        ok: false,
+        error: 'invalid_request',
+        message: expect.any(String),
+        details: [{ path: 'body.price', message: expect.any(String) }],
+      });
     }
-    const [{ n }] = (await query<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM products WHERE category_id = ${Number(cat.id)}`)) as [{ n: number }];
+    const [{ n }] = (await query<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM products WHERE category_id = ${Number(cat.id)}`)) as [
+      { n: number },
+    ];
     expect(n).toBe(0);
 
     const p = await makeProduct(t, { category_id: cat.id, name: 'Kept price', price: 10 });

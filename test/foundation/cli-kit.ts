@@ -7,7 +7,11 @@ export function cliKit(adminUrl: () => string) {
   async function cli(argv: string[]) {
     let out = '';
     let err = '';
-    const code = await runCli(argv, { env: { ADMIN_URL: adminUrl(), ADMIN_TOKEN }, stdout: (s) => void (out += s), stderr: (s) => void (err += s) });
+    const code = await runCli(argv, {
+      env: { ADMIN_URL: adminUrl(), ADMIN_TOKEN },
+      stdout: (s) => void (out += s),
+      stderr: (s) => void (err += s),
+    });
     return { code, out, err };
   }
 

@@ -7,7 +7,16 @@ import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser
 import { cliKit } from './cli-kit.js';
 
 /** The command names of DESIGN 6 this version adds; --help must list each of them once. */
-const NEW_COMMANDS = ['order show', 'order list', 'order refund', 'product attach-file', 'product files', 'codes mark-used', 'guard list', 'guard clear'];
+const NEW_COMMANDS = [
+  'order show',
+  'order list',
+  'order refund',
+  'product attach-file',
+  'product files',
+  'codes mark-used',
+  'guard list',
+  'guard clear',
+];
 
 const ISO = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 /** 10:00:00 UTC is 17:00:00 in the default display time zone (Asia/Ho_Chi_Minh). */
@@ -36,7 +45,12 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
 
   /** An order through the ordering API, as a reseller would place it. */
   async function placeOrder(key: string, productId: string, quantity: number): Promise<string> {
-    const res = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: { product_id: productId, quantity } });
+    const res = await t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: { ...bearer(key), 'content-type': 'application/json' },
+      payload: { product_id: productId, quantity },
+    });
     expect(res.statusCode).toBe(200);
     const body = res.json() as { ok: boolean; order_code: string; status: string };
     expect(body).toMatchObject({ ok: true, status: 'success' });
@@ -50,7 +64,11 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
   }
 
   async function deliveryOf(key: string, orderCode: string): Promise<unknown> {
-    const res = await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${encodeURIComponent(orderCode)}`, headers: bearer(key) });
+    const res = await t.request({
+      method: 'GET',
+      url: `/api/v1/order/delivery?order_code=${encodeURIComponent(orderCode)}`,
+      headers: bearer(key),
+    });
     expect(res.statusCode).toBe(200);
     return res.json();
   }
@@ -63,7 +81,15 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
     return p;
   }
 
-  const orderRow = (o: { code: string; productId: string; productName: string; quantity: number; unitPrice: number; userId: number; status?: string }) => ({
+  const orderRow = (o: {
+    code: string;
+    productId: string;
+    productName: string;
+    quantity: number;
+    unitPrice: number;
+    userId: number;
+    status?: string;
+  }) => ({
     order_code: o.code,
     request_id: null,
     status: o.status ?? 'success',
@@ -87,30 +113,57 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
 
       const order = await cli(['order', '--help']);
       expect(order.code).toBe(0);
-      expect(order.out.split('\n').filter((l) => /^ {2}\S/.test(l)).map((l) => l.trim().split(/\s+/).slice(0, 2).join(' '))).toEqual(['order show', 'order list', 'order refund']);
+      expect(
+        order.out
+          .split('\n')
+          .filter((l) => /^ {2}\S/.test(l))
+          .map((l) => l.trim().split(/\s+/).slice(0, 2).join(' ')),
+      ).toEqual(['order show', 'order list', 'order refund']);
       const markUsed = await cli(['codes', 'mark-used', '--help']);
-      expect(markUsed).toEqual({ code: 0, err: '', out: expect.stringContaining('Usage: reseller-admin codes mark-used CODE... [--unused]') });
+      expect(markUsed).toEqual({
+        code: 0,
+        err: '',
+        out: expect.stringContaining('Usage: reseller-admin codes mark-used CODE... [--unused]'),
+      });
 
-      expect((await fails('override', 'set', '1')).envelope).toEqual(usage(expect.stringMatching(/^Nothing to change: give at least one option; usage: reseller-admin override set P /)));
+      expect((await fails('override', 'set', '1')).envelope).toEqual(
+        usage(expect.stringMatching(/^Nothing to change: give at least one option; usage: reseller-admin override set P /)),
+      );
     });
 
     it('missing arguments, unknown verbs and unreadable files are usage errors', async () => {
-      expect((await fails('codes', 'mark-used')).envelope).toEqual(usage('Missing CODE; usage: reseller-admin codes mark-used CODE... [--unused]'));
-      expect((await fails('codes', 'mark-used', 'X', '--used')).envelope).toEqual(usage('Unknown option --used for "codes mark-used"; usage: reseller-admin codes mark-used CODE... [--unused]'));
+      expect((await fails('codes', 'mark-used')).envelope).toEqual(
+        usage('Missing CODE; usage: reseller-admin codes mark-used CODE... [--unused]'),
+      );
+      expect((await fails('codes', 'mark-used', 'X', '--used')).envelope).toEqual(
+        usage('Unknown option --used for "codes mark-used"; usage: reseller-admin codes mark-used CODE... [--unused]'),
+      );
       expect((await fails('order', 'show')).envelope).toEqual(usage('Missing CODE; usage: reseller-admin order show CODE'));
-      expect((await fails('order', 'refund', 'A', 'B')).envelope).toEqual(usage('Unexpected argument "B"; usage: reseller-admin order refund CODE'));
-      expect((await fails('order', 'list', '--user')).envelope).toEqual(usage(expect.stringContaining('usage: reseller-admin order list [--user U]')));
-      expect((await fails('order', 'cancel', 'X')).envelope).toEqual(usage('Unknown command "order cancel"; order verbs: show, list, refund'));
+      expect((await fails('order', 'refund', 'A', 'B')).envelope).toEqual(
+        usage('Unexpected argument "B"; usage: reseller-admin order refund CODE'),
+      );
+      expect((await fails('order', 'list', '--user')).envelope).toEqual(
+        usage(expect.stringContaining('usage: reseller-admin order list [--user U]')),
+      );
+      expect((await fails('order', 'cancel', 'X')).envelope).toEqual(
+        usage('Unknown command "order cancel"; order verbs: show, list, refund'),
+      );
       expect((await fails('guard', 'reset')).envelope).toEqual(usage('Unknown command "guard reset"; guard verbs: list, clear'));
-      expect((await fails('product', 'attach-file', '1')).envelope).toEqual(usage('Missing FILE; usage: reseller-admin product attach-file P FILE'));
+      expect((await fails('product', 'attach-file', '1')).envelope).toEqual(
+        usage('Missing FILE; usage: reseller-admin product attach-file P FILE'),
+      );
       const missing = path.join(tmp, 'missing.zip');
-      expect((await fails('product', 'attach-file', '1', missing)).envelope).toEqual(usage(`Cannot read ${JSON.stringify(missing)} (no such file); give the file to attach`));
-      expect((await fails('product', 'attach-file', '1', tmp)).envelope).toEqual(usage(`${JSON.stringify(tmp)} is not a file; give the file to attach`));
+      expect((await fails('product', 'attach-file', '1', missing)).envelope).toEqual(
+        usage(`Cannot read ${JSON.stringify(missing)} (no such file); give the file to attach`),
+      );
+      expect((await fails('product', 'attach-file', '1', tmp)).envelope).toEqual(
+        usage(`${JSON.stringify(tmp)} is not a file; give the file to attach`),
+      );
     });
   });
 
   describe('orders', () => {
-    it('order list shows every order newest first, --user (id or name) only that user\'s; order show has the owner and the decrypted codes', async () => {
+    it("order list shows every order newest first, --user (id or name) only that user's; order show has the owner and the decrypted codes", async () => {
       const alice = await makeUser(t, { name: 'alice', balance: 10000 });
       const bob = await makeUser(t, { name: 'bob', balance: 10000 });
       const garena = await codeProduct('Garena 10k', ['GAR-001', 'GAR-002', 'GAR-003']);
@@ -126,7 +179,11 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
       expect(await ok('order', 'list')).toEqual([rowA2, rowB1, rowA1]);
       expect(await ok('order', 'list', '--user', 'alice')).toEqual([rowA2, rowA1]);
       expect(await ok('order', 'list', '--user', String(bob.id))).toEqual([rowB1]);
-      expect((await fails('order', 'list', '--user', 'carol')).envelope).toEqual({ ok: false, error: 'not_found', message: 'No user "carol"' });
+      expect((await fails('order', 'list', '--user', 'carol')).envelope).toEqual({
+        ok: false,
+        error: 'not_found',
+        message: 'No user "carol"',
+      });
 
       expect(await ok('order', 'show', a1)).toEqual({
         ...rowA1,
@@ -135,13 +192,23 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
         delivered_at: null,
         codes: [unused('GAR-001'), unused('GAR-002')],
       });
-      expect(await ok('order', 'show', b1)).toEqual({ ...rowB1, user_name: 'bob', message: 'Order completed: 1 code(s) delivered', delivered_at: null, codes: [unused('ZNG-001')] });
+      expect(await ok('order', 'show', b1)).toEqual({
+        ...rowB1,
+        user_name: 'bob',
+        message: 'Order completed: 1 code(s) delivered',
+        delivered_at: null,
+        codes: [unused('ZNG-001')],
+      });
       // An admin looking is not a delivery: the owner has not seen the codes yet.
       expect((await ok<{ delivered_at: unknown }>('order', 'show', a2)).delivered_at).toBeNull();
-      expect((await fails('order', 'show', 'NO-SUCH-ORDER')).envelope).toEqual({ ok: false, error: 'not_found', message: 'No order "NO-SUCH-ORDER"' });
+      expect((await fails('order', 'show', 'NO-SUCH-ORDER')).envelope).toEqual({
+        ok: false,
+        error: 'not_found',
+        message: 'No order "NO-SUCH-ORDER"',
+      });
     });
 
-    it('order refund gives the total back once; a second refund is the API\'s conflict', async () => {
+    it("order refund gives the total back once; a second refund is the API's conflict", async () => {
       const carol = await makeUser(t, { name: 'carol', balance: 5000 });
       const p = await codeProduct('Vcoin 15k', ['VC-001', 'VC-002', 'VC-003', 'VC-004']);
       const fresh = await placeOrder(carol.api_key, p.id, 2);
@@ -150,9 +217,19 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
       // The owner reads the second order's codes: they stay with it after the refund.
       expect(await deliveryOf(carol.api_key, seen)).toMatchObject({ delivery_codes: ['VC-003'] });
 
-      expect(await ok('order', 'refund', fresh)).toEqual({ order_code: fresh, status: 'refunded', total: 2000, message: 'Refunded; codes returned to stock' });
+      expect(await ok('order', 'refund', fresh)).toEqual({
+        order_code: fresh,
+        status: 'refunded',
+        total: 2000,
+        message: 'Refunded; codes returned to stock',
+      });
       expect(await balanceOf(carol.api_key)).toEqual({ ok: true, balance: 4000, currency: 'VND' });
-      expect(await ok('order', 'refund', seen)).toEqual({ order_code: seen, status: 'refunded', total: 1000, message: 'Refunded; delivered codes stay with the order' });
+      expect(await ok('order', 'refund', seen)).toEqual({
+        order_code: seen,
+        status: 'refunded',
+        total: 1000,
+        message: 'Refunded; delivered codes stay with the order',
+      });
       expect(await balanceOf(carol.api_key)).toEqual({ ok: true, balance: 5000, currency: 'VND' });
 
       // Twice is refused with the API's envelope, passed through as is; the balance does not move.
@@ -162,12 +239,22 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
       const api = await t.admin('POST', `/admin/v1/orders/${fresh}/refund`);
       expect({ status: api.statusCode, line: JSON.stringify(api.json()) + '\n' }).toEqual({ status: 409, line: again.line });
       expect(await balanceOf(carol.api_key)).toEqual({ ok: true, balance: 5000, currency: 'VND' });
-      expect((await fails('order', 'refund', 'NO-SUCH-ORDER')).envelope).toEqual({ ok: false, error: 'not_found', message: 'No order "NO-SUCH-ORDER"' });
+      expect((await fails('order', 'refund', 'NO-SUCH-ORDER')).envelope).toEqual({
+        ok: false,
+        error: 'not_found',
+        message: 'No order "NO-SUCH-ORDER"',
+      });
 
       const refunded = { user_id: carol.id, status: 'refunded' };
       expect(await ok('order', 'list', '--user', 'carol')).toEqual([
-        { ...orderRow({ code: seen, productId: p.id, productName: 'Vcoin 15k', quantity: 1, unitPrice: 1000, userId: carol.id }), ...refunded },
-        { ...orderRow({ code: fresh, productId: p.id, productName: 'Vcoin 15k', quantity: 2, unitPrice: 1000, userId: carol.id }), ...refunded },
+        {
+          ...orderRow({ code: seen, productId: p.id, productName: 'Vcoin 15k', quantity: 1, unitPrice: 1000, userId: carol.id }),
+          ...refunded,
+        },
+        {
+          ...orderRow({ code: fresh, productId: p.id, productName: 'Vcoin 15k', quantity: 2, unitPrice: 1000, userId: carol.id }),
+          ...refunded,
+        },
       ]);
       // Unseen codes went back to stock (VC-001, VC-002 and the never sold VC-004); the seen one stays with its order.
       expect(await ok<unknown[]>('product', 'list')).toContainEqual(expect.objectContaining({ id: p.id, stock: 3, status: 'in_stock' }));
@@ -175,8 +262,26 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
       expect(await ok('order', 'show', seen)).toMatchObject({ status: 'refunded', delivered_at: ISO, codes: [unused('VC-003')] });
       const ledger = await ok<Record<string, unknown>[]>('user', 'ledger', 'carol');
       expect(ledger.slice(0, 2)).toEqual([
-        { id: expect.any(Number), amount: 1000, balance_after: 5000, kind: 'refund', ref: seen, note: null, actor: 'admin-api', created_at: ISO },
-        { id: expect.any(Number), amount: 2000, balance_after: 4000, kind: 'refund', ref: fresh, note: null, actor: 'admin-api', created_at: ISO },
+        {
+          id: expect.any(Number),
+          amount: 1000,
+          balance_after: 5000,
+          kind: 'refund',
+          ref: seen,
+          note: null,
+          actor: 'admin-api',
+          created_at: ISO,
+        },
+        {
+          id: expect.any(Number),
+          amount: 2000,
+          balance_after: 4000,
+          kind: 'refund',
+          ref: fresh,
+          note: null,
+          actor: 'admin-api',
+          created_at: ISO,
+        },
       ]);
     });
   });
@@ -193,17 +298,39 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
       const sha256 = createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
       const attached = await ok<{ id: number }>('product', 'attach-file', p.id, file);
-      expect(attached).toEqual({ id: expect.any(Number), product_id: p.id, filename: 'bundle.zip', size_bytes: content.length, sha256, created_at: ISO });
+      expect(attached).toEqual({
+        id: expect.any(Number),
+        product_id: p.id,
+        filename: 'bundle.zip',
+        size_bytes: content.length,
+        sha256,
+        created_at: ISO,
+      });
       const second = path.join(dir, 'read me.txt');
       fs.writeFileSync(second, 'hello\n');
       const readme = await ok('product', 'attach-file', p.id, second);
-      expect(readme).toEqual({ id: expect.any(Number), product_id: p.id, filename: 'read me.txt', size_bytes: 6, sha256: createHash('sha256').update('hello\n').digest('hex'), created_at: ISO });
+      expect(readme).toEqual({
+        id: expect.any(Number),
+        product_id: p.id,
+        filename: 'read me.txt',
+        size_bytes: 6,
+        sha256: createHash('sha256').update('hello\n').digest('hex'),
+        created_at: ISO,
+      });
       expect(await ok('product', 'files', p.id)).toEqual([attached, readme]);
 
       const codes = await codeProduct('Not a file product', ['NF-001']);
-      expect((await fails('product', 'attach-file', codes.id, second)).envelope).toEqual({ ok: false, error: 'invalid_request', message: `Product ${codes.id} is a code product; files belong to file products` });
+      expect((await fails('product', 'attach-file', codes.id, second)).envelope).toEqual({
+        ok: false,
+        error: 'invalid_request',
+        message: `Product ${codes.id} is a code product; files belong to file products`,
+      });
       expect(await ok('product', 'files', codes.id)).toEqual([]);
-      expect((await fails('product', 'attach-file', '999999', second)).envelope).toEqual({ ok: false, error: 'not_found', message: 'No product 999999' });
+      expect((await fails('product', 'attach-file', '999999', second)).envelope).toEqual({
+        ok: false,
+        error: 'not_found',
+        message: 'No product 999999',
+      });
       expect((await fails('product', 'files', 'abc')).envelope).toEqual({ ok: false, error: 'not_found', message: 'No product "abc"' });
     });
   });
@@ -225,21 +352,37 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
       });
       expect(await deliveryOf(dave.api_key, order)).toEqual(delivery([unused('STM-001'), unused('STM-002'), unused('STM-003')]));
 
-      expect(await ok('codes', 'mark-used', 'STM-001', 'STM-003', 'NOPE-1', 'NOPE-2')).toEqual({ marked: 2, not_found: ['NOPE-1', 'NOPE-2'] });
-      expect(await deliveryOf(dave.api_key, order)).toEqual(delivery([used('STM-001', NOW_DISPLAYED), unused('STM-002'), used('STM-003', NOW_DISPLAYED)]));
-      expect(await ok('order', 'show', order)).toMatchObject({ codes: [used('STM-001', NOW_DISPLAYED), unused('STM-002'), used('STM-003', NOW_DISPLAYED)] });
+      expect(await ok('codes', 'mark-used', 'STM-001', 'STM-003', 'NOPE-1', 'NOPE-2')).toEqual({
+        marked: 2,
+        not_found: ['NOPE-1', 'NOPE-2'],
+      });
+      expect(await deliveryOf(dave.api_key, order)).toEqual(
+        delivery([used('STM-001', NOW_DISPLAYED), unused('STM-002'), used('STM-003', NOW_DISPLAYED)]),
+      );
+      expect(await ok('order', 'show', order)).toMatchObject({
+        codes: [used('STM-001', NOW_DISPLAYED), unused('STM-002'), used('STM-003', NOW_DISPLAYED)],
+      });
 
       expect(await ok('codes', 'mark-used', '--unused', 'STM-001')).toEqual({ marked: 1, not_found: [] });
-      expect(await deliveryOf(dave.api_key, order)).toEqual(delivery([unused('STM-001'), unused('STM-002'), used('STM-003', NOW_DISPLAYED)]));
+      expect(await deliveryOf(dave.api_key, order)).toEqual(
+        delivery([unused('STM-001'), unused('STM-002'), used('STM-003', NOW_DISPLAYED)]),
+      );
 
       // Marking again later records the new time.
       t.clock.set(new Date('2026-12-31T17:30:05.000Z'));
       expect(await ok('codes', 'mark-used', 'STM-001', 'STM-002')).toEqual({ marked: 2, not_found: [] });
-      expect(await deliveryOf(dave.api_key, order)).toEqual(delivery([used('STM-001', '01/01/2027 00:30:05'), used('STM-002', '01/01/2027 00:30:05'), used('STM-003', NOW_DISPLAYED)]));
+      expect(await deliveryOf(dave.api_key, order)).toEqual(
+        delivery([used('STM-001', '01/01/2027 00:30:05'), used('STM-002', '01/01/2027 00:30:05'), used('STM-003', NOW_DISPLAYED)]),
+      );
       t.clock.set(NOW);
 
       expect(await ok('codes', 'mark-used', 'NOPE-3')).toEqual({ marked: 0, not_found: ['NOPE-3'] });
-      expect((await fails('codes', 'mark-used', '')).envelope).toEqual({ ok: false, error: 'invalid_request', message: expect.any(String), details: [{ path: 'body.codes.0', message: expect.any(String) }] });
+      expect((await fails('codes', 'mark-used', '')).envelope).toEqual({
+        ok: false,
+        error: 'invalid_request',
+        message: expect.any(String),
+        details: [{ path: 'body.codes.0', message: expect.any(String) }],
+      });
     });
   });
 
@@ -248,7 +391,14 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
       t.clock.set(NOW);
       expect(await ok('guard', 'list')).toEqual([]);
       const erin = await makeUser(t, { name: 'erin' });
-      const setting = (key: string, value: string, def: string) => ({ key, value, default: def, source: 'database', secret: false, help: expect.any(String) });
+      const setting = (key: string, value: string, def: string) => ({
+        key,
+        value,
+        default: def,
+        source: 'database',
+        secret: false,
+        help: expect.any(String),
+      });
       expect(await ok('setting', 'set', 'guard_enabled', 'true')).toEqual(setting('guard_enabled', 'true', 'false'));
       expect(await ok('setting', 'set', 'rate_limit_per_minute', '1')).toEqual(setting('rate_limit_per_minute', '1', '1000000'));
       try {
@@ -260,9 +410,13 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
         // 1 allowed, then refusals; the 10th refusal within the minute trips the guard.
         expect(errors).toEqual(['none', ...Array<string>(10).fill('rate_limited'), ...Array<string>(4).fill('api_guard')]);
 
-        expect(await ok('guard', 'list')).toEqual([{ subject: `key:${erin.id}`, until: new Date(NOW.getTime() + 300_000).toISOString(), seconds_left: 300 }]);
+        expect(await ok('guard', 'list')).toEqual([
+          { subject: `key:${erin.id}`, until: new Date(NOW.getTime() + 300_000).toISOString(), seconds_left: 300 },
+        ]);
         t.clock.advance(60_000);
-        expect(await ok('guard', 'list')).toEqual([{ subject: `key:${erin.id}`, until: new Date(NOW.getTime() + 300_000).toISOString(), seconds_left: 240 }]);
+        expect(await ok('guard', 'list')).toEqual([
+          { subject: `key:${erin.id}`, until: new Date(NOW.getTime() + 300_000).toISOString(), seconds_left: 240 },
+        ]);
 
         expect(await ok('guard', 'clear')).toEqual({ cleared: 1 });
         expect(await ok('guard', 'list')).toEqual([]);

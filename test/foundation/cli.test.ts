@@ -14,9 +14,25 @@ const BIN = fileURLToPath(new URL('../../bin/reseller-admin.mjs', import.meta.ur
 
 /** The command names of DESIGN 6 this version implements; --help must list each of them. */
 const CONTRACT_COMMANDS = [
-  'user create', 'user show', 'user list', 'user rotate-key', 'user disable', 'user enable', 'user set-ips', 'user credit', 'user ledger',
-  'category create', 'category list', 'product create', 'product update', 'product list', 'codes import',
-  'setting list', 'setting get', 'setting set', 'demo seed',
+  'user create',
+  'user show',
+  'user list',
+  'user rotate-key',
+  'user disable',
+  'user enable',
+  'user set-ips',
+  'user credit',
+  'user ledger',
+  'category create',
+  'category list',
+  'product create',
+  'product update',
+  'product list',
+  'codes import',
+  'setting list',
+  'setting get',
+  'setting set',
+  'demo seed',
 ];
 
 const userShape = (over: Record<string, unknown> = {}) => ({
@@ -102,7 +118,10 @@ describe('reseller-admin CLI', () => {
     it('<noun> --help lists that noun only; <noun> <verb> --help shows its usage', async () => {
       const user = await cli(['user', '--help']);
       expect(user.code).toBe(0);
-      const listed = user.out.split('\n').filter((l) => /^ {2}\S/.test(l)).map((l) => l.trim().split(' ').slice(0, 2).join(' '));
+      const listed = user.out
+        .split('\n')
+        .filter((l) => /^ {2}\S/.test(l))
+        .map((l) => l.trim().split(' ').slice(0, 2).join(' '));
       expect(listed).toEqual(CONTRACT_COMMANDS.filter((c) => c.startsWith('user ')));
       expect((await cli(['help', 'user'])).out).toBe(user.out);
       const one = await cli(['user', 'credit', '--help']);
@@ -114,28 +133,49 @@ describe('reseller-admin CLI', () => {
       expect(await fails('frobnicate')).toEqual(usage(expect.stringContaining('Unknown command "frobnicate"')));
       expect(await fails('user', 'delete', 'x')).toEqual(usage(expect.stringContaining('Unknown command "user delete"')));
       expect(await fails('user')).toEqual(usage(expect.stringContaining('user needs a verb: create, show, list')));
-      expect(await fails('user', 'create', '--name', 'x', '--bogus')).toEqual(usage('Unknown option --bogus for "user create"; usage: reseller-admin user create --name N [--balance X] [--ips a,b]'));
-      expect(await fails('user', 'create')).toEqual(usage('--name is required; usage: reseller-admin user create --name N [--balance X] [--ips a,b]'));
+      expect(await fails('user', 'create', '--name', 'x', '--bogus')).toEqual(
+        usage('Unknown option --bogus for "user create"; usage: reseller-admin user create --name N [--balance X] [--ips a,b]'),
+      );
+      expect(await fails('user', 'create')).toEqual(
+        usage('--name is required; usage: reseller-admin user create --name N [--balance X] [--ips a,b]'),
+      );
       expect(await fails('user', 'show')).toEqual(usage('Missing U; usage: reseller-admin user show U'));
       expect(await fails('user', 'show', 'a', 'b')).toEqual(usage('Unexpected argument "b"; usage: reseller-admin user show U'));
       expect(await fails('user', 'credit', 'x', '-500')).toEqual(usage(expect.stringContaining('user credit U -- -500')));
-      expect(await fails('user', 'set-ips', 'x')).toEqual(usage('--ips is required (--ips "" allows any address); usage: reseller-admin user set-ips U --ips a,b'));
-      expect(await fails('product', 'update', '1', '--hide', '--show')).toEqual(usage(expect.stringMatching(/^Give --hide or --show, not both; usage: reseller-admin product update P /)));
-      expect(await fails('product', 'update', '1')).toEqual(usage(expect.stringMatching(/^Nothing to change: give at least one option; usage: reseller-admin product update P /)));
-      expect(await fails('category', 'create', '--name', 'x', '--sort', 'first')).toEqual(usage('--sort must be a whole number (got "first"); usage: reseller-admin category create --name N [--parent ID] [--sort N]'));
+      expect(await fails('user', 'set-ips', 'x')).toEqual(
+        usage('--ips is required (--ips "" allows any address); usage: reseller-admin user set-ips U --ips a,b'),
+      );
+      expect(await fails('product', 'update', '1', '--hide', '--show')).toEqual(
+        usage(expect.stringMatching(/^Give --hide or --show, not both; usage: reseller-admin product update P /)),
+      );
+      expect(await fails('product', 'update', '1')).toEqual(
+        usage(expect.stringMatching(/^Nothing to change: give at least one option; usage: reseller-admin product update P /)),
+      );
+      expect(await fails('category', 'create', '--name', 'x', '--sort', 'first')).toEqual(
+        usage('--sort must be a whole number (got "first"); usage: reseller-admin category create --name N [--parent ID] [--sort N]'),
+      );
     });
 
     it('sync and override commands of intermediary mode answer without a source configured', async () => {
       expect(await ok('sync', 'status')).toEqual([]);
       expect(await ok('sync', 'run', '--force')).toEqual({ ran: false, reason: 'source_url is not set' });
-      expect(await fails('override', 'set', '1', '--hide', '--show')).toEqual(usage(expect.stringMatching(/^Give --hide or --show, not both; usage: reseller-admin override set P /)));
+      expect(await fails('override', 'set', '1', '--hide', '--show')).toEqual(
+        usage(expect.stringMatching(/^Give --hide or --show, not both; usage: reseller-admin override set P /)),
+      );
     });
   });
 
   describe('users', () => {
     it('user create prints exactly {id, name, api_key, api_enabled, balance, allowed_ips}; show and list find it', async () => {
       const created = await ok('user', 'create', '--name', 'alice', '--balance', '1500.50', '--ips', '10.0.0.1, 2001:db8::/32');
-      expect(created).toEqual({ id: expect.any(Number), name: 'alice', api_key: expect.stringMatching(/^\S{20,}$/), api_enabled: true, balance: 1500.5, allowed_ips: ['10.0.0.1', '2001:db8::/32'] });
+      expect(created).toEqual({
+        id: expect.any(Number),
+        name: 'alice',
+        api_key: expect.stringMatching(/^\S{20,}$/),
+        api_enabled: true,
+        balance: 1500.5,
+        allowed_ips: ['10.0.0.1', '2001:db8::/32'],
+      });
       const shown = await ok('user', 'show', 'alice');
       expect(shown).toEqual(userShape({ ...created, api_key_hint: expect.any(String) }));
       expect(await ok('user', 'show', String(created.id))).toEqual(shown);
@@ -143,9 +183,22 @@ describe('reseller-admin CLI', () => {
       const { api_key: _key, ...withoutKey } = shown;
       expect(listed).toContainEqual(withoutKey);
       expect(await ok('user', 'ledger', 'alice')).toEqual([
-        { id: expect.any(Number), amount: 1500.5, balance_after: 1500.5, kind: 'admin_credit', ref: null, note: 'opening balance', actor: 'admin-api', created_at: expect.any(String) },
+        {
+          id: expect.any(Number),
+          amount: 1500.5,
+          balance_after: 1500.5,
+          kind: 'admin_credit',
+          ref: null,
+          note: 'opening balance',
+          actor: 'admin-api',
+          created_at: expect.any(String),
+        },
       ]);
-      expect(await fails('user', 'create', '--name', 'alice')).toEqual({ ok: false, error: 'conflict', message: 'A user named "alice" already exists' });
+      expect(await fails('user', 'create', '--name', 'alice')).toEqual({
+        ok: false,
+        error: 'conflict',
+        message: 'A user named "alice" already exists',
+      });
       expect(await fails('user', 'show', 'nobody')).toEqual({ ok: false, error: 'not_found', message: 'No user "nobody"' });
     });
 
@@ -155,7 +208,10 @@ describe('reseller-admin CLI', () => {
       expect(rotated).toEqual(userShape({ name: 'rotor' }));
       expect(rotated.api_key).not.toBe(u.api_key);
       const old = await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(u.api_key) });
-      expect({ status: old.statusCode, body: old.json() }).toEqual({ status: 401, body: { ok: false, error: 'unauthorized', message: expect.any(String) } });
+      expect({ status: old.statusCode, body: old.json() }).toEqual({
+        status: 401,
+        body: { ok: false, error: 'unauthorized', message: expect.any(String) },
+      });
       const fresh = await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(rotated.api_key) });
       expect({ status: fresh.statusCode, body: fresh.json() }).toEqual({ status: 200, body: { ok: true, balance: 0, currency: 'VND' } });
     });
@@ -164,7 +220,10 @@ describe('reseller-admin CLI', () => {
       const u = await ok<{ api_key: string }>('user', 'create', '--name', 'toggler');
       expect(await ok('user', 'disable', 'toggler')).toEqual(userShape({ name: 'toggler', api_key: u.api_key, api_enabled: false }));
       const off = await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(u.api_key) });
-      expect({ status: off.statusCode, body: off.json() }).toEqual({ status: 403, body: { ok: false, error: 'api_disabled', message: expect.any(String) } });
+      expect({ status: off.statusCode, body: off.json() }).toEqual({
+        status: 403,
+        body: { ok: false, error: 'api_disabled', message: expect.any(String) },
+      });
       expect(await ok('user', 'enable', 'toggler')).toEqual(userShape({ name: 'toggler', api_key: u.api_key, api_enabled: true }));
       const on = await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(u.api_key) });
       expect(on.statusCode).toBe(200);
@@ -186,19 +245,51 @@ describe('reseller-admin CLI', () => {
 
     it('credit adds, `-- -500` debits, and an over-debit fails with the API envelope passed through', async () => {
       const u = await ok<{ id: number }>('user', 'create', '--name', 'payer');
-      expect(await ok('user', 'credit', 'payer', '1000', '--note', 'top-up')).toEqual({ user_id: u.id, amount: 1000, balance: 1000, ledger_id: expect.any(Number) });
-      expect(await ok('user', 'credit', 'payer', '--', '-500')).toEqual({ user_id: u.id, amount: -500, balance: 500, ledger_id: expect.any(Number) });
+      expect(await ok('user', 'credit', 'payer', '1000', '--note', 'top-up')).toEqual({
+        user_id: u.id,
+        amount: 1000,
+        balance: 1000,
+        ledger_id: expect.any(Number),
+      });
+      expect(await ok('user', 'credit', 'payer', '--', '-500')).toEqual({
+        user_id: u.id,
+        amount: -500,
+        balance: 500,
+        ledger_id: expect.any(Number),
+      });
 
       const r = await cli(['user', 'credit', 'payer', '--', '-500.01']);
       expect({ code: r.code, out: r.out }).toEqual({ code: 1, out: '' });
       const api = await t.admin('POST', '/admin/v1/users/payer/credit', { amount: '-500.01' });
       expect(api.statusCode).toBe(400);
       expect(r.err).toBe(JSON.stringify(api.json()) + '\n');
-      expect(r.error()).toEqual({ ok: false, error: 'invalid_request', message: 'Debit of 500.01 would take the balance below zero (balance 500)' });
+      expect(r.error()).toEqual({
+        ok: false,
+        error: 'invalid_request',
+        message: 'Debit of 500.01 would take the balance below zero (balance 500)',
+      });
 
       expect(await ok('user', 'ledger', 'payer')).toEqual([
-        { id: expect.any(Number), amount: -500, balance_after: 500, kind: 'admin_debit', ref: null, note: null, actor: 'admin-api', created_at: expect.any(String) },
-        { id: expect.any(Number), amount: 1000, balance_after: 1000, kind: 'admin_credit', ref: null, note: 'top-up', actor: 'admin-api', created_at: expect.any(String) },
+        {
+          id: expect.any(Number),
+          amount: -500,
+          balance_after: 500,
+          kind: 'admin_debit',
+          ref: null,
+          note: null,
+          actor: 'admin-api',
+          created_at: expect.any(String),
+        },
+        {
+          id: expect.any(Number),
+          amount: 1000,
+          balance_after: 1000,
+          kind: 'admin_credit',
+          ref: null,
+          note: 'top-up',
+          actor: 'admin-api',
+          created_at: expect.any(String),
+        },
       ]);
     });
   });
@@ -211,14 +302,61 @@ describe('reseller-admin CLI', () => {
       expect(sub).toEqual({ id: expect.stringMatching(/^\d+$/), name: 'Cards', parent_id: games.id, sort: 0, source: 'local' });
       expect(await ok('category', 'list')).toEqual(expect.arrayContaining([games, sub]));
 
-      const p = await ok<{ id: string }>('product', 'create', '--category', games.id, '--name', 'Thẻ Garena', '--price', '95000', '--type', 'code', '--min', '1', '--max', '10', '--description', 'line 1\nline 2', '--description2', 'terms', '--hidden');
-      const expected = { id: expect.stringMatching(/^\d+$/), name: 'Thẻ Garena', category_id: games.id, price: 95000, stock: 0, status: 'out_of_stock', min_qty: 1, max_qty: 10, description: expect.stringContaining('line 1'), description2: 'terms', type: 'code', hidden: true, source: 'local', updated_at: expect.any(String) };
+      const p = await ok<{ id: string }>(
+        'product',
+        'create',
+        '--category',
+        games.id,
+        '--name',
+        'Thẻ Garena',
+        '--price',
+        '95000',
+        '--type',
+        'code',
+        '--min',
+        '1',
+        '--max',
+        '10',
+        '--description',
+        'line 1\nline 2',
+        '--description2',
+        'terms',
+        '--hidden',
+      );
+      const expected = {
+        id: expect.stringMatching(/^\d+$/),
+        name: 'Thẻ Garena',
+        category_id: games.id,
+        price: 95000,
+        stock: 0,
+        status: 'out_of_stock',
+        min_qty: 1,
+        max_qty: 10,
+        description: expect.stringContaining('line 1'),
+        description2: 'terms',
+        type: 'code',
+        hidden: true,
+        source: 'local',
+        updated_at: expect.any(String),
+      };
       expect(p).toEqual(expected);
 
       const updated = await ok('product', 'update', p.id, '--price', '96000.5', '--name', 'Thẻ Garena 100k', '--max', '5', '--show');
       expect(updated).toEqual({ ...expected, name: 'Thẻ Garena 100k', price: 96000.5, max_qty: 5, hidden: false });
-      expect(await ok('product', 'update', p.id, '--hide')).toEqual({ ...expected, name: 'Thẻ Garena 100k', price: 96000.5, max_qty: 5, hidden: true });
-      expect(await ok<unknown[]>('product', 'list')).toContainEqual({ ...expected, name: 'Thẻ Garena 100k', price: 96000.5, max_qty: 5, hidden: true });
+      expect(await ok('product', 'update', p.id, '--hide')).toEqual({
+        ...expected,
+        name: 'Thẻ Garena 100k',
+        price: 96000.5,
+        max_qty: 5,
+        hidden: true,
+      });
+      expect(await ok<unknown[]>('product', 'list')).toContainEqual({
+        ...expected,
+        name: 'Thẻ Garena 100k',
+        price: 96000.5,
+        max_qty: 5,
+        hidden: true,
+      });
 
       expect(await fails('product', 'create', '--category', games.id, '--name', 'X', '--price', '1', '--type', 'crate')).toEqual({
         ok: false,
@@ -237,17 +375,42 @@ describe('reseller-admin CLI', () => {
       // Importing the same file again adds nothing: every line is already in stock.
       expect(await ok('codes', 'import', p.id, file)).toEqual({ product_id: p.id, imported: 0, skipped: 4, invalid: 0 });
       expect(await ok<unknown[]>('product', 'list')).toContainEqual(expect.objectContaining({ id: p.id, stock: 3, status: 'in_stock' }));
-      expect(await fails('codes', 'import', p.id, path.join(tmp, 'missing.txt'))).toEqual(usage(`Cannot read ${JSON.stringify(path.join(tmp, 'missing.txt'))} (no such file); give a text file with one code a line`));
-      expect(await fails('codes', 'import', p.id, tmp)).toEqual(usage(`${JSON.stringify(tmp)} is not a file; give a text file with one code a line`));
+      expect(await fails('codes', 'import', p.id, path.join(tmp, 'missing.txt'))).toEqual(
+        usage(`Cannot read ${JSON.stringify(path.join(tmp, 'missing.txt'))} (no such file); give a text file with one code a line`),
+      );
+      expect(await fails('codes', 'import', p.id, tmp)).toEqual(
+        usage(`${JSON.stringify(tmp)} is not a file; give a text file with one code a line`),
+      );
     });
   });
 
   describe('settings and demo', () => {
     it('setting set/get/list; list masks cron_token once it is set; "" resets', async () => {
       const help = expect.any(String);
-      expect(await ok('setting', 'get', 'cron_token')).toEqual({ key: 'cron_token', value: '', default: '', source: 'default', secret: true, help });
-      expect(await ok('setting', 'set', 'cron_token', 's3cret-cron-0123456789')).toEqual({ key: 'cron_token', value: 's3cret-cron-0123456789', default: '', source: 'database', secret: true, help });
-      expect(await ok('setting', 'get', 'cron_token')).toEqual({ key: 'cron_token', value: 's3cret-cron-0123456789', default: '', source: 'database', secret: true, help });
+      expect(await ok('setting', 'get', 'cron_token')).toEqual({
+        key: 'cron_token',
+        value: '',
+        default: '',
+        source: 'default',
+        secret: true,
+        help,
+      });
+      expect(await ok('setting', 'set', 'cron_token', 's3cret-cron-0123456789')).toEqual({
+        key: 'cron_token',
+        value: 's3cret-cron-0123456789',
+        default: '',
+        source: 'database',
+        secret: true,
+        help,
+      });
+      expect(await ok('setting', 'get', 'cron_token')).toEqual({
+        key: 'cron_token',
+        value: 's3cret-cron-0123456789',
+        default: '',
+        source: 'database',
+        secret: true,
+        help,
+      });
       // A short token is refused with the reason, and the stored one stays.
       expect(await fails('setting', 'set', 'cron_token', 'too-short')).toEqual({
         ok: false,
@@ -260,9 +423,30 @@ describe('reseller-admin CLI', () => {
       expect(listed).toContainEqual({ key: 'cron_token', value: '********', default: '', source: 'database', secret: true, help });
       expect(JSON.stringify(listed)).not.toContain('s3cret-cron-0123456789');
 
-      expect(await ok('setting', 'set', 'products_max_limit', '50')).toEqual({ key: 'products_max_limit', value: '50', default: '100', source: 'database', secret: false, help });
-      expect(await ok('setting', 'set', 'products_max_limit', '')).toEqual({ key: 'products_max_limit', value: '100', default: '100', source: 'default', secret: false, help });
-      expect(await ok('setting', 'set', 'cron_token', '')).toEqual({ key: 'cron_token', value: '', default: '', source: 'default', secret: true, help });
+      expect(await ok('setting', 'set', 'products_max_limit', '50')).toEqual({
+        key: 'products_max_limit',
+        value: '50',
+        default: '100',
+        source: 'database',
+        secret: false,
+        help,
+      });
+      expect(await ok('setting', 'set', 'products_max_limit', '')).toEqual({
+        key: 'products_max_limit',
+        value: '100',
+        default: '100',
+        source: 'default',
+        secret: false,
+        help,
+      });
+      expect(await ok('setting', 'set', 'cron_token', '')).toEqual({
+        key: 'cron_token',
+        value: '',
+        default: '',
+        source: 'default',
+        secret: true,
+        help,
+      });
 
       expect(await fails('setting', 'set', 'products_max_limit', 'lots')).toEqual({
         ok: false,
@@ -270,7 +454,11 @@ describe('reseller-admin CLI', () => {
         message: 'Invalid value for products_max_limit: must be a whole number',
         details: [{ path: 'products_max_limit', message: 'must be a whole number' }],
       });
-      expect(await fails('setting', 'get', 'no_such_setting')).toEqual({ ok: false, error: 'not_found', message: expect.stringContaining('no_such_setting') });
+      expect(await fails('setting', 'get', 'no_such_setting')).toEqual({
+        ok: false,
+        error: 'not_found',
+        message: expect.stringContaining('no_such_setting'),
+      });
     });
 
     it('demo seed prints the demo user with its key and three curl commands', async () => {
@@ -278,9 +466,16 @@ describe('reseller-admin CLI', () => {
       expect(seeded).toEqual({
         user: userShape({ name: 'demo', balance: 1000000 }),
         categories: [expect.objectContaining({ name: 'Thẻ game' }), expect.objectContaining({ name: 'Phần mềm' })],
-        products: expect.arrayContaining([expect.objectContaining({ name: 'Thẻ Garena 100.000đ', stock: 20 }), expect.objectContaining({ name: 'Ebook bundle', type: 'file' })]),
+        products: expect.arrayContaining([
+          expect.objectContaining({ name: 'Thẻ Garena 100.000đ', stock: 20 }),
+          expect.objectContaining({ name: 'Ebook bundle', type: 'file' }),
+        ]),
         codes_imported: 23,
-        try: [expect.stringContaining('/api/v1/products'), expect.stringContaining('/api/v1/products?q=the%20garena'), expect.stringContaining('/api/v1/balance')],
+        try: [
+          expect.stringContaining('/api/v1/products'),
+          expect.stringContaining('/api/v1/products?q=the%20garena'),
+          expect.stringContaining('/api/v1/balance'),
+        ],
       });
       expect(seeded.try.every((c) => c.startsWith('curl ') && c.includes(seeded.user.api_key))).toBe(true);
     });
@@ -293,7 +488,9 @@ describe('reseller-admin CLI', () => {
       expect(r.error()).toEqual({
         ok: false,
         error: 'admin_unauthorized',
-        message: expect.stringMatching(/^Send Authorization: Bearer <ADMIN_TOKEN>\. The server refused the admin token from ADMIN_TOKEN: it must equal /),
+        message: expect.stringMatching(
+          /^Send Authorization: Bearer <ADMIN_TOKEN>\. The server refused the admin token from ADMIN_TOKEN: it must equal /,
+        ),
       });
       expect(r.err).not.toContain('wrong-token');
     });
@@ -308,7 +505,11 @@ describe('reseller-admin CLI', () => {
 
       const none = await cli(['user', 'list'], { ADMIN_URL: adminUrl, DATA_DIR: path.join(tmp, 'empty') });
       expect({ code: none.code, out: none.out }).toEqual({ code: 1, out: '' });
-      expect(none.error()).toEqual({ ok: false, error: 'admin_unauthorized', message: expect.stringContaining('No admin token: set ADMIN_TOKEN') });
+      expect(none.error()).toEqual({
+        ok: false,
+        error: 'admin_unauthorized',
+        message: expect.stringContaining('No admin token: set ADMIN_TOKEN'),
+      });
     });
 
     it('a token file the server refuses (a stale data/admin-token) is named in the error, with what to do', async () => {
@@ -352,7 +553,12 @@ describe('reseller-admin CLI', () => {
       }) as typeof fetch;
       expect(await withFetch(timedOut)).toEqual({
         code: 1,
-        error: { ok: false, error: 'unreachable', message: 'No answer from the admin API at ADMIN_URL=http://admin.example:8080 within 30 s: the server may be running but stuck, or ADMIN_URL points elsewhere' },
+        error: {
+          ok: false,
+          error: 'unreachable',
+          message:
+            'No answer from the admin API at ADMIN_URL=http://admin.example:8080 within 30 s: the server may be running but stuck, or ADMIN_URL points elsewhere',
+        },
       });
       const seen: string[] = [];
       const html = (async (url: string | URL | Request) => {
@@ -361,7 +567,12 @@ describe('reseller-admin CLI', () => {
       }) as typeof fetch;
       expect(await withFetch(html)).toEqual({
         code: 1,
-        error: { ok: false, error: 'unexpected_response', message: "ADMIN_URL=http://admin.example:8080 answered HTTP 502 without the admin API's JSON envelope: is ADMIN_URL the reseller-gateway server?" },
+        error: {
+          ok: false,
+          error: 'unexpected_response',
+          message:
+            "ADMIN_URL=http://admin.example:8080 answered HTTP 502 without the admin API's JSON envelope: is ADMIN_URL the reseller-gateway server?",
+        },
       });
       expect(seen).toEqual(['http://admin.example:8080/admin/v1/users']);
     });
@@ -369,7 +580,8 @@ describe('reseller-admin CLI', () => {
 
   describe('the real process (bin/reseller-admin.mjs)', () => {
     // From another directory: the launcher must find dist/ (or tsx and the sources) relative to itself.
-    const spawnCli = (...argv: string[]) => run(process.execPath, [BIN, ...argv], { cwd: tmp, env: { ADMIN_URL: adminUrl, ADMIN_TOKEN }, timeout: 20_000 });
+    const spawnCli = (...argv: string[]) =>
+      run(process.execPath, [BIN, ...argv], { cwd: tmp, env: { ADMIN_URL: adminUrl, ADMIN_TOKEN }, timeout: 20_000 });
 
     it('user list prints the users as JSON and exits 0', async () => {
       await ok('user', 'create', '--name', 'spawned');

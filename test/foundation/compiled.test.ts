@@ -27,7 +27,16 @@ beforeAll(async () => {
 
 describe('reseller-gateway/webhook-verify under plain node', () => {
   const secret = 'whsec-compiled-test-secret';
-  const body = JSON.stringify({ event_id: 'evt_1', event: 'payment.approved', created_at: '2026-01-01T00:00:00Z', payment_id: 'pay_1', merchant_invoice_id: 'INV-1', amount: 150000, transfer_content: 'NAP1', status: 'approved' });
+  const body = JSON.stringify({
+    event_id: 'evt_1',
+    event: 'payment.approved',
+    created_at: '2026-01-01T00:00:00Z',
+    payment_id: 'pay_1',
+    merchant_invoice_id: 'INV-1',
+    amount: 150000,
+    transfer_content: 'NAP1',
+    status: 'approved',
+  });
   const timestamp = String(Math.floor(Date.now() / 1000));
   // Signed by openssl, not by our signer: the kit must accept the documented format, not merely agree with itself.
   const good = opensslHmacHex(secret, `${timestamp}.${body}`);
@@ -58,7 +67,8 @@ describe('reseller-gateway/webhook-verify under plain node', () => {
     const types = pkg.exports['./webhook-verify']!.types!;
     expect(types).toMatch(/\.d\.ts$/);
     const dts = fs.readFileSync(path.join(ROOT, types), 'utf8');
-    for (const name of ['verifyWebhook', 'matchesStoredRequest', 'createWebhookReceiver']) expect(dts).toContain(`export declare function ${name}(`);
+    for (const name of ['verifyWebhook', 'matchesStoredRequest', 'createWebhookReceiver'])
+      expect(dts).toContain(`export declare function ${name}(`);
     expect(dts).toContain('export type WebhookEvent');
   });
 });
@@ -71,7 +81,14 @@ describe(`node dist/main.js on ${dbKind() === 'pg' ? 'PostgreSQL' : 'the embedde
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-compiled-'));
-    const env: Record<string, string> = { DATA_DIR: path.join(dir, 'data'), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ADMIN_TOKEN, APP_SECRET };
+    const env: Record<string, string> = {
+      DATA_DIR: path.join(dir, 'data'),
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      ADMIN_TOKEN,
+      APP_SECRET,
+    };
     if (dbKind() === 'pg') {
       db = await createTestDatabase();
       env.DATABASE_URL = db.url!;
@@ -86,7 +103,11 @@ describe(`node dist/main.js on ${dbKind() === 'pg' ? 'PostgreSQL' : 'the embedde
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  async function call(method: string, url: string, opts: { auth?: string; body?: string; type?: string; headers?: Record<string, string> } = {}) {
+  async function call(
+    method: string,
+    url: string,
+    opts: { auth?: string; body?: string; type?: string; headers?: Record<string, string> } = {},
+  ) {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.auth) headers.authorization = `Bearer ${opts.auth}`;
     if (opts.body !== undefined) headers['content-type'] = opts.type ?? 'application/json';
@@ -101,23 +122,45 @@ describe(`node dist/main.js on ${dbKind() === 'pg' ? 'PostgreSQL' : 'the embedde
 
   it('serves the smoke path over HTTP: health, user, credit, product and codes, order and its status, a payment', async () => {
     expect(await call('GET', '/healthz')).toEqual({ status: 200, body: { ok: true, status: 'up' } });
-    expect(await call('GET', '/readyz')).toMatchObject({ status: 200, body: { ok: true, status: 'ready', checks: { database: { state: 'ok' } } } });
+    expect(await call('GET', '/readyz')).toMatchObject({
+      status: 200,
+      body: { ok: true, status: 'ready', checks: { database: { state: 'ok' } } },
+    });
 
     const user = await admin('POST', '/admin/v1/users', { name: 'compiled' });
     expect(await admin('POST', `/admin/v1/users/${user.id}/credit`, { amount: '5000' })).toMatchObject({ balance: 5000 });
     const cat = await admin('POST', '/admin/v1/categories', { name: 'Cards' });
     const product = await admin('POST', '/admin/v1/products', { category_id: cat.id, name: 'Card', price: '1000' });
-    const imported = await call('POST', `/admin/v1/products/${product.id}/codes`, { auth: ADMIN_TOKEN, body: 'C-1\nC-2\nC-3', type: 'text/plain' });
+    const imported = await call('POST', `/admin/v1/products/${product.id}/codes`, {
+      auth: ADMIN_TOKEN,
+      body: 'C-1\nC-2\nC-3',
+      type: 'text/plain',
+    });
     expect(imported).toMatchObject({ status: 200, body: { ok: true, data: { imported: 3, skipped: 0 } } });
 
-    const order = await call('POST', '/api/v1/order/create', { auth: String(user.api_key), body: JSON.stringify({ product_id: product.id, quantity: 2, request_id: 'compiled-1' }) });
+    const order = await call('POST', '/api/v1/order/create', {
+      auth: String(user.api_key),
+      body: JSON.stringify({ product_id: product.id, quantity: 2, request_id: 'compiled-1' }),
+    });
     expect(order).toMatchObject({ status: 200, body: { ok: true, status: 'success', total: 2000 } });
     const status = await call('GET', `/api/v1/order/status?order_code=${String(order.body.order_code)}`, { auth: String(user.api_key) });
     expect(status).toMatchObject({ status: 200, body: { ok: true, data: { order_code: order.body.order_code, status: 'success' } } });
     expect((await admin('GET', `/admin/v1/users/${user.id}`)).balance).toBe(3000);
 
-    await admin('POST', '/admin/v1/pay/methods', { code: 'VCB', bank_bin: '970436', bank_code: 'VCB', bank_name: 'Vietcombank', account_number: '0123456789', account_name: 'Cong ty ABC', activate: true });
-    const request = await admin('POST', '/admin/v1/pay/clients', { name: 'Shop', domain: 'shop.example.com', webhook_url: 'https://hooks.shop.example.com/pay' });
+    await admin('POST', '/admin/v1/pay/methods', {
+      code: 'VCB',
+      bank_bin: '970436',
+      bank_code: 'VCB',
+      bank_name: 'Vietcombank',
+      account_number: '0123456789',
+      account_name: 'Cong ty ABC',
+      activate: true,
+    });
+    const request = await admin('POST', '/admin/v1/pay/clients', {
+      name: 'Shop',
+      domain: 'shop.example.com',
+      webhook_url: 'https://hooks.shop.example.com/pay',
+    });
     const client = await admin('POST', `/admin/v1/pay/clients/${request.id}/approve`, { ips: ['127.0.0.1', '::1'] });
     const payBody = JSON.stringify({ merchant_invoice_id: 'INV-compiled-1', amount: 150000, description: 'top-up' });
     const event = 'payment.request.create';

@@ -38,7 +38,12 @@ describe('loadConfig', () => {
       SHUTDOWN_TIMEOUT_MS: 10_000,
     });
     expect(c.settingDefaults).toEqual(Object.fromEntries(settingKeys.map((k) => [k, settingDefs[k].default])));
-    expect(c.settingDefaults).toMatchObject({ products_max_limit: '100', products_cache_seconds: '30', currency: 'VND', maintenance: 'false' });
+    expect(c.settingDefaults).toMatchObject({
+      products_max_limit: '100',
+      products_cache_seconds: '30',
+      currency: 'VND',
+      maintenance: 'false',
+    });
     // Only the optional connections, secrets and the snapshot folder (its default is beside the install) are left unset.
     const unset = Object.keys(envSchema.shape).filter((k) => c[k as keyof typeof c] === undefined);
     expect(unset.sort()).toEqual(['ADMIN_TOKEN', 'APP_SECRET', 'DATABASE_URL', 'PGLITE_SNAPSHOT_DIR', 'REDIS_URL']);
@@ -145,7 +150,17 @@ describe('loadConfig', () => {
 
   it('knows every variable it documents', () => {
     // A typo in a variable name is not a silent no-op for the schema keys we test above.
-    for (const name of ['PORT', 'HOST', 'DATA_DIR', 'DATABASE_URL', 'ADMIN_ALLOWED_IPS', 'TRUST_PROXY', 'BODY_LIMIT_BYTES', 'APP_SECRET', 'ADMIN_TOKEN']) {
+    for (const name of [
+      'PORT',
+      'HOST',
+      'DATA_DIR',
+      'DATABASE_URL',
+      'ADMIN_ALLOWED_IPS',
+      'TRUST_PROXY',
+      'BODY_LIMIT_BYTES',
+      'APP_SECRET',
+      'ADMIN_TOKEN',
+    ]) {
       expect(Object.keys(envSchema.shape)).toContain(name);
     }
   });
@@ -155,7 +170,12 @@ describe('TRUST_PROXY reaches the server', () => {
   // The admin API answers only loopback (ADMIN_ALLOWED_IPS default), and its refusal names the address it saw: a
   // way to observe request.ip through HTTP.
   const adminCall = (t: TestApp, remoteAddress: string, forwardedFor: string) =>
-    t.request({ method: 'GET', url: '/admin/v1/settings/currency', remoteAddress, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-forwarded-for': forwardedFor } });
+    t.request({
+      method: 'GET',
+      url: '/admin/v1/settings/currency',
+      remoteAddress,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-forwarded-for': forwardedFor },
+    });
 
   describe('default (false)', () => {
     let t: TestApp;
@@ -229,7 +249,11 @@ describe('the server process with a bad configuration', () => {
     for (const key of [...Object.keys(envSchema.shape), ...settingKeys.map((k) => k.toUpperCase())]) delete env[key];
     const dataDir = path.join(dir, 'data');
     Object.assign(env, { PORT: 'abc', MAINTENANCE: 'maybe', APP_SECRET: 'short-secret-xyz', DATA_DIR: dataDir });
-    const child = spawn(process.execPath, ['--import', TSX, path.join(ROOT, 'src/main.ts')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', TSX, path.join(ROOT, 'src/main.ts')], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -239,7 +263,12 @@ describe('the server process with a bad configuration', () => {
     expect(stdout).toBe('');
     const errLines = stderr.trimEnd().split('\n');
     expect(errLines[0]).toBe('Invalid configuration:');
-    expect(errLines.slice(1).map((l) => l.trim().split(':')[0]).sort()).toEqual(['APP_SECRET', 'MAINTENANCE', 'PORT']);
+    expect(
+      errLines
+        .slice(1)
+        .map((l) => l.trim().split(':')[0])
+        .sort(),
+    ).toEqual(['APP_SECRET', 'MAINTENANCE', 'PORT']);
     for (const l of errLines.slice(1)) expect(l).toMatch(/^ {2}[A-Z_]+: /);
     expect(stderr).toContain('"abc"');
     expect(stderr).not.toContain('short-secret-xyz');

@@ -60,7 +60,10 @@ describe('a short cron_token written by SQL', () => {
     await t?.close();
   });
 
-  const setBySql = (value: string) => t.deps.db.execute(sql`INSERT INTO settings (key, value) VALUES ('cron_token', ${value}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
+  const setBySql = (value: string) =>
+    t.deps.db.execute(
+      sql`INSERT INTO settings (key, value) VALUES ('cron_token', ${value}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    );
   const warnings = () => t.logs.filter((l) => (JSON.parse(l) as { level: number; setting?: string }).setting === 'cron_token');
   /** Several settings reloads (the snapshot lives 1 s on the manual clock), each through a cron call with the stored value. */
   async function reloads(token: string, n = 5) {

@@ -3,7 +3,18 @@ import pg from 'pg';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPg, type Database } from '../../src/db/client.js';
-import { createTestApp, createTestDatabase, importCodes, makeCategory, makeProduct, makeUser, onPostgres, bearer, type TestApp, type TestDatabase } from '../harness.js';
+import {
+  createTestApp,
+  createTestDatabase,
+  importCodes,
+  makeCategory,
+  makeProduct,
+  makeUser,
+  onPostgres,
+  bearer,
+  type TestApp,
+  type TestDatabase,
+} from '../harness.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 // Issue 9 item 1: PostgreSQL connections that die (backends terminated, the server gone) must not kill the process.
@@ -39,7 +50,11 @@ describe.skipIf(!onPostgres())('database connection loss (PostgreSQL only; PGlit
     user = await makeUser(t, { balance: INITIAL });
     const cat = await makeCategory(t);
     productId = (await makeProduct(t, { category_id: cat.id, price: PRICE, max_qty: 5 })).id;
-    await importCodes(t, productId, Array.from({ length: 300 }, (_, i) => `OUT-${i}`));
+    await importCodes(
+      t,
+      productId,
+      Array.from({ length: 300 }, (_, i) => `OUT-${i}`),
+    );
   });
   afterAll(async () => {
     await t?.close();
@@ -49,13 +64,22 @@ describe.skipIf(!onPostgres())('database connection loss (PostgreSQL only; PGlit
     await own?.drop();
   });
 
-  const terminateAll = () => admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName]);
+  const terminateAll = () =>
+    admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName]);
   const order = (i: number, quantity = 1) =>
-    t.request({ method: 'POST', url: '/api/v1/order/create', headers: bearer(user.api_key), payload: { product_id: productId, quantity, request_id: `outage-${i}` } });
+    t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: bearer(user.api_key),
+      payload: { product_id: productId, quantity, request_id: `outage-${i}` },
+    });
 
   function expectOkOrUnavailable(res: LightMyRequestResponse): void {
     if (res.statusCode === 200) return;
-    expect({ status: res.statusCode, body: res.json() }).toEqual({ status: 503, body: { ok: false, error: 'unavailable', message: expect.any(String) } });
+    expect({ status: res.statusCode, body: res.json() }).toEqual({
+      status: 503,
+      body: { ok: false, error: 'unavailable', message: expect.any(String) },
+    });
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
   }
 
@@ -63,13 +87,16 @@ describe.skipIf(!onPostgres())('database connection loss (PostgreSQL only; PGlit
     const check = new pg.Client({ connectionString: own.url });
     await check.connect();
     try {
-      const r = await check.query(`SELECT
+      const r = await check.query(
+        `SELECT
         (SELECT balance::text FROM users WHERE id = $1) AS balance,
         (SELECT coalesce(sum(total), 0)::text FROM orders WHERE user_id = $1) AS spent,
         (SELECT coalesce(sum(quantity), 0)::int FROM orders WHERE user_id = $1) AS units,
         (SELECT count(*)::int FROM codes WHERE status = 'sold') AS sold,
         (SELECT count(*)::int FROM orders WHERE user_id = $1) AS orders,
-        (SELECT count(*)::int FROM balance_ledger WHERE user_id = $1 AND kind = 'order') AS ledger`, [user.id]);
+        (SELECT count(*)::int FROM balance_ledger WHERE user_id = $1 AND kind = 'order') AS ledger`,
+        [user.id],
+      );
       const s = r.rows[0] as { balance: string; spent: string; units: number; sold: number; orders: number; ledger: number };
       expect(Number(s.balance) + Number(s.spent)).toBe(INITIAL);
       expect(s.sold).toBe(s.units);
@@ -110,7 +137,10 @@ describe.skipIf(!onPostgres())('database connection loss (PostgreSQL only; PGlit
         await new Promise((r) => setTimeout(r, 200));
         await tx.execute(sql`SELECT 1`);
       })
-      .then(() => null, (err: unknown) => err);
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
     expect(failed).toBeInstanceOf(Error);
     const after = await t.request({ method: 'GET', url: '/readyz' });
     expect(after.statusCode).toBe(200);

@@ -7,7 +7,9 @@ import { ADMIN_TOKEN, createTestApp, type TestApp } from '../harness.js';
 // route renamed that an alert names, fails here instead of leaving an alert that can never fire.
 
 const rules = parse(fs.readFileSync('deploy/prometheus/alerts.yml', 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] };
-const dashboard = JSON.parse(fs.readFileSync('deploy/grafana/reseller-gateway.json', 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+const dashboard = JSON.parse(fs.readFileSync('deploy/grafana/reseller-gateway.json', 'utf8')) as {
+  panels: { targets?: { expr: string }[] }[];
+};
 const exprs = [
   ...rules.groups.flatMap((g) => g.rules.map((r) => ({ where: `alert ${r.alert}`, expr: r.expr }))),
   ...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ where: 'dashboard', expr: t.expr }))),
@@ -35,7 +37,12 @@ describe('deploy/ names what /metrics serves', () => {
 
   it('every metric an alert or a dashboard panel reads is one the server exports', () => {
     expect(exprs.length).toBeGreaterThan(20);
-    const missing = exprs.flatMap(({ where, expr }) => [...expr.matchAll(METRIC)].map((m) => baseName(m[1]!)).filter((n) => !served.has(n)).map((n) => `${where}: ${n}`));
+    const missing = exprs.flatMap(({ where, expr }) =>
+      [...expr.matchAll(METRIC)]
+        .map((m) => baseName(m[1]!))
+        .filter((n) => !served.has(n))
+        .map((n) => `${where}: ${n}`),
+    );
     expect(missing).toEqual([]);
   });
 

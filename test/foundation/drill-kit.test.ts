@@ -13,7 +13,11 @@ const TSX = pathToFileURL(path.join(ROOT, 'node_modules/tsx/dist/loader.mjs')).h
 const FIXTURE = path.join(ROOT, 'test/helpers/drill-fixture.ts');
 
 function runFixture(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', TSX, FIXTURE], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', TSX, FIXTURE], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
@@ -52,26 +56,30 @@ describe('drill kit: a drill cut short cleans up after itself', () => {
     }
   }, 60_000);
 
-  it('stopped by SIGTERM, the drill leaves no server process and no data folder behind', async () => {
-    const f = runFixture({ FIXTURE_MODE: 'server' });
-    let info: { pid: number; dataDir: string } | null = null;
-    try {
-      await until(() => f.out().includes('"pid"') || f.child.exitCode !== null, START_TIMEOUT_MS, 'the drill server to start');
-      info = JSON.parse(f.out().split('\n')[0]!) as { pid: number; dataDir: string };
-      expect(alive(info.pid)).toBe(true);
-      expect(fs.existsSync(info.dataDir)).toBe(true);
-      f.child.kill('SIGTERM');
-      expect(await f.exit).toBe(1);
-      // The server was the drill's child: once killed it is reaped by init, so give that a bounded moment.
-      await until(() => !alive(info!.pid), 5000, 'the server process to be gone').catch(() => undefined);
-      expect(alive(info.pid)).toBe(false);
-      expect(fs.existsSync(info.dataDir)).toBe(false);
-    } finally {
-      if (f.child.exitCode === null) f.child.kill('SIGKILL');
-      if (info && alive(info.pid)) process.kill(info.pid, 'SIGKILL');
-      if (info) fs.rmSync(info.dataDir, { recursive: true, force: true });
-    }
-  }, START_TIMEOUT_MS + 30_000);
+  it(
+    'stopped by SIGTERM, the drill leaves no server process and no data folder behind',
+    async () => {
+      const f = runFixture({ FIXTURE_MODE: 'server' });
+      let info: { pid: number; dataDir: string } | null = null;
+      try {
+        await until(() => f.out().includes('"pid"') || f.child.exitCode !== null, START_TIMEOUT_MS, 'the drill server to start');
+        info = JSON.parse(f.out().split('\n')[0]!) as { pid: number; dataDir: string };
+        expect(alive(info.pid)).toBe(true);
+        expect(fs.existsSync(info.dataDir)).toBe(true);
+        f.child.kill('SIGTERM');
+        expect(await f.exit).toBe(1);
+        // The server was the drill's child: once killed it is reaped by init, so give that a bounded moment.
+        await until(() => !alive(info!.pid), 5000, 'the server process to be gone').catch(() => undefined);
+        expect(alive(info.pid)).toBe(false);
+        expect(fs.existsSync(info.dataDir)).toBe(false);
+      } finally {
+        if (f.child.exitCode === null) f.child.kill('SIGKILL');
+        if (info && alive(info.pid)) process.kill(info.pid, 'SIGKILL');
+        if (info) fs.rmSync(info.dataDir, { recursive: true, force: true });
+      }
+    },
+    START_TIMEOUT_MS + 30_000,
+  );
 });
 
 describe('drill kit: the server command', () => {
@@ -79,6 +87,9 @@ describe('drill kit: the server command', () => {
     expect(serverCommand(undefined)).toEqual({ cmd: process.execPath, args: ['--import', 'tsx', 'src/main.ts'] });
     expect(serverCommand('  ')).toEqual({ cmd: process.execPath, args: ['--import', 'tsx', 'src/main.ts'] });
     expect(serverCommand('node dist/main.js')).toEqual({ cmd: process.execPath, args: ['dist/main.js'] });
-    expect(serverCommand('/usr/bin/env  node  --enable-source-maps dist/main.js')).toEqual({ cmd: '/usr/bin/env', args: ['node', '--enable-source-maps', 'dist/main.js'] });
+    expect(serverCommand('/usr/bin/env  node  --enable-source-maps dist/main.js')).toEqual({
+      cmd: '/usr/bin/env',
+      args: ['node', '--enable-source-maps', 'dist/main.js'],
+    });
   });
 });

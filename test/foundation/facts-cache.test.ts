@@ -6,7 +6,15 @@ import { manualClock } from '../../src/shared/clock.js';
 // The facts behind /metrics and /readyz (src/ops/facts.ts): one read per second for scrapes, never two at once, and a
 // bounded wait on a database that does not answer. The database here is a stand-in that counts and holds its reads.
 
-const ROW = { webhooks_pending: 2, oldest_pending_seconds: 12.5, webhooks_dead: 1, stuck_orders: 0, sync_last_success_at: null, sync_failures: 0, source_url: null as string | null };
+const ROW = {
+  webhooks_pending: 2,
+  oldest_pending_seconds: 12.5,
+  webhooks_dead: 1,
+  stuck_orders: 0,
+  sync_last_success_at: null,
+  sync_failures: 0,
+  source_url: null as string | null,
+};
 
 function fakeDb(row = ROW) {
   const held: ((v: unknown) => void)[] = [];
@@ -67,7 +75,8 @@ describe('facts source', () => {
 
   it('says whether intermediary mode is on as the settings would: the stored source_url if valid, else the default', async () => {
     const enabled = async (stored: string | null, sourceUrlDefault?: string) =>
-      (await createFactsSource({ db: fakeDb({ ...ROW, source_url: stored }).db, clock: manualClock(), sourceUrlDefault }).get()).syncEnabled;
+      (await createFactsSource({ db: fakeDb({ ...ROW, source_url: stored }).db, clock: manualClock(), sourceUrlDefault }).get())
+        .syncEnabled;
     expect(await enabled(null)).toBe(false);
     expect(await enabled(null, 'https://source.example')).toBe(true);
     expect(await enabled('https://source.example')).toBe(true);

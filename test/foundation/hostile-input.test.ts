@@ -51,15 +51,48 @@ describe('hostile input', () => {
     const before = await counts(t);
     const key = bearer(user.api_key);
     const cases: [string, () => Promise<LightMyRequestResponse>, number, string][] = [
-      ['order status order_code', () => t.request({ method: 'GET', url: '/api/v1/order/status?order_code=%00', headers: key }), 400, 'invalid_request'],
-      ['order delivery order_code', () => t.request({ method: 'GET', url: '/api/v1/order/delivery?order_code=a%00b', headers: key }), 400, 'invalid_request'],
+      [
+        'order status order_code',
+        () => t.request({ method: 'GET', url: '/api/v1/order/status?order_code=%00', headers: key }),
+        400,
+        'invalid_request',
+      ],
+      [
+        'order delivery order_code',
+        () => t.request({ method: 'GET', url: '/api/v1/order/delivery?order_code=a%00b', headers: key }),
+        400,
+        'invalid_request',
+      ],
       ['products q', () => t.request({ method: 'GET', url: '/api/v1/products?q=%00', headers: key }), 400, 'invalid_request'],
       ['product id', () => t.request({ method: 'GET', url: '/api/v1/product?id=1%00', headers: key }), 400, 'invalid_request'],
-      ['order create product_id', () => t.request({ method: 'POST', url: '/api/v1/order/create', headers: key, payload: { product_id: `${productId}\u0000`, quantity: 1 } }), 400, 'invalid_request'],
-      ['payment id in path', () => payRequest(t, pay, { method: 'GET', url: '/api/v1/payment-requests/pay_%00', event: 'payment.request.status' }), 404, 'PAYMENT_NOT_FOUND'],
+      [
+        'order create product_id',
+        () =>
+          t.request({
+            method: 'POST',
+            url: '/api/v1/order/create',
+            headers: key,
+            payload: { product_id: `${productId}\u0000`, quantity: 1 },
+          }),
+        400,
+        'invalid_request',
+      ],
+      [
+        'payment id in path',
+        () => payRequest(t, pay, { method: 'GET', url: '/api/v1/payment-requests/pay_%00', event: 'payment.request.status' }),
+        404,
+        'PAYMENT_NOT_FOUND',
+      ],
       [
         'payment merchant_invoice_id',
-        () => payRequest(t, pay, { method: 'POST', url: '/api/v1/payment-requests', event: 'payment.request.create', body: JSON.stringify({ merchant_invoice_id: 'INV\u0000', amount: 1000 }), headers: { 'idempotency-key': 'nul-1' } }),
+        () =>
+          payRequest(t, pay, {
+            method: 'POST',
+            url: '/api/v1/payment-requests',
+            event: 'payment.request.create',
+            body: JSON.stringify({ merchant_invoice_id: 'INV\u0000', amount: 1000 }),
+            headers: { 'idempotency-key': 'nul-1' },
+          }),
         400,
         'VALIDATION_ERROR',
       ],
@@ -76,14 +109,24 @@ describe('hostile input', () => {
 
   it('answers an order whose total exceeds numeric(18,2) as insufficient balance, not 500', async () => {
     const before = await counts(t);
-    const res = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: bearer(user.api_key), payload: { product_id: bigProductId, quantity: 2 } });
+    const res = await t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: bearer(user.api_key),
+      payload: { product_id: bigProductId, quantity: 2 },
+    });
     expectEnvelope(res, 422, 'order_failed', 'overflowing total');
     expect((res.json() as { reason: string }).reason).toBe('insufficient_balance');
     expect(await counts(t)).toEqual(before);
   });
 
   it('checks the quantity range before anything else about an overflowing total', async () => {
-    const res = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: bearer(user.api_key), payload: { product_id: bigProductId, quantity: 1000 } });
+    const res = await t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: bearer(user.api_key),
+      payload: { product_id: bigProductId, quantity: 1000 },
+    });
     expectEnvelope(res, 422, 'order_failed', 'quantity over max_qty');
     expect((res.json() as { reason: string }).reason).toBe('quantity_out_of_range');
   });
@@ -91,14 +134,39 @@ describe('hostile input', () => {
   it('refuses an admin credit that would overflow the balance column, and a sort outside integer range', async () => {
     const rich = await makeUser(t, { balance: '9999999999999999.00' });
     const before = await counts(t);
-    expectEnvelope(await t.admin('POST', `/admin/v1/users/${rich.id}/credit`, { amount: '1.00' }), 400, 'invalid_request', 'credit overflow');
-    expectEnvelope(await t.admin('POST', '/admin/v1/categories', { name: 'Big sort', sort: 2 ** 40 }), 400, 'invalid_request', 'category sort 2^40');
-    expectEnvelope(await t.admin('POST', '/admin/v1/categories', { name: 'Small sort', sort: -(2 ** 40) }), 400, 'invalid_request', 'category sort -2^40');
+    expectEnvelope(
+      await t.admin('POST', `/admin/v1/users/${rich.id}/credit`, { amount: '1.00' }),
+      400,
+      'invalid_request',
+      'credit overflow',
+    );
+    expectEnvelope(
+      await t.admin('POST', '/admin/v1/categories', { name: 'Big sort', sort: 2 ** 40 }),
+      400,
+      'invalid_request',
+      'category sort 2^40',
+    );
+    expectEnvelope(
+      await t.admin('POST', '/admin/v1/categories', { name: 'Small sort', sort: -(2 ** 40) }),
+      400,
+      'invalid_request',
+      'category sort -2^40',
+    );
     const cat = await makeCategory(t, 'Sorts');
     const p = await makeProduct(t, { category_id: cat.id });
     const mid = await counts(t);
-    expectEnvelope(await t.admin('POST', '/admin/v1/products', { category_id: cat.id, name: 'P', price: 1, sort: 2 ** 40 }), 400, 'invalid_request', 'product sort 2^40');
-    expectEnvelope(await t.admin('PATCH', `/admin/v1/products/${p.id}`, { sort: 2 ** 31 }), 400, 'invalid_request', 'product update sort 2^31');
+    expectEnvelope(
+      await t.admin('POST', '/admin/v1/products', { category_id: cat.id, name: 'P', price: 1, sort: 2 ** 40 }),
+      400,
+      'invalid_request',
+      'product sort 2^40',
+    );
+    expectEnvelope(
+      await t.admin('PATCH', `/admin/v1/products/${p.id}`, { sort: 2 ** 31 }),
+      400,
+      'invalid_request',
+      'product update sort 2^31',
+    );
     expect(await counts(t)).toEqual(mid);
     expect(mid.balances).toBe(before.balances);
   });
@@ -107,12 +175,27 @@ describe('hostile input', () => {
     const key = bearer(user.api_key);
     const id = Number(productId);
     const padded = `0${id}`;
-    const first = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: key, payload: { product_id: id, quantity: 1, request_id: 'zero-pad-1' } });
+    const first = await t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: key,
+      payload: { product_id: id, quantity: 1, request_id: 'zero-pad-1' },
+    });
     expect(first.statusCode, first.body).toBe(200);
-    const again = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: key, payload: { product_id: padded, quantity: 1, request_id: 'zero-pad-1' } });
+    const again = await t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: key,
+      payload: { product_id: padded, quantity: 1, request_id: 'zero-pad-1' },
+    });
     expect(again.statusCode, again.body).toBe(200);
     expect(again.json()).toMatchObject({ order_code: (first.json() as { order_code: string }).order_code, idempotent_replay: true });
-    const other = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: key, payload: { product_id: `${padded}1`, quantity: 1, request_id: 'zero-pad-1' } });
+    const other = await t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: key,
+      payload: { product_id: `${padded}1`, quantity: 1, request_id: 'zero-pad-1' },
+    });
     expectEnvelope(other, 409, 'request_id_conflict', 'another product');
   });
 });

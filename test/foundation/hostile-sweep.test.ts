@@ -26,33 +26,91 @@ const MB = 'x'.repeat(1024 * 1024);
 /** Never valid anywhere. */
 const BAD_STRINGS = ['', ' ', '\u0000', 'a\u0000b', MB];
 /** Valid text for a free-text field (a name): sent only where it cannot complete a valid body on its own. */
-const NASTY_STRINGS = ["' OR 1=1 --", '1; DROP TABLE users; --', '<script>alert(1)</script>', '"><img src=x onerror=alert(1)>', '../../etc/passwd', '%00', '\uFFFD\uD800', 'é'.repeat(300)];
+const NASTY_STRINGS = [
+  "' OR 1=1 --",
+  '1; DROP TABLE users; --',
+  '<script>alert(1)</script>',
+  '"><img src=x onerror=alert(1)>',
+  '../../etc/passwd',
+  '%00',
+  '\uFFFD\uD800',
+  'é'.repeat(300),
+];
 const NUMBERS = [-1, 0, 1.5, 2 ** 31, 2 ** 40, 2 ** 53 + 1, 1e308, -1e308, 1e16];
-const QUERY_VALUES = ['%00', 'a%00b', '%C3%28', '%FF%FE', "'%20OR%201=1--", '%3Cscript%3E', '-1', '99999999999999999999', '1e308', 'NaN', encodeURIComponent(MB.slice(0, 4000)), '%5B%5D', 'x&x=y'];
-const PATH_VALUES = ['%00', 'a%00b', '%C3%28', '0', '-1', '99999999999999999999', "'%20OR%201=1--", '%3Cscript%3E', '__proto__', 'x'.repeat(300)];
+const QUERY_VALUES = [
+  '%00',
+  'a%00b',
+  '%C3%28',
+  '%FF%FE',
+  "'%20OR%201=1--",
+  '%3Cscript%3E',
+  '-1',
+  '99999999999999999999',
+  '1e308',
+  'NaN',
+  encodeURIComponent(MB.slice(0, 4000)),
+  '%5B%5D',
+  'x&x=y',
+];
+const PATH_VALUES = [
+  '%00',
+  'a%00b',
+  '%C3%28',
+  '0',
+  '-1',
+  '99999999999999999999',
+  "'%20OR%201=1--",
+  '%3Cscript%3E',
+  '__proto__',
+  'x'.repeat(300),
+];
 const WRONG_TYPES: unknown[] = [null, true, [], {}, [1, 2], { $gt: '' }];
 
 type Op = { method: string; path: string; params: { in: string; name: string }[]; json: boolean; properties: string[]; required: string[] };
 
-function operations(doc: { paths: Record<string, Record<string, { parameters?: { in: string; name: string }[]; requestBody?: { content: Record<string, { schema?: { properties?: Record<string, unknown>; required?: string[] } }> } }>> }): Op[] {
+function operations(doc: {
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        parameters?: { in: string; name: string }[];
+        requestBody?: { content: Record<string, { schema?: { properties?: Record<string, unknown>; required?: string[] } }> };
+      }
+    >
+  >;
+}): Op[] {
   const out: Op[] = [];
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
       const json = op.requestBody?.content['application/json'];
-      out.push({ method: method.toUpperCase(), path, params: op.parameters ?? [], json: json !== undefined, properties: Object.keys(json?.schema?.properties ?? {}), required: json?.schema?.required ?? [] });
+      out.push({
+        method: method.toUpperCase(),
+        path,
+        params: op.parameters ?? [],
+        json: json !== undefined,
+        properties: Object.keys(json?.schema?.properties ?? {}),
+        required: json?.schema?.required ?? [],
+      });
     }
   }
   return out;
 }
 
 async function snapshot(t: TestApp): Promise<Record<string, string | number>> {
-  const tables = rowsOf<{ name: string }>(await t.deps.db.execute(sql`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`));
+  const tables = rowsOf<{ name: string }>(
+    await t.deps.db.execute(
+      sql`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`,
+    ),
+  );
   const out: Record<string, string | number> = {};
   for (const { name } of tables) {
     out[name] = Number(rowsOf<{ n: number }>(await t.deps.db.execute(sql.raw(`SELECT count(*)::int AS n FROM "${name}"`)))[0]!.n);
   }
   out.balances = rowsOf<{ s: string }>(await t.deps.db.execute(sql`SELECT coalesce(sum(balance), 0)::text AS s FROM users`))[0]!.s;
-  out.settings = rowsOf<{ s: string }>(await t.deps.db.execute(sql`SELECT coalesce(string_agg(key || '=' || value, ',' ORDER BY key), '') AS s FROM settings`))[0]!.s;
+  out.settings = rowsOf<{ s: string }>(
+    await t.deps.db.execute(sql`SELECT coalesce(string_agg(key || '=' || value, ',' ORDER BY key), '') AS s FROM settings`),
+  )[0]!.s;
   return out;
 }
 
@@ -81,7 +139,13 @@ describe('hostile-client sweep over every route in /openapi.json', () => {
     if (op.path.startsWith('/admin/')) return { authorization: `Bearer ${ADMIN_TOKEN}` };
     if (PAY_EVENTS[key]) {
       const event = PAY_EVENTS[key];
-      return { 'x-api-key': pay.api_key, 'x-api-event': event, 'x-api-signature': paySign(pay.api_secret, event, op.method === 'GET' ? '' : rawBody), 'x-api-signature-alg': 'HMAC-SHA256', 'idempotency-key': `sweep-${Math.random()}` };
+      return {
+        'x-api-key': pay.api_key,
+        'x-api-event': event,
+        'x-api-signature': paySign(pay.api_secret, event, op.method === 'GET' ? '' : rawBody),
+        'x-api-signature-alg': 'HMAC-SHA256',
+        'idempotency-key': `sweep-${Math.random()}`,
+      };
     }
     if (op.path.startsWith('/api/v1/')) return { authorization: `Bearer ${apiKey}` };
     return {};
@@ -89,7 +153,9 @@ describe('hostile-client sweep over every route in /openapi.json', () => {
 
   function urlOf(op: Op, pathValue: string, query: Record<string, string>): string {
     const path = op.path.replace(/\{[^}]+\}/g, pathValue);
-    const q = Object.entries(query).map(([k, v]) => `${k}=${v}`).join('&');
+    const q = Object.entries(query)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('&');
     return q ? `${path}?${q}` : path;
   }
 
@@ -98,14 +164,26 @@ describe('hostile-client sweep over every route in /openapi.json', () => {
     const hasPath = op.path.includes('{');
     const pathValues = hasPath ? PATH_VALUES : ['-'];
     const queryNames = op.params.filter((p) => p.in === 'query').map((p) => p.name);
-    const send = (what: string, pathValue: string, query: Record<string, string>, body?: string | Buffer, contentType = 'application/json', extraHeaders: Record<string, string | string[]> = {}, auth = true) => {
+    const send = (
+      what: string,
+      pathValue: string,
+      query: Record<string, string>,
+      body?: string | Buffer,
+      contentType = 'application/json',
+      extraHeaders: Record<string, string | string[]> = {},
+      auth = true,
+    ) => {
       const rawBody = body === undefined ? '' : body.toString();
       out.push({
         what: `${op.method} ${op.path} ${what}`,
         opts: {
           method: op.method as InjectOptions['method'],
           url: urlOf(op, pathValue, query),
-          headers: { ...(auth ? credentials(op, rawBody) : {}), ...(body !== undefined ? { 'content-type': contentType } : {}), ...extraHeaders },
+          headers: {
+            ...(auth ? credentials(op, rawBody) : {}),
+            ...(body !== undefined ? { 'content-type': contentType } : {}),
+            ...extraHeaders,
+          },
           ...(body !== undefined ? { payload: body } : {}),
         },
       });
@@ -119,7 +197,8 @@ describe('hostile-client sweep over every route in /openapi.json', () => {
         // A body of this one field could be valid (a name and nothing else): only values that are never valid.
         const alone = op.required.length === 0 || (op.required.length === 1 && op.required[0] === prop);
         const strings = alone ? BAD_STRINGS : [...BAD_STRINGS, ...NASTY_STRINGS];
-        for (const v of [...strings, ...NUMBERS, ...WRONG_TYPES]) send(`body.${prop}=${JSON.stringify(v).slice(0, 20)}`, pv, {}, JSON.stringify({ [prop]: v }));
+        for (const v of [...strings, ...NUMBERS, ...WRONG_TYPES])
+          send(`body.${prop}=${JSON.stringify(v).slice(0, 20)}`, pv, {}, JSON.stringify({ [prop]: v }));
       }
       const first = op.properties[0] ?? 'x';
       send('duplicate keys', pv, {}, `{"${first}":1,"${first}":"\\u0000"}`);
@@ -136,7 +215,15 @@ describe('hostile-client sweep over every route in /openapi.json', () => {
       send('unexpected text body', pv, {}, 'hello', 'text/plain');
     }
     send('no credentials', pv, {}, defaultBody, 'application/json', {}, false);
-    send('doubled Authorization', pv, {}, defaultBody, 'application/json', { authorization: [`Bearer ${apiKey}`, `Bearer ${ADMIN_TOKEN}`] }, false);
+    send(
+      'doubled Authorization',
+      pv,
+      {},
+      defaultBody,
+      'application/json',
+      { authorization: [`Bearer ${apiKey}`, `Bearer ${ADMIN_TOKEN}`] },
+      false,
+    );
     send('doubled X-Api-Key', pv, {}, defaultBody, 'application/json', { 'x-api-key': [apiKey, pay.api_key] }, false);
     send('garbage Authorization', pv, {}, defaultBody, 'application/json', { authorization: 'Bearer \u00ff\u00fe' }, false);
     return out;
@@ -165,7 +252,8 @@ describe('hostile-client sweep over every route in /openapi.json', () => {
           } catch {
             // not JSON: reported below
           }
-          if (body.ok !== false || typeof body.error !== 'string' || typeof body.message !== 'string') failures.push(`${r.what}: ${res.statusCode} not the envelope: ${res.body.slice(0, 200)}`);
+          if (body.ok !== false || typeof body.error !== 'string' || typeof body.message !== 'string')
+            failures.push(`${r.what}: ${res.statusCode} not the envelope: ${res.body.slice(0, 200)}`);
         }
       }
     }
@@ -176,7 +264,11 @@ describe('hostile-client sweep over every route in /openapi.json', () => {
     const { audit_log: auditBefore, ...restBefore } = before;
     const { audit_log: _auditAfter, ...restAfter } = await snapshot(t);
     expect(restAfter).toEqual(restBefore);
-    const added = rowsOf<{ action: string }>(await t.deps.db.execute(sql`SELECT DISTINCT action FROM audit_log WHERE id > (SELECT coalesce(max(id), 0) FROM (SELECT id FROM audit_log ORDER BY id LIMIT ${Number(auditBefore)}) b)`));
+    const added = rowsOf<{ action: string }>(
+      await t.deps.db.execute(
+        sql`SELECT DISTINCT action FROM audit_log WHERE id > (SELECT coalesce(max(id), 0) FROM (SELECT id FROM audit_log ORDER BY id LIMIT ${Number(auditBefore)}) b)`,
+      ),
+    );
     expect(added.map((r) => r.action).filter((a) => a !== 'guard.clear' && a !== 'sync.run')).toEqual([]);
   }, 180_000);
 });

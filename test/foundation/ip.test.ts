@@ -156,14 +156,19 @@ describe('validateIpList', () => {
   });
 
   it('canonicalises: trims, drops a full-length prefix, unwraps IPv4-mapped addresses and removes duplicates', () => {
-    expect(validateIpList([' 10.0.0.1 ', '10.0.0.1/32', '::ffff:10.0.0.1', '10.0.0.0/8', '10.0.0.0/8', '2001:db8::1/128', '2001:db8::/32'])).toEqual({
+    expect(
+      validateIpList([' 10.0.0.1 ', '10.0.0.1/32', '::ffff:10.0.0.1', '10.0.0.0/8', '10.0.0.0/8', '2001:db8::1/128', '2001:db8::/32']),
+    ).toEqual({
       ok: true,
       list: ['10.0.0.1', '10.0.0.0/8', '2001:db8::1', '2001:db8::/32'],
     });
   });
 
   it('canonicalises IPv6 to its compressed lower-case form, so spellings of one address collapse to one entry', () => {
-    expect(validateIpList(['2001:0DB8:0000:0000:0000:0000:0000:0001', '2001:db8::1', '2001:DB8:0:0::1'])).toEqual({ ok: true, list: ['2001:db8::1'] });
+    expect(validateIpList(['2001:0DB8:0000:0000:0000:0000:0000:0001', '2001:db8::1', '2001:DB8:0:0::1'])).toEqual({
+      ok: true,
+      list: ['2001:db8::1'],
+    });
     expect(validateIpList(['2001:0DB8:ABCD:0000::/48'])).toEqual({ ok: true, list: ['2001:db8:abcd::/48'] });
   });
 

@@ -60,9 +60,13 @@ describe('lanes', () => {
     const g = gate();
     const first = lanes.run('u', () => g.opened.then(() => 'first'));
     let ran = false;
-    const late = lanes.run('u', async () => {
-      ran = true;
-    }, { maxWaitMs: 10_000 });
+    const late = lanes.run(
+      'u',
+      async () => {
+        ran = true;
+      },
+      { maxWaitMs: 10_000 },
+    );
     const after = lanes.run('u', async () => 'after');
     const lateResult = late.catch((e: unknown) => e);
     await vi.advanceTimersByTimeAsync(10_000);
@@ -83,9 +87,13 @@ describe('lanes', () => {
     const first = lanes.run('u', () => g.opened);
     const gone = new AbortController();
     let ran = false;
-    const waiting = lanes.run('u', async () => {
-      ran = true;
-    }, { signal: gone.signal });
+    const waiting = lanes.run(
+      'u',
+      async () => {
+        ran = true;
+      },
+      { signal: gone.signal },
+    );
     gone.abort();
     await expect(waiting).rejects.toMatchObject({ why: 'aborted' });
     await expect(lanes.run('u', async () => 1, { signal: gone.signal })).rejects.toMatchObject({ why: 'aborted' });

@@ -31,16 +31,25 @@ describe.skipIf(!onPostgres())('the invalidation listener after its connection d
     expect((await a.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).statusCode).toBe(200);
     // Kill every LISTEN connection on this database: both processes lose their listener.
     const killed = rowsOf<{ ok: boolean }>(
-      await b.deps.db.execute(sql`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`),
+      await b.deps.db.execute(
+        sql`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`,
+      ),
     );
     expect(killed.length).toBeGreaterThanOrEqual(2);
     const relistened = await eventually(async () => {
-      const rows = rowsOf<{ n: string }>(await b.deps.db.execute(sql`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`));
+      const rows = rowsOf<{ n: string }>(
+        await b.deps.db.execute(
+          sql`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`,
+        ),
+      );
       return Number(rows[0]!.n) >= 2;
     }, 5000);
     expect(relistened).toBe(true);
     await b.adminData('POST', `/admin/v1/users/${user.id}/disable`);
-    const refused = await eventually(async () => (await a.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).statusCode === 403, 2000);
+    const refused = await eventually(
+      async () => (await a.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).statusCode === 403,
+      2000,
+    );
     expect(refused).toBe(true);
   });
 
@@ -53,7 +62,13 @@ describe.skipIf(!onPostgres())('the invalidation listener after its connection d
     try {
       await third.listen(() => {});
       const listeners = async () =>
-        Number(rowsOf<{ n: string }>(await a.deps.db.execute(sql`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`))[0]!.n);
+        Number(
+          rowsOf<{ n: string }>(
+            await a.deps.db.execute(
+              sql`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`,
+            ),
+          )[0]!.n,
+        );
       const before = await listeners();
       // Down long enough for several failed reconnects (500 ms, 1 s, 2 s): each failed connect also emits 'end',
       // which used to schedule a second reconnect chain, and the chains doubled every round.

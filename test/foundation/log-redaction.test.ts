@@ -38,12 +38,25 @@ describe('log redaction', () => {
     const from = t.logs.length;
     // Over a real socket, each request with a request id of ours, to find its lines in what the app logger wrote.
     const call = (id: string, path: string, init: RequestInit & { admin?: boolean } = {}) =>
-      fetch(`${base}${path}`, { ...init, headers: { ...(init.admin ? { authorization: `Bearer ${ADMIN_TOKEN}` } : bearer(user.api_key)), 'x-request-id': id, ...(init.body ? { 'content-type': 'application/json' } : {}) } });
+      fetch(`${base}${path}`, {
+        ...init,
+        headers: {
+          ...(init.admin ? { authorization: `Bearer ${ADMIN_TOKEN}` } : bearer(user.api_key)),
+          'x-request-id': id,
+          ...(init.body ? { 'content-type': 'application/json' } : {}),
+        },
+      });
 
-    const created = await call('redact-create', '/api/v1/order/create', { method: 'POST', body: JSON.stringify({ product_id: product.id, quantity: 2 }) });
+    const created = await call('redact-create', '/api/v1/order/create', {
+      method: 'POST',
+      body: JSON.stringify({ product_id: product.id, quantity: 2 }),
+    });
     expect(created.status).toBe(200);
     const code = ((await created.json()) as { order_code: string }).order_code;
-    const delivery = (await (await call('redact-delivery', `/api/v1/order/delivery?order_code=${code}`)).json()) as { delivery_codes: string[]; delivery_codes_detail: { code: string }[] };
+    const delivery = (await (await call('redact-delivery', `/api/v1/order/delivery?order_code=${code}`)).json()) as {
+      delivery_codes: string[];
+      delivery_codes_detail: { code: string }[];
+    };
     expect([...delivery.delivery_codes].sort()).toEqual([...delivered].sort());
     expect(delivery.delivery_codes_detail.map((d) => d.code).sort()).toEqual([...delivered].sort());
     expect((await call('redact-status', `/api/v1/order/status?order_code=${code}`)).status).toBe(200);
@@ -55,7 +68,11 @@ describe('log redaction', () => {
     expect(JSON.stringify(await shown.json())).toContain(delivered[0]);
 
     const ids = ['redact-create', 'redact-delivery', 'redact-status', 'redact-zip', 'redact-admin'];
-    const linesOf = (id: string) => t.logs.slice(from).filter((l) => (JSON.parse(l) as { reqId?: string }).reqId === id).map((l) => (JSON.parse(l) as { msg?: string }).msg);
+    const linesOf = (id: string) =>
+      t.logs
+        .slice(from)
+        .filter((l) => (JSON.parse(l) as { reqId?: string }).reqId === id)
+        .map((l) => (JSON.parse(l) as { msg?: string }).msg);
     // The capture is not empty: each request wrote its lines. "request completed" comes when the server's side of the
     // response finishes, which can be a moment after the client has read the last byte.
     expect(await eventually(() => ids.every((id) => linesOf(id).includes('request completed')))).toBe(true);
@@ -66,9 +83,20 @@ describe('log redaction', () => {
 
   it("logs a database error's SQLSTATE, unredacted", async () => {
     // A failure PostgreSQL reports with its own SQLSTATE (a trigger raising check_violation on category inserts).
-    await t.deps.db.execute(sql.raw(`CREATE FUNCTION rg_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by test' USING ERRCODE = '23514'; END $$`));
-    await t.deps.db.execute(sql.raw('CREATE TRIGGER rg_test_refuse BEFORE INSERT ON categories FOR EACH ROW EXECUTE FUNCTION rg_test_refuse()'));
-    const failed = await t.request({ method: 'POST', url: '/admin/v1/categories', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { name: 'Refused' } });
+    await t.deps.db.execute(
+      sql.raw(
+        `CREATE FUNCTION rg_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by test' USING ERRCODE = '23514'; END $$`,
+      ),
+    );
+    await t.deps.db.execute(
+      sql.raw('CREATE TRIGGER rg_test_refuse BEFORE INSERT ON categories FOR EACH ROW EXECUTE FUNCTION rg_test_refuse()'),
+    );
+    const failed = await t.request({
+      method: 'POST',
+      url: '/admin/v1/categories',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { name: 'Refused' },
+    });
     await t.deps.db.execute(sql.raw('DROP TRIGGER rg_test_refuse ON categories'));
     await t.deps.db.execute(sql.raw('DROP FUNCTION rg_test_refuse()'));
     expect(failed.statusCode).toBe(500);

@@ -27,12 +27,16 @@ describe('malformed HTTP answers the envelope', () => {
   });
 
   it('two different Content-Length headers: 400 invalid_request', async () => {
-    const a = await raw(base, ['POST /api/v1/order/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}']);
+    const a = await raw(base, [
+      'POST /api/v1/order/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}',
+    ]);
     expectEnvelope(a, 400, 'invalid_request');
   });
 
   it('a bad chunk size: 400 invalid_request', async () => {
-    const a = await raw(base, ['POST /api/v1/order/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n{}\r\n0\r\n\r\n']);
+    const a = await raw(base, [
+      'POST /api/v1/order/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n{}\r\n0\r\n\r\n',
+    ]);
     expectEnvelope(a, 400, 'invalid_request');
   });
 
@@ -47,7 +51,11 @@ describe('malformed HTTP answers the envelope', () => {
   });
 
   it('headers that never finish: 408 with the envelope', async () => {
-    const a = await raw(base, ['GET /api/v1/products HTTP/1.1\r\n', 'Host: x\r\n', 'X-Slow: 1\r\n', 'X-Slow: 2\r\n', 'X-Slow: 3\r\n', 'X-Slow: 4\r\n'], { gapMs: 300, maxMs: 8000 });
+    const a = await raw(
+      base,
+      ['GET /api/v1/products HTTP/1.1\r\n', 'Host: x\r\n', 'X-Slow: 1\r\n', 'X-Slow: 2\r\n', 'X-Slow: 3\r\n', 'X-Slow: 4\r\n'],
+      { gapMs: 300, maxMs: 8000 },
+    );
     expectEnvelope(a, 408, 'invalid_request');
   });
 
@@ -62,7 +70,13 @@ describe('malformed HTTP answers the envelope', () => {
 
   it('a body that stops arriving is dropped after IDLE_TIMEOUT_MS', async () => {
     const started = Date.now();
-    const a = await raw(base, [`POST /api/v1/order/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\nAuthorization: Bearer ${key}\r\n\r\n{"a":`], { maxMs: 8000 });
+    const a = await raw(
+      base,
+      [
+        `POST /api/v1/order/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\nAuthorization: Bearer ${key}\r\n\r\n{"a":`,
+      ],
+      { maxMs: 8000 },
+    );
     expect([0, 408]).toContain(a.status);
     expect(Date.now() - started).toBeLessThan(5000);
   });

@@ -27,21 +27,41 @@ describe('GET /metrics', () => {
     const wrong = await t.request({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer not-the-token' } });
     expect(wrong.statusCode).toBe(401);
     expect(wrong.json()).toMatchObject({ ok: false, error: 'admin_unauthorized' });
-    const outside = await t.request({ method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const outside = await t.request({
+      method: 'GET',
+      url: '/metrics',
+      remoteAddress: '203.0.113.9',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     expect(outside.statusCode).toBe(403);
-    expect(outside.json()).toEqual({ ok: false, error: 'forbidden', message: 'Admin API is not served to 203.0.113.9; see ADMIN_ALLOWED_IPS' });
+    expect(outside.json()).toEqual({
+      ok: false,
+      error: 'forbidden',
+      message: 'Admin API is not served to 203.0.113.9; see ADMIN_ALLOWED_IPS',
+    });
 
     const ok = await t.admin('GET', '/metrics');
     expect(ok.statusCode).toBe(200);
     expect(ok.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
     const s = parseProm(ok.body);
-    for (const name of ['process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes', 'rg_db_pool_max', 'rg_webhook_outbox_oldest_pending_seconds', 'rg_sync_last_success_timestamp_seconds', 'rg_sync_consecutive_failures', 'rg_upstream_orders_stuck']) {
+    for (const name of [
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+      'rg_db_pool_max',
+      'rg_webhook_outbox_oldest_pending_seconds',
+      'rg_sync_last_success_timestamp_seconds',
+      'rg_sync_consecutive_failures',
+      'rg_upstream_orders_stuck',
+    ]) {
       expect(valueOf(s, name), name).toEqual(expect.any(Number));
     }
-    for (const state of ['total', 'idle', 'waiting']) expect(valueOf(s, 'rg_db_pool_connections', { state }), state).toEqual(expect.any(Number));
+    for (const state of ['total', 'idle', 'waiting'])
+      expect(valueOf(s, 'rg_db_pool_connections', { state }), state).toEqual(expect.any(Number));
     expect(valueOf(s, 'rg_db_pool_max')).toBe(t.deps.database.kind === 'pg' ? 10 : 1);
     // Every closed label value is there from the start, at 0.
-    for (const outcome of ['success', 'pending', 'failed', 'refused', 'replayed']) expect(valueOf(s, 'rg_orders_total', { outcome }), outcome).toBe(0);
+    for (const outcome of ['success', 'pending', 'failed', 'refused', 'replayed'])
+      expect(valueOf(s, 'rg_orders_total', { outcome }), outcome).toBe(0);
     for (const result of ['delivered', 'failed', 'dead']) expect(valueOf(s, 'rg_webhook_attempts_total', { result }), result).toBe(0);
     expect(valueOf(s, 'rg_sync_consecutive_failures')).toBe(0);
     expect(valueOf(s, 'rg_sync_enabled')).toBe(0);
@@ -49,7 +69,10 @@ describe('GET /metrics', () => {
 
   it('is documented: operationId, the admin token, a text/plain answer and the admin errors', async () => {
     const doc = (await t.request({ method: 'GET', url: '/openapi.json' })).json() as {
-      paths: Record<string, { get?: { operationId?: string; security?: unknown; responses?: Record<string, { content?: Record<string, unknown> }> } }>;
+      paths: Record<
+        string,
+        { get?: { operationId?: string; security?: unknown; responses?: Record<string, { content?: Record<string, unknown> }> } }
+      >;
     };
     const op = doc.paths['/metrics']?.get;
     expect(op?.operationId).toBe('metrics');
@@ -68,12 +91,17 @@ describe('GET /metrics', () => {
     const shown = await t.admin('GET', `/admin/v1/users/${user.name}`);
     expect(shown.statusCode).toBe(200);
     const after = await scrape(t);
-    const diff = (labels: Record<string, string>) => total(after, 'rg_http_requests_total', labels) - total(before, 'rg_http_requests_total', labels);
+    const diff = (labels: Record<string, string>) =>
+      total(after, 'rg_http_requests_total', labels) - total(before, 'rg_http_requests_total', labels);
     expect(diff({ route: '/api/v1/products', method: 'GET', status: '200' })).toBe(1);
     expect(diff({ route: 'unmatched', method: 'GET', status: '404' })).toBe(1);
     expect(diff({ route: '/admin/v1/users/:ref', method: 'GET', status: '200' })).toBe(1);
-    expect(valueOf(after, 'rg_http_request_duration_seconds_count', { route: '/api/v1/products', method: 'GET' })).toBeGreaterThanOrEqual(1);
-    expect(valueOf(after, 'rg_http_request_duration_seconds_bucket', { route: '/api/v1/products', method: 'GET', le: '30' })).toBeGreaterThanOrEqual(1);
+    expect(valueOf(after, 'rg_http_request_duration_seconds_count', { route: '/api/v1/products', method: 'GET' })).toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(
+      valueOf(after, 'rg_http_request_duration_seconds_bucket', { route: '/api/v1/products', method: 'GET', le: '30' }),
+    ).toBeGreaterThanOrEqual(1);
     const routes = after.filter((x) => x.name === 'rg_http_requests_total').map((x) => x.labels.route!);
     expect(routes.some((r) => r.includes('123') || r.includes('metrics-http-user') || r.includes('?'))).toBe(false);
   });
@@ -84,7 +112,12 @@ describe('GET /metrics', () => {
     const p = await makeProduct(t, { category_id: cat.id, price: '1000', max_qty: 5 });
     await importCodes(t, p.id, ['MX-1', 'MX-2', 'MX-3']);
     const order = (body: Record<string, unknown>) =>
-      t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: body });
+      t.request({
+        method: 'POST',
+        url: '/api/v1/order/create',
+        headers: { ...bearer(user.api_key), 'content-type': 'application/json' },
+        payload: body,
+      });
     const before = await scrape(t);
     const ok = await order({ product_id: p.id, quantity: 1, request_id: 'metrics-r1' });
     expect(ok.json()).toMatchObject({ ok: true, status: 'success' });
@@ -94,7 +127,13 @@ describe('GET /metrics', () => {
     expect(poor.json()).toMatchObject({ ok: false, error: 'order_failed', reason: 'insufficient_balance' });
     const after = await scrape(t);
     const diff = (outcome: string) => total(after, 'rg_orders_total', { outcome }) - total(before, 'rg_orders_total', { outcome });
-    expect({ success: diff('success'), replayed: diff('replayed'), refused: diff('refused'), pending: diff('pending'), failed: diff('failed') }).toEqual({
+    expect({
+      success: diff('success'),
+      replayed: diff('replayed'),
+      refused: diff('refused'),
+      pending: diff('pending'),
+      failed: diff('failed'),
+    }).toEqual({
       success: 1,
       replayed: 1,
       refused: 1,
@@ -172,8 +211,17 @@ describe('GET /metrics while the database is gone', () => {
       const res = await (t.clock.advance(5_000), t.admin('GET', '/metrics'));
       expect(res.statusCode).toBe(200);
       const s = parseProm(res.body);
-      for (const name of ['rg_webhook_outbox', 'rg_webhook_outbox_oldest_pending_seconds', 'rg_sync_last_success_timestamp_seconds', 'rg_sync_consecutive_failures', 'rg_upstream_orders_stuck']) {
-        expect(s.some((x) => x.name === name), name).toBe(false);
+      for (const name of [
+        'rg_webhook_outbox',
+        'rg_webhook_outbox_oldest_pending_seconds',
+        'rg_sync_last_success_timestamp_seconds',
+        'rg_sync_consecutive_failures',
+        'rg_upstream_orders_stuck',
+      ]) {
+        expect(
+          s.some((x) => x.name === name),
+          name,
+        ).toBe(false);
         expect(res.body).not.toContain(`# TYPE ${name} `);
       }
       expect(valueOf(s, 'rg_http_requests_total', { route: '/metrics', method: 'GET', status: '200' })).toBeGreaterThanOrEqual(1);
@@ -200,7 +248,7 @@ describe('GET /metrics in intermediary mode', () => {
     expect((await m.syncNow()).statusCode).toBe(200);
     const ok = await scrape(m.mid);
     expect(valueOf(ok, 'rg_sync_runs_total', { result: 'ok' })).toBe(1);
-    const [run] = (await m.mid.adminData<{ finished_at: string }[]>('GET', '/admin/v1/sync/status'));
+    const [run] = await m.mid.adminData<{ finished_at: string }[]>('GET', '/admin/v1/sync/status');
     expect(valueOf(ok, 'rg_sync_last_success_timestamp_seconds')).toBe(new Date(run!.finished_at).getTime() / 1000);
     expect(valueOf(ok, 'rg_sync_consecutive_failures')).toBe(0);
 
@@ -227,12 +275,25 @@ describe('GET /metrics in intermediary mode', () => {
     m.fake.state.createStatus = 'pending';
     expect((await m.order({ product_id: id, quantity: 1, request_id: 'mx-src-2' })).json()).toMatchObject({ ok: true, status: 'pending' });
     m.fake.state.createStatus = 'failed';
-    expect((await m.order({ product_id: id, quantity: 1, request_id: 'mx-src-3' })).json()).toMatchObject({ ok: false, error: 'order_failed', reason: 'upstream_failed' });
-    expect((await m.order({ product_id: id, quantity: 1, request_id: 'mx-src-3' })).json()).toMatchObject({ ok: true, idempotent_replay: true });
+    expect((await m.order({ product_id: id, quantity: 1, request_id: 'mx-src-3' })).json()).toMatchObject({
+      ok: false,
+      error: 'order_failed',
+      reason: 'upstream_failed',
+    });
+    expect((await m.order({ product_id: id, quantity: 1, request_id: 'mx-src-3' })).json()).toMatchObject({
+      ok: true,
+      idempotent_replay: true,
+    });
     m.fake.state.createStatus = 'success';
     const after = await scrape(m.mid);
     const diff = (outcome: string) => total(after, 'rg_orders_total', { outcome }) - total(before, 'rg_orders_total', { outcome });
-    expect({ success: diff('success'), pending: diff('pending'), failed: diff('failed'), replayed: diff('replayed'), refused: diff('refused') }).toEqual({
+    expect({
+      success: diff('success'),
+      pending: diff('pending'),
+      failed: diff('failed'),
+      replayed: diff('replayed'),
+      refused: diff('refused'),
+    }).toEqual({
       success: 1,
       pending: 1,
       failed: 1,

@@ -89,7 +89,8 @@ function registeredRoutes(app: FastifyInstance): [string, string][] {
 
 function operations(doc: OpenApiDoc): [string, string, Operation][] {
   const out: [string, string, Operation][] = [];
-  for (const [path, item] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(item)) if (METHODS.includes(method)) out.push([method, path, op]);
+  for (const [path, item] of Object.entries(doc.paths))
+    for (const [method, op] of Object.entries(item)) if (METHODS.includes(method)) out.push([method, path, op]);
   return out;
 }
 
@@ -144,7 +145,8 @@ describe('OpenAPI document', () => {
     expect(Object.keys(doc.paths).length).toBeGreaterThan(0);
     const schemes = Object.keys(doc.components?.securitySchemes ?? {});
     for (const [method, path, op] of operations(doc)) {
-      for (const req of op.security ?? []) for (const name of Object.keys(req)) expect(schemes, `${method} ${path} security ${name}`).toContain(name);
+      for (const req of op.security ?? [])
+        for (const name of Object.keys(req)) expect(schemes, `${method} ${path} security ${name}`).toContain(name);
     }
   });
 
@@ -168,7 +170,8 @@ describe('OpenAPI document', () => {
       expect.soft(op.summary?.trim(), `${where} summary`).toBeTruthy();
       expect.soft(op.description?.trim(), `${where} description`).toBeTruthy();
       expect.soft(op.security, `${where} security (an empty list for a public route)`).toBeDefined();
-      for (const [status, res] of Object.entries(op.responses ?? {})) expect.soft(res.description, `${where} ${status} description`).not.toBe('Default Response');
+      for (const [status, res] of Object.entries(op.responses ?? {}))
+        expect.soft(res.description, `${where} ${status} description`).not.toBe('Default Response');
     }
   });
 
@@ -181,7 +184,10 @@ describe('OpenAPI document', () => {
       ids.add(op.operationId!);
       expect.soft(`${op.description ?? ''}${op.summary ?? ''}`.trim(), where).not.toBe('');
       // 200, or 201 where a creation answers (payment requests)
-      const success = Object.keys(op.responses ?? {}).filter((st) => /^2\d\d$/.test(st)).sort()[0] ?? '200';
+      const success =
+        Object.keys(op.responses ?? {})
+          .filter((st) => /^2\d\d$/.test(st))
+          .sort()[0] ?? '200';
       const content = op.responses?.[success]?.content ?? {};
       expect.soft(Object.keys(content).length, `${where} documents its ${success} body`).toBeGreaterThan(0);
       // A JSON success body is the {ok: true, ...} envelope (DESIGN 2); a download documents its own media type.
@@ -198,7 +204,9 @@ describe('OpenAPI document', () => {
       for (const s of errorStatuses) {
         // Errors are always JSON, also on a route whose success is a file.
         expect.soft(Object.keys(op.responses![s]!.content ?? {}), `${where} ${s} media type`).toEqual(['application/json']);
-        expect.soft(isErrorEnvelope(Object.values(op.responses![s]!.content ?? {})[0]?.schema), `${where} ${s} is the error envelope`).toBe(true);
+        expect
+          .soft(isErrorEnvelope(Object.values(op.responses![s]!.content ?? {})[0]?.schema), `${where} ${s} is the error envelope`)
+          .toBe(true);
       }
     }
   });
@@ -222,8 +230,10 @@ describe('OpenAPI document', () => {
       if (path.startsWith('/admin/v1/')) expect(names, `${method} ${path}`).toEqual(['adminToken']);
       if (path === '/api-sync-cron.php') expect(names, path).toEqual(['cronToken']);
       if (path === '/healthz' || path === '/readyz') expect(op.security, `${path} is public, and says so`).toEqual([]);
-      if (path.startsWith('/api/v1/')) expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403', '429', '503']));
-      if (path.startsWith('/admin/v1/')) expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403']));
+      if (path.startsWith('/api/v1/'))
+        expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403', '429', '503']));
+      if (path.startsWith('/admin/v1/'))
+        expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['401', '403']));
     }
   });
 

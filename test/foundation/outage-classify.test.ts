@@ -19,7 +19,13 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const failure = (p: Promise<unknown>) => p.then(() => { throw new Error('expected a failure'); }, (err: unknown) => err);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (err: unknown) => err,
+  );
 
 describe('isDatabaseOutage: only database errors count', () => {
   let port: number;

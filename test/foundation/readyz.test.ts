@@ -4,7 +4,17 @@ import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPg, type Database } from '../../src/db/client.js';
-import { ADMIN_TOKEN, createTestApp, createTestDatabase, makeCategory, makeProduct, makeUser, onPostgres, type TestApp, type TestDatabase } from '../harness.js';
+import {
+  ADMIN_TOKEN,
+  createTestApp,
+  createTestDatabase,
+  makeCategory,
+  makeProduct,
+  makeUser,
+  onPostgres,
+  type TestApp,
+  type TestDatabase,
+} from '../harness.js';
 import { describeNeeding } from '../helpers/dependency.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { makePayClient } from '../payments/helpers.js';
@@ -48,7 +58,9 @@ describe('/readyz checks', () => {
     const cat = await makeCategory(t);
     const p = await makeProduct(t, { category_id: cat.id });
     const outbox = (eventId: string, status: string, age: string) =>
-      t.deps.db.execute(sql`INSERT INTO webhook_outbox (event_id, client_id, event, body, status, created_at) VALUES (${eventId}, ${client.id}, 'payment.approved', '{}', ${status}, now() - ${age}::interval)`);
+      t.deps.db.execute(
+        sql`INSERT INTO webhook_outbox (event_id, client_id, event, body, status, created_at) VALUES (${eventId}, ${client.id}, 'payment.approved', '{}', ${status}, now() - ${age}::interval)`,
+      );
 
     // A pending event a minute old is ordinary (the first retry comes after 60 s).
     await outbox('evt_ready_fresh', 'pending', '1 minute');
@@ -74,7 +86,10 @@ describe('/readyz checks', () => {
     // Intermediary mode on: runs are read from sync_runs (the newest first).
     await t.adminData('PUT', '/admin/v1/settings/source_url', { value: 'http://127.0.0.1:9/' });
     expect((await readyz(t)).sync).toEqual({ state: 'ok', last_success_at: null, consecutive_failures: 0 });
-    const run = (ok: boolean, finished: string) => t.deps.db.execute(sql`INSERT INTO sync_runs (mode, started_at, finished_at, ok) VALUES ('full', ${finished}::timestamptz, ${finished}::timestamptz, ${ok})`);
+    const run = (ok: boolean, finished: string) =>
+      t.deps.db.execute(
+        sql`INSERT INTO sync_runs (mode, started_at, finished_at, ok) VALUES ('full', ${finished}::timestamptz, ${finished}::timestamptz, ${ok})`,
+      );
     await run(false, '2026-11-25T08:00:00Z');
     await run(true, '2026-11-25T09:00:00Z');
     await run(false, '2026-11-25T09:10:00Z');
@@ -103,7 +118,9 @@ describe('/readyz checks', () => {
       const body = JSON.stringify({ value: 'VND' });
       // The server has parsed the request's head (so the connection is busy, not idle) when it emits 'request'.
       const taken = new Promise<void>((resolve) => own.app.server.once('request', () => resolve()));
-      socket.write(`PUT /admin/v1/settings/currency HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      socket.write(
+        `PUT /admin/v1/settings/currency HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      );
       await taken;
       // A second connection whose request has begun (headers not finished), so that close() does not drop it as idle.
       const accepted = new Promise<net.Socket>((resolve) => own.app.server.once('connection', resolve));
@@ -217,7 +234,9 @@ describeNeeding({ name: 'Redis on 127.0.0.1:6379', available: redisUp, hint: 'st
   let t: TestApp;
   beforeAll(async () => {
     proxy = await startTcpProxy({ host: '127.0.0.1', port: 6379 });
-    t = await createTestApp({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_PREFIX: `rgt${randomBytes(4).toString('hex')}:` } });
+    t = await createTestApp({
+      env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_PREFIX: `rgt${randomBytes(4).toString('hex')}:` },
+    });
   });
   afterAll(async () => {
     await t?.close();

@@ -23,19 +23,44 @@ import { query } from '../helpers/assert.js';
 
 const secretKeys = settingKeys.filter((k) => settingDefs[k].secret === true);
 /** A valid value for each secret setting (cron_token needs 16 characters), unique to this run so a scan cannot miss. */
-const values = Object.fromEntries(secretKeys.map((k) => [k, `${k}-${randomBytes(12).toString('hex')}`])) as Record<(typeof secretKeys)[number], string>;
+const values = Object.fromEntries(secretKeys.map((k) => [k, `${k}-${randomBytes(12).toString('hex')}`])) as Record<
+  (typeof secretKeys)[number],
+  string
+>;
 
 type Row = { key: string; value: string };
-const storedSecrets = (t: TestApp) => query<Row>(t, sql`SELECT key, value FROM settings WHERE key IN (${sql.join(secretKeys.map((k) => sql`${k}`), sql`, `)}) ORDER BY key`);
+const storedSecrets = (t: TestApp) =>
+  query<Row>(
+    t,
+    sql`SELECT key, value FROM settings WHERE key IN (${sql.join(
+      secretKeys.map((k) => sql`${k}`),
+      sql`, `,
+    )}) ORDER BY key`,
+  );
 /** Every row of the table as one text, as a dump would hold it. */
-const wholeTable = async (t: TestApp) => (await query<{ s: string }>(t, sql`SELECT coalesce(string_agg(key || '=' || value || '@' || updated_at::text, E'\n'), '') AS s FROM settings`))[0]!.s;
+const wholeTable = async (t: TestApp) =>
+  (
+    await query<{ s: string }>(
+      t,
+      sql`SELECT coalesce(string_agg(key || '=' || value || '@' || updated_at::text, E'\n'), '') AS s FROM settings`,
+    )
+  )[0]!.s;
 const cron = (t: TestApp, token: string) => t.request({ method: 'GET', url: `/api-sync-cron.php?token=${encodeURIComponent(token)}` });
 const sepay = (t: TestApp, key: string) =>
   t.request({
     method: 'POST',
     url: '/api/v1/bank-feeds/sepay',
     headers: { 'content-type': 'application/json', authorization: `Apikey ${key}` },
-    payload: JSON.stringify({ id: Date.now(), gateway: 'VCB', transactionDate: '2026-11-25 17:05:00', accountNumber: '0123456789', content: 'nothing', transferType: 'in', transferAmount: 150000, referenceCode: 'FT1' }),
+    payload: JSON.stringify({
+      id: Date.now(),
+      gateway: 'VCB',
+      transactionDate: '2026-11-25 17:05:00',
+      accountNumber: '0123456789',
+      content: 'nothing',
+      transferType: 'in',
+      transferAmount: 150000,
+      referenceCode: 'FT1',
+    }),
   });
 
 describe('secret settings at rest', () => {
@@ -53,7 +78,12 @@ describe('secret settings at rest', () => {
     });
 
     it('is stored encrypted (no plaintext anywhere in the table), reads back in clear, and works for its feature', async () => {
-      for (const k of secretKeys) expect(await t.adminData('PUT', `/admin/v1/settings/${k}`, { value: values[k] })).toMatchObject({ key: k, value: values[k], source: 'database' });
+      for (const k of secretKeys)
+        expect(await t.adminData('PUT', `/admin/v1/settings/${k}`, { value: values[k] })).toMatchObject({
+          key: k,
+          value: values[k],
+          source: 'database',
+        });
 
       const rows = await storedSecrets(t);
       expect(rows.map((r) => r.key)).toEqual([...secretKeys].sort());
@@ -62,10 +92,18 @@ describe('secret settings at rest', () => {
       for (const k of secretKeys) expect(table).not.toContain(values[k]);
 
       // The API and CLI show what they showed before: get in clear, list masked.
-      for (const k of secretKeys) expect(await t.adminData('GET', `/admin/v1/settings/${k}`)).toMatchObject({ key: k, value: values[k], source: 'database', secret: true });
+      for (const k of secretKeys)
+        expect(await t.adminData('GET', `/admin/v1/settings/${k}`)).toMatchObject({
+          key: k,
+          value: values[k],
+          source: 'database',
+          secret: true,
+        });
       const list = await t.admin('GET', '/admin/v1/settings');
       for (const k of secretKeys) expect(list.body).not.toContain(values[k]);
-      expect((list.json() as { data: Row[] }).data.filter((s) => s.key in values).map((s) => s.value)).toEqual(secretKeys.map(() => '********'));
+      expect((list.json() as { data: Row[] }).data.filter((s) => s.key in values).map((s) => s.value)).toEqual(
+        secretKeys.map(() => '********'),
+      );
 
       // The features read the clear value: the cron token authorises the cron endpoint, the SePay key a notification.
       expect((await cron(t, values.cron_token)).statusCode).toBe(200);
@@ -97,11 +135,16 @@ describe('secret settings at rest', () => {
 
     it('is read as is, then encrypted at the next start (idempotent, several processes at once); the value stays the same', async () => {
       const a = await start();
-      await a.deps.db.execute(sql`INSERT INTO settings (key, value) VALUES ('cron_token', ${values.cron_token}), ('sepay_api_key', ${values.sepay_api_key}), ('maintenance', 'false')`);
+      await a.deps.db.execute(
+        sql`INSERT INTO settings (key, value) VALUES ('cron_token', ${values.cron_token}), ('sepay_api_key', ${values.sepay_api_key}), ('maintenance', 'false')`,
+      );
       const stampBefore = await query<{ at: string }>(a, sql`SELECT updated_at::text AS at FROM settings WHERE key = 'cron_token'`);
       a.clock.advance(1100);
       expect((await cron(a, values.cron_token)).statusCode).toBe(200);
-      expect(await a.adminData('GET', '/admin/v1/settings/sepay_api_key')).toMatchObject({ value: values.sepay_api_key, source: 'database' });
+      expect(await a.adminData('GET', '/admin/v1/settings/sepay_api_key')).toMatchObject({
+        value: values.sepay_api_key,
+        source: 'database',
+      });
       expect(await storedSecrets(a)).toEqual([
         { key: 'cron_token', value: values.cron_token },
         { key: 'sepay_api_key', value: values.sepay_api_key },
@@ -117,7 +160,9 @@ describe('secret settings at rest', () => {
       expect(table).not.toContain(values.sepay_api_key);
       // Not a secret: left as it was. The change of stored form is not a change of the setting: updated_at stays.
       expect(await query(b, sql`SELECT value FROM settings WHERE key = 'maintenance'`)).toEqual([{ value: 'false' }]);
-      expect(await query<{ at: string }>(b, sql`SELECT updated_at::text AS at FROM settings WHERE key = 'cron_token'`)).toEqual(stampBefore);
+      expect(await query<{ at: string }>(b, sql`SELECT updated_at::text AS at FROM settings WHERE key = 'cron_token'`)).toEqual(
+        stampBefore,
+      );
 
       // Every process, the one started before included, reads the same value.
       a.clock.advance(1100);
@@ -135,7 +180,9 @@ describe('secret settings at rest', () => {
     it('an encrypted value that cannot be decrypted is ignored with a warning (the default applies), never logged, never a 500', async () => {
       const t = await start();
       const bogus = 'enc:v1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
-      await t.deps.db.execute(sql`INSERT INTO settings (key, value) VALUES ('casso_checksum_key', ${bogus}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
+      await t.deps.db.execute(
+        sql`INSERT INTO settings (key, value) VALUES ('casso_checksum_key', ${bogus}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      );
       t.clock.advance(1100);
       expect(await t.adminData('GET', '/admin/v1/settings/casso_checksum_key')).toMatchObject({ value: '', source: 'default' });
       const warned = t.logs.filter((l) => (JSON.parse(l) as { setting?: string }).setting === 'casso_checksum_key');
@@ -160,12 +207,24 @@ describe('secret settings at rest', () => {
       const cache = path.join(root, 'cache');
       fs.mkdirSync(cache);
       fs.writeFileSync(snapshotFile(cache, snapshotKey()), zlib.gzipSync(fs.readFileSync(inject('pgliteSnapshot'))));
-      const config = loadConfig({ DATA_DIR: path.join(root, 'data'), APP_SECRET, ADMIN_TOKEN, LOG_LEVEL: 'warn', PGLITE_SNAPSHOT_DIR: cache });
+      const config = loadConfig({
+        DATA_DIR: path.join(root, 'data'),
+        APP_SECRET,
+        ADMIN_TOKEN,
+        LOG_LEVEL: 'warn',
+        PGLITE_SNAPSHOT_DIR: cache,
+      });
       const deps = await createDeps(config, { logger: createLogger('warn', { write: () => {} } as unknown as pino.DestinationStream) });
       const app = await buildApp(deps);
       try {
         const admin = (method: 'GET' | 'PUT', url: string, payload?: unknown) =>
-          app.inject({ method, url, remoteAddress: '127.0.0.1', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload ? { payload: payload as object } : {}) });
+          app.inject({
+            method,
+            url,
+            remoteAddress: '127.0.0.1',
+            headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+            ...(payload ? { payload: payload as object } : {}),
+          });
         for (const k of secretKeys) expect((await admin('PUT', `/admin/v1/settings/${k}`, { value: values[k] })).statusCode).toBe(200);
         // A marker the scan must find: the archive's settings rows are readable bytes, so a missing secret means something.
         const marker = `https://marker-${randomBytes(8).toString('hex')}.example`;

@@ -60,7 +60,12 @@ describe('settings', () => {
           help: expect.stringMatching(/\S/),
         });
       }
-      expect(before.find((s) => s.key === 'products_max_limit')).toMatchObject({ value: '100', default: '100', source: 'default', secret: false });
+      expect(before.find((s) => s.key === 'products_max_limit')).toMatchObject({
+        value: '100',
+        default: '100',
+        source: 'default',
+        secret: false,
+      });
       expect(before.find((s) => s.key === 'currency')).toMatchObject({ value: settingDefs.currency.default, source: 'default' });
 
       await t.adminData('PUT', '/admin/v1/settings/products_max_limit', { value: '7' });
@@ -86,14 +91,22 @@ describe('settings', () => {
 
       const get = await t.admin('GET', '/admin/v1/settings/cron_token');
       expect(get.statusCode).toBe(200);
-      expect(get.json()).toEqual({ ok: true, data: { key: 'cron_token', value: token, default: '', source: 'database', secret: true, help: expect.any(String) } });
+      expect(get.json()).toEqual({
+        ok: true,
+        data: { key: 'cron_token', value: token, default: '', source: 'database', secret: true, help: expect.any(String) },
+      });
       // Stored encrypted (test/foundation/secret-settings.test.ts), read back in clear.
-      expect(await query(t, sql`SELECT value FROM settings WHERE key = 'cron_token'`)).toEqual([{ value: expect.stringMatching(/^enc:v1:/) }]);
+      expect(await query(t, sql`SELECT value FROM settings WHERE key = 'cron_token'`)).toEqual([
+        { value: expect.stringMatching(/^enc:v1:/) },
+      ]);
 
       await t.adminData('PUT', '/admin/v1/settings/cron_token', { value: '' });
       await t.adminData('PUT', '/admin/v1/settings/source_api_key', { value: '' });
       // Unset, there is nothing to mask: an empty value says "not configured".
-      expect((await t.adminData<SettingView[]>('GET', '/admin/v1/settings')).find((s) => s.key === 'cron_token')).toMatchObject({ value: '', source: 'default' });
+      expect((await t.adminData<SettingView[]>('GET', '/admin/v1/settings')).find((s) => s.key === 'cron_token')).toMatchObject({
+        value: '',
+        source: 'default',
+      });
     });
 
     it('an invalid value answers 400 invalid_request with details and stores nothing (a previous value survives)', async () => {
@@ -116,7 +129,12 @@ describe('settings', () => {
           key,
           value,
           status: 400,
-          body: { ok: false, error: 'invalid_request', message: expect.stringContaining(key), details: [{ path: key, message: expect.stringMatching(/\S/) }] },
+          body: {
+            ok: false,
+            error: 'invalid_request',
+            message: expect.stringContaining(key),
+            details: [{ path: key, message: expect.stringMatching(/\S/) }],
+          },
         });
       }
       const keys = [...new Set(invalid.map(([k]) => k))];
@@ -129,7 +147,12 @@ describe('settings', () => {
       for (const payload of [{}, { value: 5 }, { value: null }]) {
         const res = await t.admin('PUT', '/admin/v1/settings/maintenance', payload);
         expect(res.statusCode).toBe(400);
-        expect(res.json()).toEqual({ ok: false, error: 'invalid_request', message: expect.any(String), details: [{ path: 'body.value', message: expect.any(String) }] });
+        expect(res.json()).toEqual({
+          ok: false,
+          error: 'invalid_request',
+          message: expect.any(String),
+          details: [{ path: 'body.value', message: expect.any(String) }],
+        });
       }
       expectError(await t.admin('GET', '/admin/v1/settings/no_such_setting'), 404, 'not_found');
       expectError(await t.admin('PUT', '/admin/v1/settings/no_such_setting', { value: '1' }), 404, 'not_found');
@@ -152,13 +175,17 @@ describe('settings', () => {
       expect((await storedRows(t)).filter((r) => r.key === 'products_max_limit')).toEqual([]);
       expect(await productsLimit(t, user.api_key)).toBe(50);
       // Resetting what is already default is harmless.
-      expect(await t.adminData<SettingView>('PUT', '/admin/v1/settings/products_max_limit', { value: '' })).toMatchObject({ source: 'default' });
+      expect(await t.adminData<SettingView>('PUT', '/admin/v1/settings/products_max_limit', { value: '' })).toMatchObject({
+        source: 'default',
+      });
     });
 
     it('a bad row written by SQL is ignored (the default applies), never a 500', async () => {
       const user = await makeUser(t);
       expect(await productsLimit(t, user.api_key)).toBe(50);
-      await t.deps.db.execute(sql`INSERT INTO settings (key, value) VALUES ('products_max_limit', 'lots'), ('maintenance', 'maybe'), ('no_such_setting', 'x') ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
+      await t.deps.db.execute(
+        sql`INSERT INTO settings (key, value) VALUES ('products_max_limit', 'lots'), ('maintenance', 'maybe'), ('no_such_setting', 'x') ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      );
       // Past the snapshot's lifetime, the process reloads and meets the bad rows.
       t.clock.advance(1100);
       expect(await productsLimit(t, user.api_key)).toBe(50);
@@ -188,9 +215,13 @@ describe('settings', () => {
         expect(await t.adminData('GET', '/admin/v1/settings/currency')).toMatchObject({ value: 'USD', default: 'USD', source: 'default' });
 
         await t.adminData('PUT', '/admin/v1/settings/currency', { value: 'EUR' });
-        expect((await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).json()).toMatchObject({ currency: 'EUR' });
+        expect((await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).json()).toMatchObject({
+          currency: 'EUR',
+        });
         await t.adminData('PUT', '/admin/v1/settings/currency', { value: '' });
-        expect((await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).json()).toMatchObject({ currency: 'USD' });
+        expect((await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).json()).toMatchObject({
+          currency: 'USD',
+        });
       });
     });
 
@@ -202,7 +233,7 @@ describe('settings', () => {
   });
 
   describe('two processes on one database', () => {
-    it('through the short cache: with notifications cut, B sees A\'s change once its clock passes 1 s, not before', async () => {
+    it("through the short cache: with notifications cut, B sees A's change once its clock passes 1 s, not before", async () => {
       const shared = await createTestDatabase();
       const a = await createTestApp({ database: shared.database });
       const b = await createTestApp({ database: shared.database });
@@ -231,7 +262,7 @@ describe('settings', () => {
       }
     });
 
-    it('through the notification: B sees A\'s change within 2 s of real time while B\'s clock stands still', async () => {
+    it("through the notification: B sees A's change within 2 s of real time while B's clock stands still", async () => {
       const shared = await createTestDatabase();
       const a = await createTestApp({ database: shared.database });
       const b = await createTestApp({ database: shared.database });

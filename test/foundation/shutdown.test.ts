@@ -15,9 +15,23 @@ import { approve, attemptsOf, cron, makeHookClient, outboxOf, pendingPayment, st
 // same shutdown() with SHUTDOWN_TIMEOUT_MS; the drill scripts/drills/sigterm.ts does it to a real process under load).
 
 const stop = (t: TestApp, timeoutMs: number): Promise<ShutdownReport> =>
-  shutdown({ app: t.app, requests: t.requests, webhooks: t.deps.webhooks, sync: t.deps.sync, closeDeps: () => t.deps.close(), logger: t.deps.logger }, timeoutMs);
+  shutdown(
+    {
+      app: t.app,
+      requests: t.requests,
+      webhooks: t.deps.webhooks,
+      sync: t.deps.sync,
+      closeDeps: () => t.deps.close(),
+      logger: t.deps.logger,
+    },
+    timeoutMs,
+  );
 
-const refused = (base: string) => fetch(`${base}/healthz`).then(() => false, () => true);
+const refused = (base: string) =>
+  fetch(`${base}/healthz`).then(
+    () => false,
+    () => true,
+  );
 
 describe('shutdown with requests in flight', () => {
   let t: TestApp | undefined;
@@ -29,7 +43,11 @@ describe('shutdown with requests in flight', () => {
   async function orderFixture(app: TestApp) {
     const user = await makeUser(app, { balance: '100000' });
     const product = await makeProduct(app, { category_id: (await makeCategory(app)).id, price: '1000', max_qty: 10 });
-    await importCodes(app, product.id, Array.from({ length: 3 }, (_, i) => `SD-${product.id}-${i}-${randomBytes(3).toString('hex')}`));
+    await importCodes(
+      app,
+      product.id,
+      Array.from({ length: 3 }, (_, i) => `SD-${product.id}-${i}-${randomBytes(3).toString('hex')}`),
+    );
     return { user, product };
   }
 
@@ -38,7 +56,12 @@ describe('shutdown with requests in flight', () => {
     const { user, product } = await orderFixture(app);
     const base = await app.listen();
     const requestId = `sd-${randomBytes(4).toString('hex')}`;
-    const order = heldRequest(base, '/api/v1/order/create', bearer(user.api_key), JSON.stringify({ product_id: product.id, quantity: 1, request_id: requestId }));
+    const order = heldRequest(
+      base,
+      '/api/v1/order/create',
+      bearer(user.api_key),
+      JSON.stringify({ product_id: product.id, quantity: 1, request_id: requestId }),
+    );
     await until(() => app.requests.size() === 1, 'the order request in flight');
 
     const stopping = stop(app, 10_000);
@@ -66,7 +89,12 @@ describe('shutdown with requests in flight', () => {
     const { user, product } = await orderFixture(app);
     const base = await app.listen();
     // Never finished: the client stalls mid-body past the bound (a slow upload, a download that is never read).
-    const stalled = heldRequest(base, '/api/v1/order/create', bearer(user.api_key), JSON.stringify({ product_id: product.id, quantity: 1 }));
+    const stalled = heldRequest(
+      base,
+      '/api/v1/order/create',
+      bearer(user.api_key),
+      JSON.stringify({ product_id: product.id, quantity: 1 }),
+    );
     await until(() => app.requests.size() === 1, 'the request in flight');
 
     const report = await stop(app, 1_000);
@@ -88,7 +116,17 @@ describe('shutdown past its bound', () => {
       // A handler that never answers (what a cut connection's handler looks like to the shutdown).
       requests.begin({} as FastifyRequest);
       let closed = false;
-      const report = await shutdown({ app: t.app, requests, webhooks: t.deps.webhooks, sync: t.deps.sync, closeDeps: async () => void (closed = true), logger: t.deps.logger }, 1_000);
+      const report = await shutdown(
+        {
+          app: t.app,
+          requests,
+          webhooks: t.deps.webhooks,
+          sync: t.deps.sync,
+          closeDeps: async () => void (closed = true),
+          logger: t.deps.logger,
+        },
+        1_000,
+      );
       expect(report).toMatchObject({ outcome: 'busy', requests_left: 1 });
       expect(closed).toBe(false);
       expect(t.logs.join('\n')).toContain('handlers still running at the bound; exiting without closing the database');
@@ -103,7 +141,17 @@ describe('shutdown past its bound', () => {
       let closed = false;
       // A record that never ends (a database that stopped answering): what stop() waits for after cutting attempts.
       const webhooks = { stop: () => new Promise<{ finished: number; interrupted: number }>(() => undefined) };
-      const report = await shutdown({ app: t.app, requests: t.requests, webhooks, sync: t.deps.sync, closeDeps: async () => void (closed = true), logger: t.deps.logger }, 1_000);
+      const report = await shutdown(
+        {
+          app: t.app,
+          requests: t.requests,
+          webhooks,
+          sync: t.deps.sync,
+          closeDeps: async () => void (closed = true),
+          logger: t.deps.logger,
+        },
+        1_000,
+      );
       expect(report).toMatchObject({ outcome: 'busy', requests_left: 0 });
       expect(closed).toBe(false);
       expect(t.logs.join('\n')).toContain('webhook attempts still being recorded at the bound; exiting without closing the database');
@@ -123,15 +171,23 @@ describe('shutdown with a webhook attempt in flight', () => {
   async function holdingReceiver(fails: (n: number) => boolean) {
     const held: ((a: Answer) => void)[] = [];
     let holding = true;
-    const receiver = await startReceiver((n) => (fails(n) ? { status: 500, body: 'busy' } : holding ? new Promise<Answer>((resolve) => held.push(resolve)) : { status: 200, body: 'ok' }));
+    const receiver = await startReceiver((n) =>
+      fails(n)
+        ? { status: 500, body: 'busy' }
+        : holding
+          ? new Promise<Answer>((resolve) => held.push(resolve))
+          : { status: 200, body: 'ok' },
+    );
     const release = (answer: Answer) => {
       holding = false;
       held.splice(0).forEach((a) => a(answer));
     };
-    open.push({ close: async () => {
-      release({ status: 200 });
-      await receiver.close();
-    } });
+    open.push({
+      close: async () => {
+        release({ status: 200 });
+        await receiver.close();
+      },
+    });
     return { receiver, release };
   }
   afterEach(async () => {
@@ -151,9 +207,19 @@ describe('shutdown with a webhook attempt in flight', () => {
 
     expect(report).toMatchObject({ outcome: 'clean', webhooks_interrupted: 1 });
     const [row] = await outboxOf(first, client.id);
-    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'interrupted: this server stopped before the receiver answered' });
-    expect(await attemptsOf(first, row!.event_id)).toEqual([expect.objectContaining({ attempt: 1, status_code: null, error: 'interrupted: this server stopped before the receiver answered' })]);
-    const [due] = rowsOf<{ due: boolean }>(await first.deps.db.execute(sql`SELECT next_attempt_at <= ${first.clock.now().toISOString()}::timestamptz AS due FROM webhook_outbox WHERE event_id = ${row!.event_id}`));
+    expect(row).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      last_error: 'interrupted: this server stopped before the receiver answered',
+    });
+    expect(await attemptsOf(first, row!.event_id)).toEqual([
+      expect.objectContaining({ attempt: 1, status_code: null, error: 'interrupted: this server stopped before the receiver answered' }),
+    ]);
+    const [due] = rowsOf<{ due: boolean }>(
+      await first.deps.db.execute(
+        sql`SELECT next_attempt_at <= ${first.clock.now().toISOString()}::timestamptz AS due FROM webhook_outbox WHERE event_id = ${row!.event_id}`,
+      ),
+    );
     expect(due!.due).toBe(true);
 
     // The next process on the same database: the receiver now answers, the event goes out again with the same id.
@@ -179,7 +245,10 @@ describe('shutdown with a webhook attempt in flight', () => {
     first.clock.advance(3_600_000); // past the first retry delay (60 s ± 10 %): due for the cron call
     await first.adminData('PUT', '/admin/v1/settings/cron_token', { value: 'cron-token-shutdown' });
     const base = await first.listen();
-    const cronCall = fetch(`${base}/api-sync-cron.php?token=cron-token-shutdown`).then((r) => r.status, () => 'cut' as const);
+    const cronCall = fetch(`${base}/api-sync-cron.php?token=cron-token-shutdown`).then(
+      (r) => r.status,
+      () => 'cut' as const,
+    );
     await until(() => receiver.received.length === 2, 'the cron call to send attempt 2');
     expect(first.requests.size()).toBe(1);
 
@@ -191,13 +260,21 @@ describe('shutdown with a webhook attempt in flight', () => {
     // and the event to its 60 s claim lease).
     expect(report).toMatchObject({ outcome: 'clean', requests_left: 0, webhooks_interrupted: 1 });
     const [row] = await outboxOf(first, client.id);
-    expect(row).toMatchObject({ status: 'pending', attempts: 2, last_error: 'interrupted: this server stopped before the receiver answered' });
+    expect(row).toMatchObject({
+      status: 'pending',
+      attempts: 2,
+      last_error: 'interrupted: this server stopped before the receiver answered',
+    });
     expect(await attemptsOf(first, row!.event_id)).toEqual([
       expect.objectContaining({ attempt: 1, status_code: 500 }),
       expect.objectContaining({ attempt: 2, status_code: null, error: 'interrupted: this server stopped before the receiver answered' }),
     ]);
     // Due now, not at the end of the claim's 60 s lease (a claim moves next_attempt_at to the lease's end).
-    const [due] = rowsOf<{ due: boolean }>(await first.deps.db.execute(sql`SELECT next_attempt_at <= ${first.clock.now().toISOString()}::timestamptz AS due FROM webhook_outbox WHERE event_id = ${row!.event_id}`));
+    const [due] = rowsOf<{ due: boolean }>(
+      await first.deps.db.execute(
+        sql`SELECT next_attempt_at <= ${first.clock.now().toISOString()}::timestamptz AS due FROM webhook_outbox WHERE event_id = ${row!.event_id}`,
+      ),
+    );
     expect(due!.due).toBe(true);
 
     // The next process: its cron call takes the webhooks job (its lease was freed by the ended handler) and delivers once.
@@ -225,8 +302,14 @@ describe('shutdown with a sync in progress', () => {
 
       expect(report).toMatchObject({ outcome: 'clean', cut: false });
       expect(res.statusCode).toBe(502);
-      expect(res.json()).toEqual({ ok: false, error: 'sync_failed', message: 'Sync failed, nothing was changed: The server is shutting down; the sync was stopped' });
-      const [row] = rowsOf<{ ok: boolean; error_code: string }>(await m.mid.deps.db.execute(sql`SELECT ok, error_code FROM sync_runs ORDER BY id DESC LIMIT 1`));
+      expect(res.json()).toEqual({
+        ok: false,
+        error: 'sync_failed',
+        message: 'Sync failed, nothing was changed: The server is shutting down; the sync was stopped',
+      });
+      const [row] = rowsOf<{ ok: boolean; error_code: string }>(
+        await m.mid.deps.db.execute(sql`SELECT ok, error_code FROM sync_runs ORDER BY id DESC LIMIT 1`),
+      );
       expect(row).toEqual({ ok: false, error_code: 'shutdown' });
     } finally {
       await m.close();

@@ -72,7 +72,10 @@ describe('sanitizeDescription', () => {
 
   it.each([
     ['<b>bold</b> <i>it</i> <strong>s</strong> <em>e</em> <u>u</u>', '<b>bold</b> <i>it</i> <strong>s</strong> <em>e</em> <u>u</u>'],
-    ['<a href="https://example.com/help?a=1&b=2" title="Help" target="_blank">help</a>', '<a href="https://example.com/help?a=1&amp;b=2" title="Help" target="_blank" rel="noopener noreferrer">help</a>'],
+    [
+      '<a href="https://example.com/help?a=1&b=2" title="Help" target="_blank">help</a>',
+      '<a href="https://example.com/help?a=1&amp;b=2" title="Help" target="_blank" rel="noopener noreferrer">help</a>',
+    ],
     ['<a href="mailto:support@example.com">mail</a>', '<a href="mailto:support@example.com">mail</a>'],
     ['<ul><li>one</li><li>two</li></ul>', '<ul><li>one</li><li>two</li></ul>'],
     ['Line 1\nLine 2<br>Line 3', 'Line 1\nLine 2<br />Line 3'],

@@ -29,6 +29,9 @@ export function distIsFresh(): boolean {
 /** Builds dist/ unless it is fresh; returns whether it built. */
 export async function ensureBuilt(): Promise<boolean> {
   if (distIsFresh()) return false;
-  await promisify(execFile)(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), '--if-needed'], { cwd: ROOT, timeout: BUILD_TIMEOUT_MS });
+  await promisify(execFile)(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), '--if-needed'], {
+    cwd: ROOT,
+    timeout: BUILD_TIMEOUT_MS,
+  });
   return true;
 }

@@ -19,7 +19,8 @@ export const START_TIMEOUT_MS = 90_000;
 function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // NODE_OPTIONS too: a loader inherited through it would hide a build that needs one.
-  for (const key of [...Object.keys(envSchema.shape), ...settingKeys.map((k) => k.toUpperCase()), 'TEST_DATABASE_URL', 'NODE_OPTIONS']) delete env[key];
+  for (const key of [...Object.keys(envSchema.shape), ...settingKeys.map((k) => k.toUpperCase()), 'TEST_DATABASE_URL', 'NODE_OPTIONS'])
+    delete env[key];
   return { ...env, ...extra };
 }
 
@@ -64,7 +65,14 @@ export async function waitFor<T>(what: string, probe: () => T | undefined, serve
 }
 
 /** The server's JSON log lines (a line that is not JSON comes back as {raw}). */
-export const lines = (s: Server) => s.stdout.map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return { raw: l }; } });
+export const lines = (s: Server) =>
+  s.stdout.map((l) => {
+    try {
+      return JSON.parse(l) as Record<string, unknown>;
+    } catch {
+      return { raw: l };
+    }
+  });
 
 /** The start-up log line that says where the server listens. */
 export function listeningLine(s: Server): Record<string, unknown> | undefined {

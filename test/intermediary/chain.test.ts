@@ -25,13 +25,26 @@ describe('an intermediary is itself the source of another intermediary', () => {
     const midUrl = await s.mid.listen();
     const account = await makeUser(s.mid, { name: 'third', balance: 100_000 });
     third = await createTestApp();
-    for (const [k, v] of Object.entries({ source_url: midUrl, source_api_key: account.api_key, cron_token: CRON_TOKEN, products_cache_seconds: '0' })) {
+    for (const [k, v] of Object.entries({
+      source_url: midUrl,
+      source_api_key: account.api_key,
+      cron_token: CRON_TOKEN,
+      products_cache_seconds: '0',
+    })) {
       await third.adminData('PUT', `/admin/v1/settings/${k}`, { value: v });
     }
-    const cron = async () => (await third!.request({ method: 'GET', url: `/api-sync-cron.php?token=${CRON_TOKEN}` })).json() as { ran: boolean; created: number; updated: number; jobs: { sync?: { mode: string } } };
+    const cron = async () =>
+      (await third!.request({ method: 'GET', url: `/api-sync-cron.php?token=${CRON_TOKEN}` })).json() as {
+        ran: boolean;
+        created: number;
+        updated: number;
+        jobs: { sync?: { mode: string } };
+      };
     expect(await cron()).toMatchObject({ ran: true, created: 1, jobs: { sync: { mode: 'full' } } });
     const buyer = await makeUser(third, { balance: 10_000 });
-    const list = (await third.request({ method: 'GET', url: '/api/v1/products', headers: bearer(buyer.api_key) })).json() as { data: { id: string; name: string; price: number }[] };
+    const list = (await third.request({ method: 'GET', url: '/api/v1/products', headers: bearer(buyer.api_key) })).json() as {
+      data: { id: string; name: string; price: number }[];
+    };
     expect(list.data).toEqual([expect.objectContaining({ name: 'Card via mid', price: 1100 })]);
 
     // A change on the intermediary reaches the third shop through a delta run.
@@ -48,12 +61,25 @@ describe('an intermediary is itself the source of another intermediary', () => {
     expect((await s.get(since)).json()).toMatchObject({ data: [expect.objectContaining({ name: 'Card via mid', price: 1250 })] });
     third.clock.advance(3_600_000);
     expect(await cron()).toMatchObject({ ran: true, created: 0, updated: 1, jobs: { sync: { mode: 'delta' } } });
-    const repriced = (await third.request({ method: 'GET', url: '/api/v1/products', headers: bearer(buyer.api_key) })).json() as { data: { price: number }[] };
+    const repriced = (await third.request({ method: 'GET', url: '/api/v1/products', headers: bearer(buyer.api_key) })).json() as {
+      data: { price: number }[];
+    };
     expect(repriced.data).toEqual([expect.objectContaining({ price: 1250 })]);
 
-    const res = await third.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(buyer.api_key), 'content-type': 'application/json' }, payload: { product_id: list.data[0]!.id, quantity: 1 } });
+    const res = await third.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: { ...bearer(buyer.api_key), 'content-type': 'application/json' },
+      payload: { product_id: list.data[0]!.id, quantity: 1 },
+    });
     expect(res.json()).toMatchObject({ ok: true, status: 'success', total: 1250 });
-    const d = (await third.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${(res.json() as { order_code: string }).order_code}`, headers: bearer(buyer.api_key) })).json();
+    const d = (
+      await third.request({
+        method: 'GET',
+        url: `/api/v1/order/delivery?order_code=${(res.json() as { order_code: string }).order_code}`,
+        headers: bearer(buyer.api_key),
+      })
+    ).json();
     expect(d).toMatchObject({ status: 'success', delivery_codes: ['CHAIN-1'] });
   });
 });

@@ -23,7 +23,12 @@ describe('reseller-admin sync and override commands against an intermediary', ()
     expect(runs.map((r) => r.ok)).toEqual([true, true]);
 
     const id = await midId(s, 'Zing 50k');
-    expect(await ok('override', 'set', id, '--price-adjust=-500', '--name', 'Zing (ours)', '--hide')).toMatchObject({ product_id: id, price_adjust: -500, name: 'Zing (ours)', hidden: true });
+    expect(await ok('override', 'set', id, '--price-adjust=-500', '--name', 'Zing (ours)', '--hide')).toMatchObject({
+      product_id: id,
+      price_adjust: -500,
+      name: 'Zing (ours)',
+      hidden: true,
+    });
     expect((await s.get(`/api/v1/product?id=${id}`)).statusCode).toBe(404);
     expect(await ok('override', 'set', id, '--show')).toMatchObject({ hidden: false });
     expect((await s.get(`/api/v1/product?id=${id}`)).json()).toMatchObject({ data: { name: 'Zing (ours)', price: 1500 } });

@@ -11,7 +11,14 @@ import { fakeProduct, midOnFake, sendJson, type MidOnFake } from './fake-source.
  */
 
 type Created = { ok: boolean; order_code: string; status: string; total: number; message: string };
-type Row = { status: string; upstream_issue: string | null; attempted: boolean; stuck: boolean; upstream_order_code: string | null; codes: number };
+type Row = {
+  status: string;
+  upstream_issue: string | null;
+  attempted: boolean;
+  stuck: boolean;
+  upstream_order_code: string | null;
+  codes: number;
+};
 
 const PENDING_MESSAGE = 'Order placed with the source site';
 
@@ -26,7 +33,9 @@ async function rowOf(s: MidOnFake, orderCode: string): Promise<Row> {
 }
 
 async function ledgerOf(s: MidOnFake, ref: string) {
-  return rowsOf<{ kind: string; amount: string }>(await s.mid.deps.db.execute(sql`SELECT kind, amount::text AS amount FROM balance_ledger WHERE ref = ${ref} ORDER BY id`));
+  return rowsOf<{ kind: string; amount: string }>(
+    await s.mid.deps.db.execute(sql`SELECT kind, amount::text AS amount FROM balance_ledger WHERE ref = ${ref} ORDER BY id`),
+  );
 }
 
 /** Every order older than the reconciler's minimum age, in database time (the reconciler's one time source). */
@@ -70,9 +79,25 @@ describe('a source order is success only when its delivery is proven', () => {
     s.fake.state.codesFor = () => [];
     const created = await pendingOrder(s, { product_id: set.id, quantity: 1, request_id: 'empty-1' }, 1000);
     expect(await s.balance()).toBe(999_000);
-    expect(await rowOf(s, created.order_code)).toEqual({ status: 'pending', upstream_issue: 'the source delivered 0 code(s) for quantity 1', attempted: true, stuck: false, upstream_order_code: 'SRC1', codes: 0 });
+    expect(await rowOf(s, created.order_code)).toEqual({
+      status: 'pending',
+      upstream_issue: 'the source delivered 0 code(s) for quantity 1',
+      attempted: true,
+      stuck: false,
+      upstream_order_code: 'SRC1',
+      codes: 0,
+    });
     const delivery = await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`);
-    expect(delivery.json()).toEqual({ ok: true, order_code: created.order_code, status: 'pending', delivery_codes: [], delivery_codes_detail: [], product_desc2: '', desc2: '', usage_checked_at: null });
+    expect(delivery.json()).toEqual({
+      ok: true,
+      order_code: created.order_code,
+      status: 'pending',
+      delivery_codes: [],
+      delivery_codes_detail: [],
+      product_desc2: '',
+      desc2: '',
+      usage_checked_at: null,
+    });
 
     // Still nothing at the next pass: pending, not refunded.
     await ageOrders(s);
@@ -87,7 +112,14 @@ describe('a source order is success only when its delivery is proven', () => {
       delivery_codes: ['LATE-1'],
       delivery_codes_detail: [{ code: 'LATE-1', used: false, used_at: null, status_label: 'Unused' }],
     });
-    expect(await rowOf(s, created.order_code)).toEqual({ status: 'success', upstream_issue: null, attempted: true, stuck: false, upstream_order_code: 'SRC1', codes: 1 });
+    expect(await rowOf(s, created.order_code)).toEqual({
+      status: 'success',
+      upstream_issue: null,
+      attempted: true,
+      stuck: false,
+      upstream_order_code: 'SRC1',
+      codes: 1,
+    });
     const creates = s.fake.callsTo('/api/v1/order/create');
     expect(creates.map((c) => (JSON.parse(c.body) as { request_id: string }).request_id)).toEqual([created.order_code]);
     expect(s.fake.state.orders.size).toBe(1);
@@ -100,7 +132,11 @@ describe('a source order is success only when its delivery is proven', () => {
     const set = await setUp();
     s = set.s;
     const cases: { quantity: number; codes: string[]; issue: string }[] = [
-      { quantity: 1, codes: Array.from({ length: 1000 }, (_, i) => `MANY-${i}`), issue: 'the source delivered 1000 code(s) for quantity 1' },
+      {
+        quantity: 1,
+        codes: Array.from({ length: 1000 }, (_, i) => `MANY-${i}`),
+        issue: 'the source delivered 1000 code(s) for quantity 1',
+      },
       { quantity: 2, codes: ['FEW-1'], issue: 'the source delivered 1 code(s) for quantity 2' },
       { quantity: 1, codes: ['NUL\u0000BYTE'], issue: 'the source delivered a code with a control character' },
       { quantity: 1, codes: ['DEL\u007f'], issue: 'the source delivered a code with a control character' },
@@ -117,7 +153,10 @@ describe('a source order is success only when its delivery is proven', () => {
       const created = await pendingOrder(s, { product_id: set.id, quantity: c.quantity }, 1000 * c.quantity);
       balance -= 1000 * c.quantity;
       expect(await rowOf(s, created.order_code), c.issue).toMatchObject({ status: 'pending', upstream_issue: c.issue, codes: 0 });
-      expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({ status: 'pending', delivery_codes: [] });
+      expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({
+        status: 'pending',
+        delivery_codes: [],
+      });
     }
     expect(await s.balance()).toBe(balance);
 
@@ -126,13 +165,28 @@ describe('a source order is success only when its delivery is proven', () => {
     s.fake.state.codesFor = () => edge;
     const ok = await s.order({ product_id: set.id, quantity: 2 });
     expect(ok.json()).toMatchObject({ ok: true, status: 'success', message: 'Order completed: 2 code(s) delivered' });
-    expect((await s.get(`/api/v1/order/delivery?order_code=${(ok.json() as Created).order_code}`)).json()).toMatchObject({ status: 'success', delivery_codes: edge });
+    expect((await s.get(`/api/v1/order/delivery?order_code=${(ok.json() as Created).order_code}`)).json()).toMatchObject({
+      status: 'success',
+      delivery_codes: edge,
+    });
 
     // A delivery for another order than ours proves nothing about ours.
     s.fake.state.codesFor = null;
-    s.fake.on('GET /api/v1/order/delivery', (_req, res) => sendJson(res, 200, { ok: true, order_code: 'SRC1', status: 'success', delivery_codes: ['X'], delivery_codes_detail: [{ code: 'X', used: false, used_at: null, status_label: 'Unused' }] }));
+    s.fake.on('GET /api/v1/order/delivery', (_req, res) =>
+      sendJson(res, 200, {
+        ok: true,
+        order_code: 'SRC1',
+        status: 'success',
+        delivery_codes: ['X'],
+        delivery_codes_detail: [{ code: 'X', used: false, used_at: null, status_label: 'Unused' }],
+      }),
+    );
     const other = await pendingOrder(s, { product_id: set.id, quantity: 1 }, 1000);
-    expect(await rowOf(s, other.order_code)).toMatchObject({ status: 'pending', upstream_issue: 'the source answered the delivery of another order', codes: 0 });
+    expect(await rowOf(s, other.order_code)).toMatchObject({
+      status: 'pending',
+      upstream_issue: 'the source answered the delivery of another order',
+      codes: 0,
+    });
     // No log line of ours holds the source's address.
     for (const line of s.mid.logs) expect(line).not.toContain(s.fake.url);
     // A dozen orders through a real HTTP source, one of them a 1 MB answer: more than the default on a loaded machine.
@@ -145,7 +199,14 @@ describe('a source order is success only when its delivery is proven', () => {
     // A space and non-ASCII letters are text: kept, asked about, settled.
     fake.on('POST /api/v1/order/create', (req, r) => {
       const body = JSON.parse(req.body) as { product_id: string; quantity: number; request_id: string };
-      fake.state.orders.set('ĐH 1', { order_code: 'ĐH 1', request_id: body.request_id, product_id: body.product_id, quantity: body.quantity, status: 'success', codes: ['UNI-1'] });
+      fake.state.orders.set('ĐH 1', {
+        order_code: 'ĐH 1',
+        request_id: body.request_id,
+        product_id: body.product_id,
+        quantity: body.quantity,
+        status: 'success',
+        codes: ['UNI-1'],
+      });
       sendJson(r, 200, { ok: true, order_code: 'ĐH 1', status: 'success', total: 1000, message: 'ok' });
     });
     const res = await s.order({ product_id: set.id, quantity: 1 });
@@ -153,13 +214,23 @@ describe('a source order is success only when its delivery is proven', () => {
     expect(await rowOf(s, (res.json() as Created).order_code)).toMatchObject({ status: 'success', upstream_order_code: 'ĐH 1', codes: 1 });
 
     // A NUL byte is not: the order is held, and no pass of the reconciler creates it again upstream.
-    fake.on('POST /api/v1/order/create', (_req, r) => sendJson(r, 200, { ok: true, order_code: 'SRC\u0000X', status: 'success', total: 1000, message: 'ok' }));
+    fake.on('POST /api/v1/order/create', (_req, r) =>
+      sendJson(r, 200, { ok: true, order_code: 'SRC\u0000X', status: 'success', total: 1000, message: 'ok' }),
+    );
     const held = await pendingOrder(s, { product_id: set.id, quantity: 1 }, 1000);
-    expect(await rowOf(s, held.order_code)).toMatchObject({ status: 'pending', upstream_issue: 'the source answered the order without a usable order_code', upstream_order_code: null, codes: 0 });
+    expect(await rowOf(s, held.order_code)).toMatchObject({
+      status: 'pending',
+      upstream_issue: 'the source answered the order without a usable order_code',
+      upstream_order_code: null,
+      codes: 0,
+    });
     await ageOrders(s);
     for (let i = 0; i < 2; i++) expect(await reconcile(s)).toMatchObject({ checked: 1, settled: 0 });
     expect(fake.callsTo('/api/v1/order/create')).toHaveLength(2);
-    expect(await rowOf(s, held.order_code)).toMatchObject({ status: 'pending', upstream_issue: 'the source answered the order without a usable order_code' });
+    expect(await rowOf(s, held.order_code)).toMatchObject({
+      status: 'pending',
+      upstream_issue: 'the source answered the order without a usable order_code',
+    });
     expect(await s.balance()).toBe(998_000);
   });
 
@@ -170,16 +241,31 @@ describe('a source order is success only when its delivery is proven', () => {
     // A success without its download_url.
     s.fake.on('GET /api/v1/order/delivery', (req, res) => {
       const o = s!.fake.state.orders.get(req.query.get('order_code') ?? '')!;
-      sendJson(res, 200, { ok: true, order_code: o.order_code, status: o.status, delivery_codes: [], delivery_codes_detail: [], product_desc2: '', desc2: '' });
+      sendJson(res, 200, {
+        ok: true,
+        order_code: o.order_code,
+        status: o.status,
+        delivery_codes: [],
+        delivery_codes_detail: [],
+        product_desc2: '',
+        desc2: '',
+      });
     });
     const created = await pendingOrder(s, { product_id: id, quantity: 1 }, 1000);
-    expect(await rowOf(s, created.order_code)).toMatchObject({ status: 'pending', upstream_issue: 'the source delivered no download for the file order' });
+    expect(await rowOf(s, created.order_code)).toMatchObject({
+      status: 'pending',
+      upstream_issue: 'the source delivered no download for the file order',
+    });
     expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).not.toHaveProperty('download_url');
 
     s.fake.off('GET /api/v1/order/delivery');
     await ageOrders(s);
     expect(await reconcile(s)).toMatchObject({ checked: 1, settled: 1 });
-    expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({ status: 'success', delivery_codes: [], download_url: expect.stringContaining(created.order_code) });
+    expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({
+      status: 'success',
+      delivery_codes: [],
+      download_url: expect.stringContaining(created.order_code),
+    });
     expect(s.fake.callsTo('/api/v1/order/create')).toHaveLength(1);
   });
 
@@ -188,7 +274,11 @@ describe('a source order is success only when its delivery is proven', () => {
     s = set.s;
     s.fake.state.createStatus = 'pending';
     const created = await pendingOrder(s, { product_id: set.id, quantity: 1 }, 1000);
-    expect(await rowOf(s, created.order_code)).toMatchObject({ status: 'pending', upstream_issue: 'the source holds the order as pending', upstream_order_code: 'SRC1' });
+    expect(await rowOf(s, created.order_code)).toMatchObject({
+      status: 'pending',
+      upstream_issue: 'the source holds the order as pending',
+      upstream_order_code: 'SRC1',
+    });
     await ageOrders(s);
     expect(await reconcile(s)).toMatchObject({ checked: 1, settled: 0 });
     expect(await s.balance()).toBe(999_000);
@@ -257,13 +347,35 @@ describe('a source order is success only when its delivery is proven', () => {
     // The admin API and the CLI (its thin client) list the stuck one only.
     const listed = await s.mid.admin('GET', '/admin/v1/orders?status=pending&stuck=true');
     expect(listed.statusCode, listed.body).toBe(200);
-    const row = { order_code: old.order_code, request_id: null, status: 'pending', product_id: set.id, product_name: 'Product 1', quantity: 1, unit_price: 1000, total: 1000, created_at: expect.any(String), updated_at: expect.any(String), user_id: s.buyer.id, upstream_issue: issue, stuck: true };
+    const row = {
+      order_code: old.order_code,
+      request_id: null,
+      status: 'pending',
+      product_id: set.id,
+      product_name: 'Product 1',
+      quantity: 1,
+      unit_price: 1000,
+      total: 1000,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      user_id: s.buyer.id,
+      upstream_issue: issue,
+      stuck: true,
+    };
     expect(listed.json()).toEqual({ ok: true, data: [row] });
     const adminUrl = await s.mid.listen();
     const { ok } = cliKit(() => adminUrl);
     expect(await ok('order', 'list', '--status', 'pending', '--stuck')).toEqual([row]);
     expect(await ok('order', 'list', '--status', 'pending')).toEqual([{ ...row, order_code: fresh.order_code, stuck: false }, row]);
-    expect(await ok('order', 'show', old.order_code)).toMatchObject({ status: 'pending', upstream_issue: issue, stuck: true, upstream_order_code: 'SRC1', upstream_stuck_at: expect.any(String), upstream_attempted_at: expect.any(String), codes: [] });
+    expect(await ok('order', 'show', old.order_code)).toMatchObject({
+      status: 'pending',
+      upstream_issue: issue,
+      stuck: true,
+      upstream_order_code: 'SRC1',
+      upstream_stuck_at: expect.any(String),
+      upstream_attempted_at: expect.any(String),
+      codes: [],
+    });
 
     // Not refunded, by the cron or by hand: the source holds (and charged) it.
     const refused = await s.mid.admin('POST', `/admin/v1/orders/${old.order_code}/refund`);

@@ -26,7 +26,9 @@ describe('a source that delivers one code to two orders', () => {
     const code2 = (second.json() as { order_code: string; status: string }).order_code;
     expect(second.json()).toMatchObject({ ok: true, status: 'pending' });
     const rows = rowsOf<{ status: string; upstream_issue: string | null; codes: number }>(
-      await s.mid.deps.db.execute(sql`SELECT status, upstream_issue, (SELECT count(*)::int FROM codes c WHERE c.order_id = o.id) AS codes FROM orders o ORDER BY id`),
+      await s.mid.deps.db.execute(
+        sql`SELECT status, upstream_issue, (SELECT count(*)::int FROM codes c WHERE c.order_id = o.id) AS codes FROM orders o ORDER BY id`,
+      ),
     );
     expect(rows).toEqual([
       { status: 'success', upstream_issue: null, codes: 1 },

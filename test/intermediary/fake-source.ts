@@ -89,7 +89,15 @@ export async function fakeSource() {
     'POST /api/v1/order/create': (req, res) => {
       const body = JSON.parse(req.body || '{}') as { product_id?: string; quantity?: number; request_id?: string };
       const existing = [...state.orders.values()].find((o) => o.request_id === body.request_id);
-      if (existing) return sendJson(res, 200, { ok: true, order_code: existing.order_code, status: existing.status, total: 0, message: 'replay', idempotent_replay: true });
+      if (existing)
+        return sendJson(res, 200, {
+          ok: true,
+          order_code: existing.order_code,
+          status: existing.status,
+          total: 0,
+          message: 'replay',
+          idempotent_replay: true,
+        });
       const quantity = Number(body.quantity ?? 1);
       const request_id = String(body.request_id ?? '');
       const order: FakeOrder = {
@@ -98,15 +106,22 @@ export async function fakeSource() {
         product_id: String(body.product_id),
         quantity,
         status: state.createStatus,
-        codes: state.codesFor ? state.codesFor({ request_id, quantity }) : Array.from({ length: quantity }, (_, i) => `CODE-${seq}-${i + 1}`),
+        codes: state.codesFor
+          ? state.codesFor({ request_id, quantity })
+          : Array.from({ length: quantity }, (_, i) => `CODE-${seq}-${i + 1}`),
       };
       state.orders.set(order.order_code, order);
       sendJson(res, 200, { ok: true, order_code: order.order_code, status: order.status, total: 1000 * quantity, message: 'ok' });
     },
     'GET /api/v1/order/status': (req, res) => {
-      const o = state.orders.get(req.query.get('order_code') ?? '') ?? [...state.orders.values()].find((x) => x.request_id === req.query.get('request_id'));
+      const o =
+        state.orders.get(req.query.get('order_code') ?? '') ??
+        [...state.orders.values()].find((x) => x.request_id === req.query.get('request_id'));
       if (!o) return sendJson(res, 404, { ok: false, error: 'not_found', message: 'No such order for this key' });
-      sendJson(res, 200, { ok: true, data: { order_code: o.order_code, request_id: o.request_id, status: o.status, product_id: o.product_id, quantity: o.quantity } });
+      sendJson(res, 200, {
+        ok: true,
+        data: { order_code: o.order_code, request_id: o.request_id, status: o.status, product_id: o.product_id, quantity: o.quantity },
+      });
     },
     'GET /api/v1/order/delivery': (req, res) => {
       const o = state.orders.get(req.query.get('order_code') ?? '');
@@ -120,7 +135,9 @@ export async function fakeSource() {
         status: o.status,
         delivery_codes: codes,
         delivery_codes_detail: codes.map((code) => ({ code, used: false, used_at: null, status_label: 'Unused' })),
-        ...(file && o.status === 'success' ? { download_url: `${url}/api/v1/order-download?order_code=${encodeURIComponent(o.order_code)}` } : {}),
+        ...(file && o.status === 'success'
+          ? { download_url: `${url}/api/v1/order-download?order_code=${encodeURIComponent(o.order_code)}` }
+          : {}),
         product_desc2: '',
         desc2: '',
       });
@@ -139,7 +156,13 @@ export async function fakeSource() {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://fake');
-      const r: FakeRequest = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, body: Buffer.concat(chunks).toString('utf8'), headers: req.headers };
+      const r: FakeRequest = {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        query: url.searchParams,
+        body: Buffer.concat(chunks).toString('utf8'),
+        headers: req.headers,
+      };
       state.calls.push({ method: r.method, path: r.path, query: url.search, body: r.body });
       const key = `${r.method} ${r.path}`;
       const handler = routes.get(key) ?? defaults[key];
@@ -214,7 +237,13 @@ export async function midOnFake(opts: { markup?: string; timeoutSeconds?: number
       return res;
     },
     get: (url: string) => mid.request({ method: 'GET', url, headers }),
-    order: (body: Record<string, unknown>) => mid.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...headers, 'content-type': 'application/json' }, payload: body }),
+    order: (body: Record<string, unknown>) =>
+      mid.request({
+        method: 'POST',
+        url: '/api/v1/order/create',
+        headers: { ...headers, 'content-type': 'application/json' },
+        payload: body,
+      }),
     async balance(): Promise<number> {
       const res = await mid.request({ method: 'GET', url: '/api/v1/balance', headers });
       expect(res.statusCode, res.body).toBe(200);

@@ -83,8 +83,13 @@ describe('a source that accepts and then hangs', () => {
     await s.mid.deps.db.execute(sql`UPDATE orders SET created_at = created_at - interval '1 minute'`);
     const cron = (await s.cron()).json() as { jobs: { reconcile: { checked: number; settled: number } } };
     expect(cron.jobs.reconcile).toMatchObject({ checked: 1, settled: 1 });
-    expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({ status: 'success', delivery_codes: ['HANG-1'] });
-    const upstream = (await s.source.request({ method: 'GET', url: '/api/v1/orders', headers: bearer(s.account.api_key) })).json() as { data: unknown[] };
+    expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({
+      status: 'success',
+      delivery_codes: ['HANG-1'],
+    });
+    const upstream = (await s.source.request({ method: 'GET', url: '/api/v1/orders', headers: bearer(s.account.api_key) })).json() as {
+      data: unknown[];
+    };
     expect(upstream.data).toHaveLength(1);
     s.assertNoLeak();
   });
@@ -97,7 +102,10 @@ describe('a source that accepts and then hangs', () => {
     await s.syncNow();
     const res = await s.order({ product_id: await midId(s, 'Card'), quantity: 1 });
     const code = (res.json() as { order_code: string }).order_code;
-    const known = (await s.get(`/api/v1/order/delivery?order_code=${code}`)).json() as { usage_checked_at: string; delivery_codes_detail: unknown[] };
+    const known = (await s.get(`/api/v1/order/delivery?order_code=${code}`)).json() as {
+      usage_checked_at: string;
+      delivery_codes_detail: unknown[];
+    };
     expect(known.usage_checked_at).toEqual(expect.any(String));
 
     proxy.state.mode = { kind: 'stall', after: 0 };
@@ -105,7 +113,11 @@ describe('a source that accepts and then hangs', () => {
     s.mid.clock.advance(60_000);
     const { value: d, ms } = await timed(() => s.get(`/api/v1/order/delivery?order_code=${code}`));
     expect(ms).toBeLessThan(BOUND_MS);
-    expect(d.json()).toMatchObject({ status: 'success', usage_checked_at: known.usage_checked_at, delivery_codes_detail: known.delivery_codes_detail });
+    expect(d.json()).toMatchObject({
+      status: 'success',
+      usage_checked_at: known.usage_checked_at,
+      delivery_codes_detail: known.delivery_codes_detail,
+    });
     const st = await timed(() => s.get(`/api/v1/order/status?order_code=${code}`));
     expect(st.ms).toBeLessThan(BOUND_MS);
     expect(st.value.json()).toMatchObject({ ok: true, data: { status: 'success' } });
@@ -143,7 +155,8 @@ describe('a source that accepts and then hangs', () => {
     // Our side of the source connection is closed, and so is the client's.
     await until(() => proxy.state.stalled === 0);
     expect(proxy.state.stalled).toBe(0);
-    const connections = () => new Promise<number>((resolve, reject) => s.mid.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+    const connections = () =>
+      new Promise<number>((resolve, reject) => s.mid.app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
     await until(async () => (await connections()) === 0);
     expect(await connections()).toBe(0);
     s.assertNoLeak();

@@ -69,11 +69,20 @@ describe('a source whose answers are too large or not what they claim', () => {
     const before = (await s.get('/api/v1/products')).json();
     const answer = { closed: false, sent: 0 };
     s.fake.on('GET /api/v1/products', (_req, res) => {
-      endless(() => res.writeHead(200, { 'content-type': 'application/json' }).write('{"ok":true,"has_more":false,"data":['), res, productChunk, answer);
+      endless(
+        () => res.writeHead(200, { 'content-type': 'application/json' }).write('{"ok":true,"has_more":false,"data":['),
+        res,
+        productChunk,
+        answer,
+      );
     });
     const { value: res, ms } = await timed(() => s.cron());
     expect(res.statusCode, res.body).toBe(502);
-    expect(res.json()).toMatchObject({ ok: false, error: 'sync_failed', message: `Sync failed, nothing was changed: The source site sent an answer larger than ${MAX_BYTES} bytes (source_max_answer_bytes)` });
+    expect(res.json()).toMatchObject({
+      ok: false,
+      error: 'sync_failed',
+      message: `Sync failed, nothing was changed: The source site sent an answer larger than ${MAX_BYTES} bytes (source_max_answer_bytes)`,
+    });
     expect(ms).toBeLessThan(BOUND_MS);
     expect(res.body).not.toContain('127.0.0.1');
     const runs = (await s.mid.adminData<{ ok: boolean; error: string }[]>('GET', '/admin/v1/sync/status'))[0];
@@ -92,7 +101,13 @@ describe('a source whose answers are too large or not what they claim', () => {
     // Declared larger than the cap: refused at the headers.
     const declared = { closed: false, sent: 0 };
     s.fake.on('GET /api/v1/products', (_req, res) => {
-      endless(() => res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(MAX_BYTES + 1) }).write('{"ok":true,"data":['), res, productChunk.subarray(0, 1024), declared);
+      endless(
+        () =>
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(MAX_BYTES + 1) }).write('{"ok":true,"data":['),
+        res,
+        productChunk.subarray(0, 1024),
+        declared,
+      );
     });
     const big = await timed(() => s.cron());
     expect(big.value.statusCode).toBe(502);
@@ -119,7 +134,11 @@ describe('a source whose answers are too large or not what they claim', () => {
     });
     const small = await timed(() => s.cron());
     expect(small.value.statusCode).toBe(502);
-    expect(small.value.json()).toMatchObject({ ok: false, error: 'sync_failed', message: expect.stringContaining('without a readable JSON body') });
+    expect(small.value.json()).toMatchObject({
+      ok: false,
+      error: 'sync_failed',
+      message: expect.stringContaining('without a readable JSON body'),
+    });
     expect(small.ms).toBeLessThan(BOUND_MS);
     await until(() => lying.closed);
     expect(lying.closed).toBe(true);
@@ -130,7 +149,12 @@ describe('a source whose answers are too large or not what they claim', () => {
     const s = await synced();
     const answer = { closed: false, sent: 0 };
     s.fake.on('GET /api/v1/order/delivery', (_req, res) => {
-      endless(() => res.writeHead(200, { 'content-type': 'application/json' }).write('{"ok":true,"status":"success","delivery_codes":["'), res, Buffer.alloc(65_536, 'C'), answer);
+      endless(
+        () => res.writeHead(200, { 'content-type': 'application/json' }).write('{"ok":true,"status":"success","delivery_codes":["'),
+        res,
+        Buffer.alloc(65_536, 'C'),
+        answer,
+      );
     });
     const id = await s.idOf('1');
     const { value: res, ms } = await timed(() => s.order({ product_id: id, quantity: 1, request_id: 'huge-delivery' }));
@@ -149,7 +173,13 @@ describe('a source whose answers are too large or not what they claim', () => {
     // The order/create answer itself never ends: the source may hold the order, so it stays pending (no refund).
     const created = { closed: false, sent: 0 };
     s.fake.on('POST /api/v1/order/create', (_req, res) => {
-      endless(() => res.writeHead(200, { 'content-type': 'application/json' }).write('{"ok":true,"order_code":"SRC9","status":"success","message":"'), res, Buffer.alloc(65_536, 'm'), created);
+      endless(
+        () =>
+          res.writeHead(200, { 'content-type': 'application/json' }).write('{"ok":true,"order_code":"SRC9","status":"success","message":"'),
+        res,
+        Buffer.alloc(65_536, 'm'),
+        created,
+      );
     });
     const second = await timed(() => s.order({ product_id: id, quantity: 1, request_id: 'huge-create' }));
     expect(second.ms).toBeLessThan(BOUND_MS);
@@ -191,8 +221,16 @@ describe('a source whose answers are too large or not what they claim', () => {
       const eocd = Buffer.alloc(22);
       eocd.writeUInt32LE(0x06054b50, 0);
       const cases: { type: string; head: Buffer; what: string; ends?: boolean }[] = [
-        { type: 'text/html; charset=utf-8', head: Buffer.from('<!doctype html><html><body>Maintenance</body></html>'), what: 'a text/html content type' },
-        { type: 'application/zip', head: Buffer.from('<!doctype html><html><body>Maintenance</body></html>'), what: 'bytes that do not start a ZIP file' },
+        {
+          type: 'text/html; charset=utf-8',
+          head: Buffer.from('<!doctype html><html><body>Maintenance</body></html>'),
+          what: 'a text/html content type',
+        },
+        {
+          type: 'application/zip',
+          head: Buffer.from('<!doctype html><html><body>Maintenance</body></html>'),
+          what: 'bytes that do not start a ZIP file',
+        },
         { type: 'application/zip', head: eocd, what: 'an empty archive' },
         { type: 'application/zip', head: Buffer.alloc(0), what: 'an empty body', ends: true },
       ];
@@ -209,7 +247,11 @@ describe('a source whose answers are too large or not what they claim', () => {
         expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
         expect(res.headers['content-disposition']).toBeUndefined();
         expect(res.headers['retry-after']).toBe('30');
-        expect(res.json()).toEqual({ ok: false, error: 'unavailable', message: `The source site answered the download with ${c.what}, not a ZIP file; retry the download later` });
+        expect(res.json()).toEqual({
+          ok: false,
+          error: 'unavailable',
+          message: `The source site answered the download with ${c.what}, not a ZIP file; retry the download later`,
+        });
         expect(res.body).not.toContain(s.fake.url);
         if (!c.ends) {
           await until(() => answer.closed);
@@ -228,7 +270,11 @@ describe('a source whose answers are too large or not what they claim', () => {
       const { value: res, ms } = await timed(() => s.get(path));
       expect(ms).toBeLessThan(BOUND_MS);
       expect(res.statusCode).toBe(503);
-      expect(res.json()).toEqual({ ok: false, error: 'unavailable', message: 'The source site did not answer in time; retry the download later' });
+      expect(res.json()).toEqual({
+        ok: false,
+        error: 'unavailable',
+        message: 'The source site did not answer in time; retry the download later',
+      });
       await until(() => silent.closed);
       expect(silent.closed).toBe(true);
     });
@@ -252,23 +298,37 @@ describe('a source whose answers are too large or not what they claim', () => {
     expect(n!.n).toBe(2);
     // The scheduler's call, on a real socket, waits for a slow sync too.
     s.mid.clock.advance(3_600_000);
-    const cron = await timed(() => fetch(`${adminUrl}/api-sync-cron.php?token=${FAKE_CRON_TOKEN}`).then(async (r) => ({ status: r.status, body: (await r.json()) as unknown })));
+    const cron = await timed(() =>
+      fetch(`${adminUrl}/api-sync-cron.php?token=${FAKE_CRON_TOKEN}`).then(async (r) => ({
+        status: r.status,
+        body: (await r.json()) as unknown,
+      })),
+    );
     expect(cron.value).toMatchObject({ status: 200, body: { ok: true, ran: true, products: 2 } });
     expect(cron.ms).toBeGreaterThan(1_400);
   });
 
-  it('sync run reads sync_run_timeout_seconds first and waits that long plus 60 s (the setting\'s largest value when the server does not know it)', async () => {
-    for (const [answer, seconds] of [[{ status: 200, body: { ok: true, data: { key: 'sync_run_timeout_seconds', value: '1200' } } }, 1260], [{ status: 404, body: { ok: false, error: 'not_found', message: 'no such setting' } }, 3660]] as const) {
+  it("sync run reads sync_run_timeout_seconds first and waits that long plus 60 s (the setting's largest value when the server does not know it)", async () => {
+    for (const [answer, seconds] of [
+      [{ status: 200, body: { ok: true, data: { key: 'sync_run_timeout_seconds', value: '1200' } } }, 1260],
+      [{ status: 404, body: { ok: false, error: 'not_found', message: 'no such setting' } }, 3660],
+    ] as const) {
       const seen: string[] = [];
       // The admin API as the CLI sees it: the setting, then a run that outlasts the CLI's wait.
       const fetchFn = (async (input: string | URL | Request, init?: RequestInit) => {
         const url = new URL(String(input));
         seen.push(`${init?.method} ${url.pathname}`);
-        if (url.pathname === '/admin/v1/settings/sync_run_timeout_seconds') return new Response(JSON.stringify(answer.body), { status: answer.status });
+        if (url.pathname === '/admin/v1/settings/sync_run_timeout_seconds')
+          return new Response(JSON.stringify(answer.body), { status: answer.status });
         throw new DOMException('The operation was aborted due to timeout', 'TimeoutError');
       }) as typeof fetch;
       let err = '';
-      const code = await runCli(['sync', 'run', '--force'], { env: { ADMIN_URL: 'http://127.0.0.1:9', ADMIN_TOKEN: 'drill-token' }, stdout: () => {}, stderr: (t) => void (err += t), fetch: fetchFn });
+      const code = await runCli(['sync', 'run', '--force'], {
+        env: { ADMIN_URL: 'http://127.0.0.1:9', ADMIN_TOKEN: 'drill-token' },
+        stdout: () => {},
+        stderr: (t) => void (err += t),
+        fetch: fetchFn,
+      });
       expect(code).toBe(1);
       expect(JSON.parse(err)).toEqual({ ok: false, error: 'unreachable', message: expect.stringContaining(`within ${seconds} s`) });
       expect(seen).toEqual(['GET /admin/v1/settings/sync_run_timeout_seconds', 'POST /admin/v1/sync/run']);
@@ -284,9 +344,15 @@ describe('a source whose answers are too large or not what they claim', () => {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30', 'content-length': Buffer.byteLength(text) }).end(text);
     });
     const runOut = new SourceError('unknown', 'The sync took longer than sync_run_timeout_seconds', 'run_timeout');
-    const limited = await timed(() => client.call('GET', '/api/v1/categories', { signal: AbortSignal.timeout(300) }).catch((e: unknown) => e));
+    const limited = await timed(() =>
+      client.call('GET', '/api/v1/categories', { signal: AbortSignal.timeout(300) }).catch((e: unknown) => e),
+    );
     expect(limited.value).toBeInstanceOf(SourceError);
-    expect(limited.value).toMatchObject({ kind: 'unknown', code: 'aborted', message: 'The call to the source site was stopped before it finished' });
+    expect(limited.value).toMatchObject({
+      kind: 'unknown',
+      code: 'aborted',
+      message: 'The call to the source site was stopped before it finished',
+    });
     expect(limited.ms).toBeLessThan(BOUND_MS);
     const stop = new AbortController();
     setTimeout(() => stop.abort(runOut), 300);

@@ -14,7 +14,8 @@ describe('an answer of a source with too many JSON values', () => {
   });
 
   it('counts structure outside strings only', () => {
-    const page = (n: number, text: string) => Buffer.from(`{"ok":true,"data":[${Array.from({ length: n }, () => `{"d":${JSON.stringify(text)}}`).join(',')}]}`);
+    const page = (n: number, text: string) =>
+      Buffer.from(`{"ok":true,"data":[${Array.from({ length: n }, () => `{"d":${JSON.stringify(text)}}`).join(',')}]}`);
     // Braces, commas and quotes inside a string (escaped quote included) are text, not values.
     expect(tooManyJsonValues(page(10, '{[,:]} \\" {,,,}'.repeat(1000)), 100)).toBe(false);
     expect(tooManyJsonValues(page(60, 'x'), 100)).toBe(true);
@@ -32,7 +33,11 @@ describe('an answer of a source with too many JSON values', () => {
     });
     const res = await s.syncNow();
     expect(res.statusCode, res.body).toBe(502);
-    expect(res.json()).toMatchObject({ ok: false, error: 'sync_failed', message: expect.stringContaining(`more than ${MAX_JSON_VALUES} JSON values`) });
+    expect(res.json()).toMatchObject({
+      ok: false,
+      error: 'sync_failed',
+      message: expect.stringContaining(`more than ${MAX_JSON_VALUES} JSON values`),
+    });
     const [run] = await s.mid.adminData<{ ok: boolean; error_code: string }[]>('GET', '/admin/v1/sync/status');
     expect(run).toMatchObject({ ok: false, error_code: 'answer_too_large' });
     expect((await s.get('/api/v1/products')).json()).toEqual(before);

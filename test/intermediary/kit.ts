@@ -35,12 +35,26 @@ export async function twoShops(opts: { markup?: string } = {}) {
     expect(res.json()).toMatchObject({ ok: true, ran: true });
     // The next call is due at once: the interval counts from the end of this run on the manual clock.
     mid.clock.advance(3_600_000);
-    return res.json() as { categories: number; products: number; created: number; updated: number; missing: number; jobs: Record<string, unknown> };
+    return res.json() as {
+      categories: number;
+      products: number;
+      created: number;
+      updated: number;
+      missing: number;
+      jobs: Record<string, unknown>;
+    };
   };
   const buyer = await makeUser(mid, { name: 'buyer', balance: 1_000_000 });
   const get = async (url: string, key = buyer.api_key) => record(await mid.request({ method: 'GET', url, headers: bearer(key) }));
   const order = async (body: Record<string, unknown>, key = buyer.api_key) =>
-    record(await mid.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: body }));
+    record(
+      await mid.request({
+        method: 'POST',
+        url: '/api/v1/order/create',
+        headers: { ...bearer(key), 'content-type': 'application/json' },
+        payload: body,
+      }),
+    );
   return {
     source,
     mid,
@@ -78,7 +92,13 @@ export type Shops = Awaited<ReturnType<typeof twoShops>>;
 /** A source catalogue: one category, two sellable products and one priced 0 (never sold by the intermediary). */
 export async function seedSource(source: TestApp) {
   const cat = await makeCategory(source, 'Games');
-  const a = await makeProduct(source, { category_id: cat.id, name: 'Garena 100k', price: 999.5, description: 'desc A', description2: 'how A' });
+  const a = await makeProduct(source, {
+    category_id: cat.id,
+    name: 'Garena 100k',
+    price: 999.5,
+    description: 'desc A',
+    description2: 'how A',
+  });
   const b = await makeProduct(source, { category_id: cat.id, name: 'Zing 50k', price: 2000 });
   const free = await makeProduct(source, { category_id: cat.id, name: 'Free', price: 0 });
   return { cat, a, b, free };
@@ -192,6 +212,10 @@ export async function httpProxy(target: string, intercept: (req: http.IncomingMe
 export async function attach(base: string, productId: string, name: string, content: Buffer) {
   const form = new FormData();
   form.append('file', new Blob([new Uint8Array(content)]), name);
-  const res = await fetch(`${base}/admin/v1/products/${productId}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
+  const res = await fetch(`${base}/admin/v1/products/${productId}/files`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: form,
+  });
   expect(res.status).toBe(200);
 }

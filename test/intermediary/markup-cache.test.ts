@@ -14,7 +14,9 @@ describe('a markup change and the product cache', () => {
     await s.syncNow();
     await s.set('products_cache_seconds', '3600');
     const id = await midId(s, 'Garena 100k');
-    const price = async () => ((await s!.get('/api/v1/products?q=garena')).json() as { data: { id: string; price: number }[] }).data.find((p) => p.id === id)?.price;
+    const price = async () =>
+      ((await s!.get('/api/v1/products?q=garena')).json() as { data: { id: string; price: number }[] }).data.find((p) => p.id === id)
+        ?.price;
     expect(await price()).toBe(1100);
     // Served from the cache now: a second read of the same page.
     expect(await price()).toBe(1100);

@@ -4,7 +4,12 @@ import { rowsOf } from '../../src/db/tx.js';
 import { bearer, importCodes, makeCategory, makeProduct } from '../harness.js';
 import { httpProxy, midId, tcpProxy, twoShops, type Shops } from './kit.js';
 
-type Delivery = { status: string; delivery_codes: string[]; delivery_codes_detail: { code: string; used: boolean; used_at: string | null; status_label: string }[]; usage_checked_at?: string | null };
+type Delivery = {
+  status: string;
+  delivery_codes: string[];
+  delivery_codes_detail: { code: string; used: boolean; used_at: string | null; status_label: string }[];
+  usage_checked_at?: string | null;
+};
 
 async function codeProduct(s: Shops, stock: string[], price = 1000) {
   const cat = await makeCategory(s.source, 'Cards');
@@ -25,7 +30,9 @@ async function upstreamOrders(s: Shops): Promise<{ order_code: string; request_i
 }
 
 function ledgerOf(s: Shops, ref: string) {
-  return s.mid.deps.db.execute(sql`SELECT kind, amount::text AS amount FROM balance_ledger WHERE ref = ${ref} ORDER BY id`).then((r) => rowsOf<{ kind: string; amount: string }>(r));
+  return s.mid.deps.db
+    .execute(sql`SELECT kind, amount::text AS amount FROM balance_ledger WHERE ref = ${ref} ORDER BY id`)
+    .then((r) => rowsOf<{ kind: string; amount: string }>(r));
 }
 
 /** Makes every order a minute old by the database's time (the reconciler's one time source) and by the app's clock. */
@@ -60,9 +67,14 @@ describe('orders of source products', () => {
     const sourceDeliveries = () => s!.source.logs.filter((l) => l.includes('/api/v1/order/delivery')).length;
     const asked = sourceDeliveries();
     expect(asked).toBeGreaterThan(0);
-    for (let i = 0; i < 3; i++) expect((await s.get(`/api/v1/order/status?order_code=${created.order_code}`)).json()).toMatchObject({ data: { status: 'success' } });
+    for (let i = 0; i < 3; i++)
+      expect((await s.get(`/api/v1/order/status?order_code=${created.order_code}`)).json()).toMatchObject({ data: { status: 'success' } });
     expect(sourceDeliveries()).toBe(asked);
-    const stored = rowsOf<{ code_enc: string }>(await s.mid.deps.db.execute(sql`SELECT code_enc FROM codes WHERE order_id = (SELECT id FROM orders WHERE order_code = ${created.order_code})`));
+    const stored = rowsOf<{ code_enc: string }>(
+      await s.mid.deps.db.execute(
+        sql`SELECT code_enc FROM codes WHERE order_id = (SELECT id FROM orders WHERE order_code = ${created.order_code})`,
+      ),
+    );
     expect(stored).toHaveLength(2);
     for (const r of stored) expect(r.code_enc).not.toContain('SRC-A');
 
@@ -71,9 +83,17 @@ describe('orders of source products', () => {
     const again = (await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json() as Delivery;
     expect(again.delivery_codes_detail).toEqual([
       { code: 'SRC-A1', used: false, used_at: null, status_label: 'Unused' },
-      { code: 'SRC-A2', used: true, used_at: expect.stringMatching(/^\d\d\/\d\d\/\d{4} \d\d:\d\d:\d\d$/), status_label: expect.any(String) },
+      {
+        code: 'SRC-A2',
+        used: true,
+        used_at: expect.stringMatching(/^\d\d\/\d\d\/\d{4} \d\d:\d\d:\d\d$/),
+        status_label: expect.any(String),
+      },
     ]);
-    const shown = await s.mid.adminData<{ codes: { used: boolean }[]; usage_checked_at: string }>('GET', `/admin/v1/orders/${created.order_code}`);
+    const shown = await s.mid.adminData<{ codes: { used: boolean }[]; usage_checked_at: string }>(
+      'GET',
+      `/admin/v1/orders/${created.order_code}`,
+    );
     expect(shown.codes.map((c) => c.used)).toEqual([false, true]);
 
     // Source down: the last known usage, with when it was checked.
@@ -84,7 +104,10 @@ describe('orders of source products', () => {
 
     // A replay of our request_id does not order again upstream.
     await s.set('source_url', s.sourceUrl);
-    expect((await s.order({ product_id: id, quantity: 2, request_id: 'mine-1' })).json()).toMatchObject({ idempotent_replay: true, order_code: created.order_code });
+    expect((await s.order({ product_id: id, quantity: 2, request_id: 'mine-1' })).json()).toMatchObject({
+      idempotent_replay: true,
+      order_code: created.order_code,
+    });
     expect(await upstreamOrders(s)).toHaveLength(1);
     s.assertNoLeak();
   });
@@ -96,7 +119,12 @@ describe('orders of source products', () => {
     await s.source.adminData('PATCH', `/admin/v1/products/${sourceId}`, { max_qty: 1 });
     const res = await s.order({ product_id: id, quantity: 2 });
     expect(res.statusCode).toBe(502);
-    expect(res.json()).toMatchObject({ ok: false, error: 'order_failed', reason: 'upstream_failed', message: expect.stringContaining('refused') });
+    expect(res.json()).toMatchObject({
+      ok: false,
+      error: 'order_failed',
+      reason: 'upstream_failed',
+      message: expect.stringContaining('refused'),
+    });
     expect(await balance(s)).toBe(1_000_000);
     const [order] = rowsOf<{ order_code: string; status: string }>(await s.mid.deps.db.execute(sql`SELECT order_code, status FROM orders`));
     expect(order!.status).toBe('failed');
@@ -135,7 +163,10 @@ describe('orders of source products', () => {
       expect(stillDown.jobs.reconcile).toMatchObject({ checked: 1, settled: 0 });
       // Nor can an admin refund it meanwhile: the source holds (and charged) it, so a refund here would pay twice.
       const refused = await s.mid.admin('POST', `/admin/v1/orders/${created.order_code}/refund`);
-      expect({ status: refused.statusCode, error: (refused.json() as { error: string }).error }).toEqual({ status: 409, error: 'conflict' });
+      expect({ status: refused.statusCode, error: (refused.json() as { error: string }).error }).toEqual({
+        status: 409,
+        error: 'conflict',
+      });
       expect(await balance(s)).toBe(999_000);
 
       proxy.state.mode = { kind: 'pass' };
@@ -160,7 +191,10 @@ describe('orders of source products', () => {
     const proxy = await tcpProxy(s.sourceUrl, { kind: 'drop-answer' });
     try {
       await s.set('source_url', proxy.url);
-      const created = (await s.order({ product_id: id, quantity: 1, request_id: 'key-1' })).json() as { order_code: string; status: string };
+      const created = (await s.order({ product_id: id, quantity: 1, request_id: 'key-1' })).json() as {
+        order_code: string;
+        status: string;
+      };
       expect(created.status).toBe('pending');
       proxy.state.mode = { kind: 'pass' };
       // The admin rotates our key on the source (or types a wrong one): the retry is refused for the key only.
@@ -172,7 +206,10 @@ describe('orders of source products', () => {
 
       await s.set('source_api_key', s.account.api_key);
       expect(((await s.cron()).json() as { jobs: { reconcile: unknown } }).jobs.reconcile).toMatchObject({ checked: 1, settled: 1 });
-      expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({ status: 'success', delivery_codes: ['KEY-1'] });
+      expect((await s.get(`/api/v1/order/delivery?order_code=${created.order_code}`)).json()).toMatchObject({
+        status: 'success',
+        delivery_codes: ['KEY-1'],
+      });
       expect(await upstreamOrders(s)).toHaveLength(1);
       expect(await ledgerOf(s, created.order_code)).toEqual([{ kind: 'order', amount: '-1000.00' }]);
     } finally {
@@ -197,7 +234,13 @@ describe('orders of source products', () => {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         void gate
-          .then(() => fetch(`${source}${req.url}`, { method: 'POST', headers: { authorization: req.headers.authorization!, 'content-type': 'application/json' }, body: Buffer.concat(chunks) }))
+          .then(() =>
+            fetch(`${source}${req.url}`, {
+              method: 'POST',
+              headers: { authorization: req.headers.authorization!, 'content-type': 'application/json' },
+              body: Buffer.concat(chunks),
+            }),
+          )
           .then(async (r) => res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text()));
       });
       return true;

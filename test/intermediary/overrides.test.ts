@@ -16,7 +16,12 @@ describe('overrides of source products and categories', () => {
     const src = await seedSource(s.source);
     await s.syncNow();
     const id = await midId(s, 'Garena 100k');
-    const set = await s.mid.adminData('PUT', `/admin/v1/overrides/${id}`, { price_adjust: '-100', name: 'Garena (ours)', description: 'our <b>text</b>', description2: 'our terms' });
+    const set = await s.mid.adminData('PUT', `/admin/v1/overrides/${id}`, {
+      price_adjust: '-100',
+      name: 'Garena (ours)',
+      description: 'our <b>text</b>',
+      description2: 'our terms',
+    });
     expect(set).toMatchObject({ product_id: id, source_id: src.a.id, price_adjust: -100, name: 'Garena (ours)' });
     const shown = { id, name: 'Garena (ours)', price: 1000, description: 'our <b>text</b>', description2: 'our terms' };
     expect((await s.get(`/api/v1/product?id=${id}`)).json()).toMatchObject({ data: shown });
@@ -24,7 +29,11 @@ describe('overrides of source products and categories', () => {
     await importCodes(s.source, src.a.id, ['OVR-1']);
     const bought = (await s.order({ product_id: id, quantity: 1 })).json() as { order_code: string; status: string };
     expect(bought.status).toBe('success');
-    expect((await s.get(`/api/v1/order/delivery?order_code=${bought.order_code}`)).json()).toMatchObject({ delivery_codes: ['OVR-1'], product_desc2: 'our terms', desc2: 'our terms' });
+    expect((await s.get(`/api/v1/order/delivery?order_code=${bought.order_code}`)).json()).toMatchObject({
+      delivery_codes: ['OVR-1'],
+      product_desc2: 'our terms',
+      desc2: 'our terms',
+    });
 
     // The source changes name and price: the name stays ours, the price follows the source (1500 x 1.1 - 100).
     await s.source.adminData('PATCH', `/admin/v1/products/${src.a.id}`, { name: 'Garena NEW', price: 1500, description: 'new upstream' });
@@ -53,7 +62,9 @@ describe('overrides of source products and categories', () => {
     const listed = await s.mid.adminData<{ products: { product_id: string }[] }>('GET', '/admin/v1/overrides');
     expect(listed.products.map((o) => o.product_id)).toEqual([id]);
     expect(await s.mid.adminData('POST', `/admin/v1/overrides/${id}/clear`)).toMatchObject({ cleared: true });
-    expect((await s.get(`/api/v1/product?id=${id}`)).json()).toMatchObject({ data: { name: 'Garena NEW', price: 1650, description: 'new upstream' } });
+    expect((await s.get(`/api/v1/product?id=${id}`)).json()).toMatchObject({
+      data: { name: 'Garena NEW', price: 1650, description: 'new upstream' },
+    });
   });
 
   it('local products refuse overrides; source products refuse product update; unknown ids are not_found', async () => {
@@ -86,7 +97,10 @@ describe('overrides of source products and categories', () => {
     const extra = await makeProduct(s.source, { category_id: src.cat.id, name: 'Extra', price: 500 });
     await s.syncNow();
     const all = ((await s.get('/api/v1/products')).json() as { data: P[] }).data;
-    const latest = all.map((p) => p.updated_at).sort().at(-1)!;
+    const latest = all
+      .map((p) => p.updated_at)
+      .sort()
+      .at(-1)!;
     expect(((await s.get(`/api/v1/products?updated_after=${encodeURIComponent(latest)}`)).json() as { data: P[] }).data).toEqual([]);
     expect((await s.get('/api/v1/products?updated_after=yesterday')).json()).toMatchObject({ ok: false, error: 'invalid_request' });
 
@@ -99,7 +113,13 @@ describe('overrides of source products and categories', () => {
     expect(await s.syncNow()).toMatchObject({ created: 0, updated: 0, missing: 2, jobs: { sync: { mode: 'delta' } } });
     const delta = ((await s.get(`/api/v1/products?updated_after=${encodeURIComponent(latest)}`)).json() as { data: P[] }).data;
     expect(delta.map((p) => p.name)).toEqual(['Zing (ours)']);
-    const withGone = ((await s.get(`/api/v1/products?updated_after=${encodeURIComponent(latest)}&include_missing=true`)).json() as { data: P[] }).data;
-    expect(withGone.map((p) => [p.name, p.status]).sort()).toEqual([['Extra', 'unavailable'], ['Garena 100k', 'unavailable'], ['Zing (ours)', 'out_of_stock']]);
+    const withGone = (
+      (await s.get(`/api/v1/products?updated_after=${encodeURIComponent(latest)}&include_missing=true`)).json() as { data: P[] }
+    ).data;
+    expect(withGone.map((p) => [p.name, p.status]).sort()).toEqual([
+      ['Extra', 'unavailable'],
+      ['Garena 100k', 'unavailable'],
+      ['Zing (ours)', 'out_of_stock'],
+    ]);
   });
 });

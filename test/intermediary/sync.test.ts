@@ -5,7 +5,16 @@ import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, makeCategory, makeProduct, type TestApp } from '../harness.js';
 import { CRON_TOKEN, httpProxy, midId, seedSource, twoShops, type Shops } from './kit.js';
 
-type P = { id: string; name: string; price: number; category_id: string; status: string; description: string; description2: string; updated_at: string };
+type P = {
+  id: string;
+  name: string;
+  price: number;
+  category_id: string;
+  status: string;
+  description: string;
+  description2: string;
+  updated_at: string;
+};
 
 describe('catalogue sync from a source site (two app instances)', () => {
   let s: Shops | undefined;
@@ -18,7 +27,14 @@ describe('catalogue sync from a source site (two app instances)', () => {
     s = await twoShops({ markup: '10' });
     const src = await seedSource(s.source);
     const first = await s.syncNow();
-    expect(first).toMatchObject({ categories: 1, products: 2, created: 2, updated: 0, missing: 0, jobs: { sync: { mode: 'full', skipped: 1 } } });
+    expect(first).toMatchObject({
+      categories: 1,
+      products: 2,
+      created: 2,
+      updated: 0,
+      missing: 0,
+      jobs: { sync: { mode: 'full', skipped: 1 } },
+    });
 
     const cats = (await s.get('/api/v1/categories')).json() as { data: { id: string; name: string; source: string }[] };
     expect(cats.data).toEqual([{ id: expect.stringMatching(/^\d+$/), name: 'Games', parent_id: null, sort: 0, source: 'api' }]);
@@ -26,7 +42,13 @@ describe('catalogue sync from a source site (two app instances)', () => {
     expect(list.total).toBe(2);
     const a = list.data.find((p) => p.name === 'Garena 100k')!;
     // 999.5 x 1.10 = 1099.45, rounded up to the whole unit.
-    expect(a).toMatchObject({ price: 1100, category_id: cats.data[0]!.id, description: 'desc A', description2: 'how A', status: 'out_of_stock' });
+    expect(a).toMatchObject({
+      price: 1100,
+      category_id: cats.data[0]!.id,
+      description: 'desc A',
+      description2: 'how A',
+      status: 'out_of_stock',
+    });
     expect(a.id).toMatch(/^\d{1,9}$/);
     expect(list.data.find((p) => p.name === 'Free')).toBeUndefined();
 
@@ -48,7 +70,10 @@ describe('catalogue sync from a source site (two app instances)', () => {
     expect(await s.syncNow()).toMatchObject({ created: 0, updated: 1, missing: 0 });
     expect((await s.get(`/api/v1/product?id=${bId}`)).statusCode).toBe(200);
 
-    const status = await s.mid.adminData<{ ok: boolean; mode: string; created: number; skipped: number; error: string | null }[]>('GET', '/admin/v1/sync/status');
+    const status = await s.mid.adminData<{ ok: boolean; mode: string; created: number; skipped: number; error: string | null }[]>(
+      'GET',
+      '/admin/v1/sync/status',
+    );
     expect(status).toHaveLength(4);
     expect(status.every((r) => r.ok === true && r.error === null && r.skipped === 1)).toBe(true);
     s.assertNoLeak();
@@ -85,7 +110,14 @@ describe('catalogue sync from a source site (two app instances)', () => {
       ok: false,
       error: 'sync_failed',
       message: expect.stringContaining('cannot be reached'),
-      jobs: { payments: expect.any(Object), cleanup: expect.any(Object), webhooks: expect.anything(), webhook_cleanup: expect.anything(), audit_cleanup: { audit_deleted: 0 }, reconcile: expect.objectContaining({ checked: 0 }) },
+      jobs: {
+        payments: expect.any(Object),
+        cleanup: expect.any(Object),
+        webhooks: expect.anything(),
+        webhook_cleanup: expect.anything(),
+        audit_cleanup: { audit_deleted: 0 },
+        reconcile: expect.objectContaining({ checked: 0 }),
+      },
     });
     expect(res.body).not.toContain(deadUrl.split(':')[2]!);
     expect((await s.get('/api/v1/products')).json()).toEqual(before);
@@ -126,7 +158,13 @@ describe('catalogue sync from a source site (two app instances)', () => {
     const other = await makeCategory(s.source, 'Other');
     await makeProduct(s.source, { category_id: other.id, name: 'Steam 20', price: 300 });
     await s.syncNow();
-    const stamps = () => s!.get('/api/v1/products?limit=100').then((r) => (r.json() as { data: P[] }).data.map((p) => p.updated_at).sort().at(-1)!);
+    const stamps = () =>
+      s!.get('/api/v1/products?limit=100').then((r) =>
+        (r.json() as { data: P[] }).data
+          .map((p) => p.updated_at)
+          .sort()
+          .at(-1)!,
+      );
     const since = await stamps();
     // The source stops listing "Other" (its products are not reported as gone: a delta only lists changed products).
     let dropOther = true;
@@ -139,7 +177,8 @@ describe('catalogue sync from a source site (two app instances)', () => {
     try {
       await s.set('source_url', proxy.url);
       expect(await s.syncNow()).toMatchObject({ jobs: { sync: { mode: 'delta' } } });
-      const delta = async (after: string, extra = '') => ((await s!.get(`/api/v1/products?updated_after=${encodeURIComponent(after)}${extra}`)).json() as { data: P[] }).data;
+      const delta = async (after: string, extra = '') =>
+        ((await s!.get(`/api/v1/products?updated_after=${encodeURIComponent(after)}${extra}`)).json() as { data: P[] }).data;
       expect((await s.get('/api/v1/products?limit=100')).json()).toMatchObject({ total: 2 });
       expect((await delta(since, '&include_missing=true')).map((p) => [p.name, p.status])).toEqual([['Steam 20', 'unavailable']]);
 
@@ -177,7 +216,12 @@ describe('catalogue sync from a source site (two app instances)', () => {
   it('two simultaneous cron calls run one sync', async () => {
     s = await twoShops();
     await seedSource(s.source);
-    for (let i = 0; i < 30; i++) await makeProduct(s.source, { category_id: (await s.source.adminData<{ id: string }[]>('GET', '/admin/v1/categories'))[0]!.id, name: `P${i}`, price: 100 + i });
+    for (let i = 0; i < 30; i++)
+      await makeProduct(s.source, {
+        category_id: (await s.source.adminData<{ id: string }[]>('GET', '/admin/v1/categories'))[0]!.id,
+        name: `P${i}`,
+        price: 100 + i,
+      });
     const [x, y] = await Promise.all([s.cron(), s.cron()]);
     const ran = [x.json(), y.json()].filter((b: { ran: boolean }) => b.ran);
     expect(ran).toHaveLength(1);

@@ -25,7 +25,10 @@ describe('code claim plan', () => {
     const cat = await makeCategory(t);
     const other = await makeProduct(t, { category_id: cat.id, name: 'other' });
     const p = await makeProduct(t, { category_id: cat.id, name: 'big' });
-    for (const [pid, n] of [[Number(p.id), 100_000], [Number(other.id), 2_000]] as const) {
+    for (const [pid, n] of [
+      [Number(p.id), 100_000],
+      [Number(other.id), 2_000],
+    ] as const) {
       await t.deps.db.execute(sql`
         INSERT INTO codes (product_id, code_enc, code_digest) SELECT ${pid}, 'v1:x', md5(${pid}::text || '-' || g::text) FROM generate_series(1, ${n}) g`);
     }
@@ -64,14 +67,20 @@ describe('code claim plan', () => {
     }
     // And the function itself takes the 3 oldest available codes.
     const [o] = rowsOf<{ id: number; status: string }>(
-      await t.deps.db.execute(sql`SELECT id, status FROM order_create_local(${user.id}::int, NULL, ${Number(p.id)}::int, 3, 'OD-claim-plan', 'm', 'f')`),
+      await t.deps.db.execute(
+        sql`SELECT id, status FROM order_create_local(${user.id}::int, NULL, ${Number(p.id)}::int, 3, 'OD-claim-plan', 'm', 'f')`,
+      ),
     );
     expect(o?.status).toBe('success');
     const taken = rowsOf<{ n: number }>(
-      await t.deps.db.execute(sql`SELECT (row_number() OVER (ORDER BY id))::int AS n FROM codes WHERE product_id = ${Number(p.id)} AND order_id = ${o!.id} ORDER BY id`),
+      await t.deps.db.execute(
+        sql`SELECT (row_number() OVER (ORDER BY id))::int AS n FROM codes WHERE product_id = ${Number(p.id)} AND order_id = ${o!.id} ORDER BY id`,
+      ),
     );
     const firstAvailable = rowsOf<{ rank: number }>(
-      await t.deps.db.execute(sql`SELECT count(*)::int AS rank FROM codes WHERE product_id = ${Number(p.id)} AND id < (SELECT min(id) FROM codes WHERE order_id = ${o!.id})`),
+      await t.deps.db.execute(
+        sql`SELECT count(*)::int AS rank FROM codes WHERE product_id = ${Number(p.id)} AND id < (SELECT min(id) FROM codes WHERE order_id = ${o!.id})`,
+      ),
     )[0]!.rank;
     expect(taken).toHaveLength(3);
     expect(firstAvailable).toBe(5_000);

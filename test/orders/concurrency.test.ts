@@ -2,12 +2,25 @@ import net from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf, withTx } from '../../src/db/tx.js';
-import { bearer, createTestApp, createTestDatabase, importCodes, makeCategory, makeProduct, makeUser, onPostgres, type TestApp, type TestDatabase } from '../harness.js';
+import {
+  bearer,
+  createTestApp,
+  createTestDatabase,
+  importCodes,
+  makeCategory,
+  makeProduct,
+  makeUser,
+  onPostgres,
+  type TestApp,
+  type TestDatabase,
+} from '../harness.js';
 
 // Only PostgreSQL runs these transactions at the same time. PGlite runs one transaction at a time, so there the
 // concurrent requests are serialised and the suites check the outcome (counts, no code sold twice) but cannot catch a
 // race: their titles say which of the two a run proved. CI runs both.
-const RACE = onPostgres() ? 'on PostgreSQL: the transactions overlap' : 'on PGlite: serialised, one transaction at a time, so no race is exercised';
+const RACE = onPostgres()
+  ? 'on PostgreSQL: the transactions overlap'
+  : 'on PGlite: serialised, one transaction at a time, so no race is exercised';
 
 async function count(t: TestApp, query: ReturnType<typeof sql>): Promise<number> {
   const [row] = rowsOf<{ n: number | string }>(await t.deps.db.execute(query));
@@ -15,7 +28,12 @@ async function count(t: TestApp, query: ReturnType<typeof sql>): Promise<number>
 }
 
 function order(t: TestApp, key: string, body: Record<string, unknown>) {
-  return t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+  return t.request({
+    method: 'POST',
+    url: '/api/v1/order/create',
+    headers: { ...bearer(key), 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
 }
 
 describe(`orders under concurrency (${RACE})`, () => {
@@ -45,11 +63,17 @@ describe(`orders under concurrency (${RACE})`, () => {
     expect(await count(t, sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(1000000 - 12345.6);
     expect(await count(t, sql`SELECT count(*) AS n FROM balance_ledger WHERE user_id = ${user.id} AND kind = 'order'`)).toBe(10);
     expect(await count(t, sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id}`)).toBe(10);
-    expect(await count(t, sql`SELECT count(DISTINCT order_id) AS n FROM codes WHERE product_id = ${Number(p.id)} AND status = 'sold'`)).toBe(10);
+    expect(
+      await count(t, sql`SELECT count(DISTINCT order_id) AS n FROM codes WHERE product_id = ${Number(p.id)} AND status = 'sold'`),
+    ).toBe(10);
     // every delivered code appears in exactly one order
     const delivered: string[] = [];
     for (const a of ok) {
-      const d = await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${a.json().order_code}`, headers: bearer(user.api_key) });
+      const d = await t.request({
+        method: 'GET',
+        url: `/api/v1/order/delivery?order_code=${a.json().order_code}`,
+        headers: bearer(user.api_key),
+      });
       delivered.push(...(d.json().delivery_codes as string[]));
     }
     expect(delivered.sort()).toEqual([...codes].sort());
@@ -59,9 +83,15 @@ describe(`orders under concurrency (${RACE})`, () => {
     const [a, b] = [await makeUser(t, { balance: '1000000' }), await makeUser(t, { balance: '1000000' })];
     const cat = await makeCategory(t, 'Lanes');
     const p = await makeProduct(t, { category_id: cat.id, price: 10, max_qty: 1 });
-    await importCodes(t, p.id, Array.from({ length: 12 }, (_, i) => `LANE-${i}-${Math.random().toString(36).slice(2)}`));
+    await importCodes(
+      t,
+      p.id,
+      Array.from({ length: 12 }, (_, i) => `LANE-${i}-${Math.random().toString(36).slice(2)}`),
+    );
     // The service takes each call as far as its lane synchronously: the first 3 run, the others wait in order.
-    const calls = Array.from({ length: 8 }, (_, i) => t.deps.orders.create(a.id, { product_id: p.id, quantity: 1, request_id: `lane-a-${i}` }));
+    const calls = Array.from({ length: 8 }, (_, i) =>
+      t.deps.orders.create(a.id, { product_id: p.id, quantity: 1, request_id: `lane-a-${i}` }),
+    );
     expect(t.deps.orders.inFlight(a.id)).toEqual({ running: 3, waiting: 5 });
     const other = t.deps.orders.create(b.id, { product_id: p.id, quantity: 1, request_id: 'lane-b' });
     expect(t.deps.orders.inFlight(b.id)).toEqual({ running: 1, waiting: 0 });
@@ -75,8 +105,14 @@ describe(`orders under concurrency (${RACE})`, () => {
     const user = await makeUser(t, { balance: '100000' });
     const cat = await makeCategory(t);
     const p = await makeProduct(t, { category_id: cat.id, price: '1000' });
-    await importCodes(t, p.id, Array.from({ length: 20 }, (_, i) => `IDEM-${p.id}-${i}`));
-    const answers = await Promise.all(Array.from({ length: 50 }, () => order(t, user.api_key, { product_id: p.id, quantity: 2, request_id: 'same-1' })));
+    await importCodes(
+      t,
+      p.id,
+      Array.from({ length: 20 }, (_, i) => `IDEM-${p.id}-${i}`),
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => order(t, user.api_key, { product_id: p.id, quantity: 2, request_id: 'same-1' })),
+    );
     expect(answers.map((a) => a.statusCode)).toEqual(Array(50).fill(200));
     const codesSeen = new Set(answers.map((a) => a.json().order_code));
     expect(codesSeen.size).toBe(1);
@@ -133,7 +169,11 @@ describe(`one request_id racing on two app instances sharing one database (${RAC
     const user = await makeUser(a, { balance: '50000' });
     const cat = await makeCategory(a);
     const p = await makeProduct(a, { category_id: cat.id, price: '500' });
-    await importCodes(a, p.id, Array.from({ length: 10 }, (_, i) => `TWO-${p.id}-${i}`));
+    await importCodes(
+      a,
+      p.id,
+      Array.from({ length: 10 }, (_, i) => `TWO-${p.id}-${i}`),
+    );
     const body = { product_id: p.id, quantity: 1, request_id: 'two-proc-1' };
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => order(i % 2 === 0 ? a : b, user.api_key, body)));
     expect(answers.map((x) => x.statusCode)).toEqual(Array(20).fill(200));
@@ -163,7 +203,11 @@ describe.skipIf(!onPostgres())('an order whose client goes away while it waits f
     const user = await makeUser(t, { balance: '1000' });
     const cat = await makeCategory(t, 'Gone');
     const p = await makeProduct(t, { category_id: cat.id, price: 10, max_qty: 1 });
-    await importCodes(t, p.id, Array.from({ length: 5 }, (_, i) => `GONE-${i}-${Math.random().toString(36).slice(2)}`));
+    await importCodes(
+      t,
+      p.id,
+      Array.from({ length: 5 }, (_, i) => `GONE-${i}-${Math.random().toString(36).slice(2)}`),
+    );
     const body = (rid: string) => JSON.stringify({ product_id: p.id, quantity: 1, request_id: rid });
     const headers = { ...bearer(user.api_key), 'content-type': 'application/json' };
 
@@ -185,7 +229,9 @@ describe.skipIf(!onPostgres())('an order whose client goes away while it waits f
     const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
     socket.on('error', () => {});
     const payload = body('gone');
-    socket.write(`POST /api/v1/order/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.api_key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+    socket.write(
+      `POST /api/v1/order/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.api_key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
+    );
     await until(() => t.deps.orders.inFlight(user.id).waiting === 1, 'the fourth order waiting');
     socket.destroy();
     await until(() => t.deps.orders.inFlight(user.id).waiting === 0, 'the fourth order leaving the lane');

@@ -20,7 +20,12 @@ describe('order_create_local, the one-round-trip order of a local product', () =
   });
 
   const order = (key: string, body: unknown) =>
-    t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(key), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+    t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: { ...bearer(key), 'content-type': 'application/json' },
+      payload: JSON.stringify(body),
+    });
 
   async function balanceOf(userId: number): Promise<string> {
     return rowsOf<{ b: string }>(await t.deps.db.execute(sql`SELECT balance::text AS b FROM users WHERE id = ${userId}`))[0]!.b;
@@ -48,12 +53,17 @@ describe('order_create_local, the one-round-trip order of a local product', () =
     await codeProduct('in-gone-category', String(gone!.id));
     await codeProduct('in-hidden-category', String(hiddenByOverride!.id));
     const missing = await codeProduct('missing', local.id);
-    await t.deps.db.update(products).set({ missing: true }).where(eq(products.id, Number(missing.id)));
+    await t.deps.db
+      .update(products)
+      .set({ missing: true })
+      .where(eq(products.id, Number(missing.id)));
     cases['file-without-files'] = (await makeProduct(t, { category_id: local.id, name: 'file', type: 'file', price: 10 })).id;
     cases['service'] = (await makeProduct(t, { category_id: local.id, name: 'service', type: 'service', price: 10 })).id;
 
     for (const [name, id] of Object.entries(cases)) {
-      const [shown] = await selectShown(t.deps.db, '0').where(and(eq(products.id, Number(id)), visible)).limit(1);
+      const [shown] = await selectShown(t.deps.db, '0')
+        .where(and(eq(products.id, Number(id)), visible))
+        .limit(1);
       const orderable = shown !== undefined && fulfilmentOf(shown) !== 'none';
       const before = await balanceOf(user.id);
       const res = await order(user.api_key, { product_id: id, quantity: 1, request_id: `fn-${tag}-${name}` });

@@ -9,17 +9,30 @@ const ORDER_CODE = expect.stringMatching(/^OD[0-9A-Z]{14}$/);
 
 type Fixture = { key: string; userId: number; productId: string; codes: string[] };
 
-async function fixture(t: TestApp, opts: { balance?: string; price?: string; codes?: number; min_qty?: number; max_qty?: number } = {}): Promise<Fixture> {
+async function fixture(
+  t: TestApp,
+  opts: { balance?: string; price?: string; codes?: number; min_qty?: number; max_qty?: number } = {},
+): Promise<Fixture> {
   const user = await makeUser(t, { balance: opts.balance ?? '100000' });
   const cat = await makeCategory(t);
-  const p = await makeProduct(t, { category_id: cat.id, price: opts.price ?? '1000', ...(opts.min_qty ? { min_qty: opts.min_qty } : {}), max_qty: opts.max_qty ?? 10 });
+  const p = await makeProduct(t, {
+    category_id: cat.id,
+    price: opts.price ?? '1000',
+    ...(opts.min_qty ? { min_qty: opts.min_qty } : {}),
+    max_qty: opts.max_qty ?? 10,
+  });
   const codes = Array.from({ length: opts.codes ?? 5 }, (_, i) => `CR-${p.id}-${i}-${randomBytes(3).toString('hex')}`);
   if (codes.length > 0) await importCodes(t, p.id, codes);
   return { key: user.api_key, userId: user.id, productId: p.id, codes };
 }
 
 function post(t: TestApp, key: string, body: unknown, headers: Record<string, string> = { 'content-type': 'application/json' }) {
-  return t.request({ method: 'POST', url: CREATE, headers: { ...bearer(key), ...headers }, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+  return t.request({
+    method: 'POST',
+    url: CREATE,
+    headers: { ...bearer(key), ...headers },
+    payload: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 }
 
 type State = { orders: number; balance: number; ledger: number; available: number; sold: number };
@@ -33,7 +46,13 @@ async function stateOf(t: TestApp, f: Fixture): Promise<State> {
       (SELECT count(*) FROM codes WHERE product_id = ${Number(f.productId)} AND status = 'available') AS available,
       (SELECT count(*) FROM codes WHERE product_id = ${Number(f.productId)} AND status = 'sold') AS sold`),
   );
-  return { orders: Number(row!.orders), balance: Number(row!.balance), ledger: Number(row!.ledger), available: Number(row!.available), sold: Number(row!.sold) };
+  return {
+    orders: Number(row!.orders),
+    balance: Number(row!.balance),
+    ledger: Number(row!.ledger),
+    available: Number(row!.available),
+    sold: Number(row!.sold),
+  };
 }
 
 function orderFailed(reason: string) {
@@ -62,7 +81,12 @@ describe('POST /api/v1/order/create', () => {
     // The 405 patterns once accepted a trailing slash ('/?$') that the router does not, so this answered 405
     // "Method POST is not allowed here; use POST" with Allow: POST, a contradiction a client cannot act on.
     const f = await fixture(t, { codes: 0 });
-    const res = await t.request({ method: 'POST', url: `${CREATE}/`, headers: { ...bearer(f.key), 'content-type': 'application/json' }, payload: JSON.stringify({ product_id: f.productId, quantity: 1 }) });
+    const res = await t.request({
+      method: 'POST',
+      url: `${CREATE}/`,
+      headers: { ...bearer(f.key), 'content-type': 'application/json' },
+      payload: JSON.stringify({ product_id: f.productId, quantity: 1 }),
+    });
     expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual({ ok: false, error: 'not_found', message: expect.any(String) });
   });
@@ -71,7 +95,11 @@ describe('POST /api/v1/order/create', () => {
     const f = await fixture(t);
     const before = await stateOf(t, f);
     const body = JSON.stringify({ product_id: f.productId, quantity: 1 });
-    const variants: Record<string, string>[] = [{ 'content-type': 'text/plain' }, {}, { 'content-type': 'application/x-www-form-urlencoded' }];
+    const variants: Record<string, string>[] = [
+      { 'content-type': 'text/plain' },
+      {},
+      { 'content-type': 'application/x-www-form-urlencoded' },
+    ];
     for (const headers of variants) {
       const res = await post(t, f.key, body, headers);
       expect(res.statusCode).toBe(415);
@@ -96,15 +124,30 @@ describe('POST /api/v1/order/create', () => {
     ['quantity 1.5', (p) => ({ product_id: p, quantity: 1.5 }), 'body.quantity', 'must be a whole number'],
     ['quantity "2"', (p) => ({ product_id: p, quantity: '2' }), 'body.quantity', 'Invalid input: expected number, received string'],
     ['missing quantity', (p) => ({ product_id: p }), 'body.quantity', 'Invalid input: expected number, received undefined'],
-    ['request_id with a space', (p) => ({ product_id: p, quantity: 1, request_id: 'a b' }), 'body.request_id', 'at most 100 characters of A-Z a-z 0-9 . _ : -'],
-    ['request_id of 101 characters', (p) => ({ product_id: p, quantity: 1, request_id: 'x'.repeat(101) }), 'body.request_id', 'at most 100 characters of A-Z a-z 0-9 . _ : -'],
+    [
+      'request_id with a space',
+      (p) => ({ product_id: p, quantity: 1, request_id: 'a b' }),
+      'body.request_id',
+      'at most 100 characters of A-Z a-z 0-9 . _ : -',
+    ],
+    [
+      'request_id of 101 characters',
+      (p) => ({ product_id: p, quantity: 1, request_id: 'x'.repeat(101) }),
+      'body.request_id',
+      'at most 100 characters of A-Z a-z 0-9 . _ : -',
+    ],
   ];
   it.each(invalidBodies)('answers 400 invalid_request with details: %s', async (_name, make, path, message) => {
     const f = await fixture(t);
     const before = await stateOf(t, f);
     const res = await post(t, f.key, make(f.productId));
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ ok: false, error: 'invalid_request', message: `Invalid body: ${path} ${message}`, details: [{ path, message }] });
+    expect(res.json()).toEqual({
+      ok: false,
+      error: 'invalid_request',
+      message: `Invalid body: ${path} ${message}`,
+      details: [{ path, message }],
+    });
     expect(await stateOf(t, f)).toEqual(before);
   });
 
@@ -182,15 +225,42 @@ describe('POST /api/v1/order/create', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['idempotent-replayed']).toBeUndefined();
     const body = res.json();
-    expect(body).toEqual({ ok: true, order_code: ORDER_CODE, status: 'success', total: 59.97, message: 'Order completed: 3 code(s) delivered' });
+    expect(body).toEqual({
+      ok: true,
+      order_code: ORDER_CODE,
+      status: 'success',
+      total: 59.97,
+      message: 'Order completed: 3 code(s) delivered',
+    });
 
-    const [order] = rowsOf<{ id: string | number; user_id: number; request_id: string; product_id: number; quantity: number; unit_price: string; total: string; status: string }>(
-      await t.deps.db.execute(sql`SELECT id, user_id, request_id, product_id, quantity, unit_price::text, total::text, status FROM orders WHERE order_code = ${body.order_code}`),
+    const [order] = rowsOf<{
+      id: string | number;
+      user_id: number;
+      request_id: string;
+      product_id: number;
+      quantity: number;
+      unit_price: string;
+      total: string;
+      status: string;
+    }>(
+      await t.deps.db.execute(
+        sql`SELECT id, user_id, request_id, product_id, quantity, unit_price::text, total::text, status FROM orders WHERE order_code = ${body.order_code}`,
+      ),
     );
-    expect(order).toMatchObject({ user_id: f.userId, request_id: 'exact-1', product_id: Number(f.productId), quantity: 3, unit_price: '19.99', total: '59.97', status: 'success' });
+    expect(order).toMatchObject({
+      user_id: f.userId,
+      request_id: 'exact-1',
+      product_id: Number(f.productId),
+      quantity: 3,
+      unit_price: '19.99',
+      total: '59.97',
+      status: 'success',
+    });
 
     const ledger = rowsOf<{ kind: string; amount: string; balance_after: string; ref: string }>(
-      await t.deps.db.execute(sql`SELECT kind, amount::text, balance_after::text, ref FROM balance_ledger WHERE user_id = ${f.userId} AND kind = 'order'`),
+      await t.deps.db.execute(
+        sql`SELECT kind, amount::text, balance_after::text, ref FROM balance_ledger WHERE user_id = ${f.userId} AND kind = 'order'`,
+      ),
     );
     expect(ledger).toEqual([{ kind: 'order', amount: '-59.97', balance_after: '40.03', ref: body.order_code }]);
     const [user] = rowsOf<{ balance: string }>(await t.deps.db.execute(sql`SELECT balance::text FROM users WHERE id = ${f.userId}`));
@@ -208,7 +278,11 @@ describe('POST /api/v1/order/create', () => {
       ['available', null],
       ['available', null],
     ]);
-    const delivery = await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${body.order_code}`, headers: bearer(f.key) });
+    const delivery = await t.request({
+      method: 'GET',
+      url: `/api/v1/order/delivery?order_code=${body.order_code}`,
+      headers: bearer(f.key),
+    });
     expect(delivery.json().delivery_codes).toEqual(f.codes.slice(0, 3));
   });
 

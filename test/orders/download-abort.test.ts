@@ -36,7 +36,9 @@ function readThenAbort(url: string, headers: Record<string, string>, bytes: numb
       });
       res.on('error', () => resolve());
     });
-    req.on('error', (e) => (e.message.includes('socket hang up') || (e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e)));
+    req.on('error', (e) =>
+      e.message.includes('socket hang up') || (e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e),
+    );
   });
 }
 
@@ -59,10 +61,19 @@ describe('aborted downloads', () => {
     for (const [i, size] of sizes.entries()) {
       const form = new FormData();
       form.append('file', new Blob([new Uint8Array(randomBytes(size))]), `part-${i}.bin`);
-      const up = await fetch(`${base}/admin/v1/products/${p.id}/files`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
+      const up = await fetch(`${base}/admin/v1/products/${p.id}/files`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: form,
+      });
       expect(up.status).toBe(200);
     }
-    const created = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: { product_id: p.id, quantity: 1 } });
+    const created = await t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: { ...bearer(user.api_key), 'content-type': 'application/json' },
+      payload: { product_id: p.id, quantity: 1 },
+    });
     return { url: `${base}/api/v1/order-download?order_code=${created.json().order_code}`, key: user.api_key };
   }
 

@@ -37,7 +37,16 @@ describe('rate limits and api_guard (in-memory counters)', () => {
     const user = await makeUser(t);
     const codes = [];
     for (let i = 0; i < 3; i++) {
-      codes.push((await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: { product_id: '999999', quantity: 1 } })).statusCode);
+      codes.push(
+        (
+          await t.request({
+            method: 'POST',
+            url: '/api/v1/order/create',
+            headers: { ...bearer(user.api_key), 'content-type': 'application/json' },
+            payload: { product_id: '999999', quantity: 1 },
+          })
+        ).statusCode,
+      );
     }
     expect(codes).toEqual([422, 422, 429]);
     // reads still pass: the order counter is not the read counter
@@ -46,14 +55,19 @@ describe('rate limits and api_guard (in-memory counters)', () => {
 
   it('a key that keeps going past its limit is guarded (api_guard, Retry-After), until guard_seconds pass or an admin clears it', async () => {
     const user = await makeUser(t);
-    for (let i = 0; i < 3 + GUARD_VIOLATIONS_PER_MINUTE; i++) await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) });
+    for (let i = 0; i < 3 + GUARD_VIOLATIONS_PER_MINUTE; i++)
+      await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) });
     const guarded = await t.request({ method: 'GET', url: '/api/v1/categories', headers: bearer(user.api_key) });
     expect(guarded.statusCode).toBe(429);
     expect(guarded.json()).toMatchObject({ ok: false, error: 'api_guard' });
     expect(Number(guarded.headers['retry-after'])).toBe(300);
-    expect(await t.adminData('GET', '/admin/v1/guard')).toEqual([{ subject: `key:${user.id}`, until: expect.any(String), seconds_left: 300 }]);
+    expect(await t.adminData('GET', '/admin/v1/guard')).toEqual([
+      { subject: `key:${user.id}`, until: expect.any(String), seconds_left: 300 },
+    ]);
     t.clock.advance(120_000);
-    expect(Number((await t.request({ method: 'GET', url: '/api/v1/categories', headers: bearer(user.api_key) })).headers['retry-after'])).toBe(180);
+    expect(
+      Number((await t.request({ method: 'GET', url: '/api/v1/categories', headers: bearer(user.api_key) })).headers['retry-after']),
+    ).toBe(180);
     expect(await t.adminData('POST', '/admin/v1/guard/clear')).toEqual({ cleared: 1 });
     const after = await t.request({ method: 'GET', url: '/api/v1/categories', headers: bearer(user.api_key) });
     expect(after.json()).not.toMatchObject({ error: 'api_guard' });
@@ -70,11 +84,17 @@ describe('rate limits and api_guard (in-memory counters)', () => {
     expect(res.statusCode).toBe(429);
     expect(res.json()).toMatchObject({ ok: false, error: 'api_guard' });
     await t.adminData('PUT', '/admin/v1/settings/guard_enabled', { value: 'false' });
-    expect((await t.request({ method: 'GET', url: '/api/v1/categories', remoteAddress: ip, headers: bearer(user.api_key) })).statusCode).toBe(200);
+    expect(
+      (await t.request({ method: 'GET', url: '/api/v1/categories', remoteAddress: ip, headers: bearer(user.api_key) })).statusCode,
+    ).toBe(200);
     await t.adminData('PUT', '/admin/v1/settings/guard_enabled', { value: 'true' });
-    expect((await t.request({ method: 'GET', url: '/api/v1/categories', remoteAddress: ip, headers: bearer(user.api_key) })).statusCode).toBe(429);
+    expect(
+      (await t.request({ method: 'GET', url: '/api/v1/categories', remoteAddress: ip, headers: bearer(user.api_key) })).statusCode,
+    ).toBe(429);
     t.clock.advance(301_000);
-    expect((await t.request({ method: 'GET', url: '/api/v1/categories', remoteAddress: ip, headers: bearer(user.api_key) })).statusCode).toBe(200);
+    expect(
+      (await t.request({ method: 'GET', url: '/api/v1/categories', remoteAddress: ip, headers: bearer(user.api_key) })).statusCode,
+    ).toBe(200);
   });
 });
 
@@ -82,28 +102,34 @@ describe('rate limits and api_guard (in-memory counters)', () => {
 const REDIS_URL = TEST_REDIS_URL;
 const redisUp = await redisAnswers(REDIS_URL);
 
-describeNeeding({ name: `Redis at ${REDIS_URL}`, available: redisUp, hint: 'start one or set TEST_REDIS_URL' })('rate limit counters shared through Redis by two app instances', () => {
-  let db: TestDatabase;
-  let a: TestApp;
-  let b: TestApp;
-  beforeAll(async () => {
-    const env = { REDIS_URL, REDIS_PREFIX: `rgt${randomBytes(4).toString('hex')}:` };
-    db = await createTestDatabase();
-    a = await createTestApp({ database: db.database, env });
-    b = await createTestApp({ database: db.database, env });
-    await a.adminData('PUT', '/admin/v1/settings/rate_limit_per_minute', { value: '4' });
-  });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await db?.drop();
-  });
+describeNeeding({ name: `Redis at ${REDIS_URL}`, available: redisUp, hint: 'start one or set TEST_REDIS_URL' })(
+  'rate limit counters shared through Redis by two app instances',
+  () => {
+    let db: TestDatabase;
+    let a: TestApp;
+    let b: TestApp;
+    beforeAll(async () => {
+      const env = { REDIS_URL, REDIS_PREFIX: `rgt${randomBytes(4).toString('hex')}:` };
+      db = await createTestDatabase();
+      a = await createTestApp({ database: db.database, env });
+      b = await createTestApp({ database: db.database, env });
+      await a.adminData('PUT', '/admin/v1/settings/rate_limit_per_minute', { value: '4' });
+    });
+    afterAll(async () => {
+      await a?.close();
+      await b?.close();
+      await db?.drop();
+    });
 
-  it('a key gets 4 requests a minute across both processes together', async () => {
-    const user = await makeUser(a);
-    b.clock.advance(1100); // let b reload settings
-    const statuses = [];
-    for (let i = 0; i < 6; i++) statuses.push((await (i % 2 === 0 ? a : b).request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).statusCode);
-    expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
-  });
-});
+    it('a key gets 4 requests a minute across both processes together', async () => {
+      const user = await makeUser(a);
+      b.clock.advance(1100); // let b reload settings
+      const statuses = [];
+      for (let i = 0; i < 6; i++)
+        statuses.push(
+          (await (i % 2 === 0 ? a : b).request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) })).statusCode,
+        );
+      expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    });
+  },
+);

@@ -13,7 +13,14 @@ async function fixture(t: TestApp, codeCount = 6): Promise<Fixture> {
   const user = await makeUser(t, { balance: '1000000' });
   const cat = await makeCategory(t);
   const productName = `Thẻ Garena ${randomBytes(2).toString('hex')}`;
-  const p = await makeProduct(t, { category_id: cat.id, name: productName, price: '1500.50', max_qty: 10, description: 'one', description2: DESC2 });
+  const p = await makeProduct(t, {
+    category_id: cat.id,
+    name: productName,
+    price: '1500.50',
+    max_qty: 10,
+    description: 'one',
+    description2: DESC2,
+  });
   const codes = Array.from({ length: codeCount }, (_, i) => `RD-${p.id}-${i}-${randomBytes(3).toString('hex')}`);
   await importCodes(t, p.id, codes);
   return { key: user.api_key, userId: user.id, productId: p.id, productName, codes };
@@ -48,7 +55,9 @@ describe('order reads: status, delivery, list', () => {
   it('GET /order/status by order_code and by request_id answers exactly the DESIGN shape', async () => {
     const f = await fixture(t);
     const code = await order(t, f, 2, 'read-status-1');
-    const [row] = rowsOf<{ created_at: string | Date; updated_at: string | Date }>(await t.deps.db.execute(sql`SELECT created_at, updated_at FROM orders WHERE order_code = ${code}`));
+    const [row] = rowsOf<{ created_at: string | Date; updated_at: string | Date }>(
+      await t.deps.db.execute(sql`SELECT created_at, updated_at FROM orders WHERE order_code = ${code}`),
+    );
     const expected = {
       ok: true,
       data: {
@@ -77,7 +86,10 @@ describe('order reads: status, delivery, list', () => {
     const f = await fixture(t);
     const code = await order(t, f, 1);
     const res = await get(t, f.key, `/api/v1/order/status?order_code=${code}`);
-    expect(res.json()).toEqual({ ok: true, data: expect.objectContaining({ order_code: code, request_id: null, quantity: 1, total: 1500.5 }) });
+    expect(res.json()).toEqual({
+      ok: true,
+      data: expect.objectContaining({ order_code: code, request_id: null, quantity: 1, total: 1500.5 }),
+    });
   });
 
   it("answers another key's order_code or request_id with the same 404 as an unknown one", async () => {
@@ -87,7 +99,12 @@ describe('order reads: status, delivery, list', () => {
     const unknown = await get(t, other.key, '/api/v1/order/status?order_code=ODNOSUCHORDER000');
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toEqual(NOT_FOUND);
-    for (const url of [`/api/v1/order/status?order_code=${code}`, '/api/v1/order/status?request_id=private-1', `/api/v1/order/delivery?order_code=${code}`, `/api/v1/order-download?order_code=${code}`]) {
+    for (const url of [
+      `/api/v1/order/status?order_code=${code}`,
+      '/api/v1/order/status?request_id=private-1',
+      `/api/v1/order/delivery?order_code=${code}`,
+      `/api/v1/order-download?order_code=${code}`,
+    ]) {
       const res = await get(t, other.key, url);
       expect(res.statusCode).toBe(404);
       expect(res.json()).toEqual(unknown.json());
@@ -95,7 +112,9 @@ describe('order reads: status, delivery, list', () => {
     const unknownRequestId = await get(t, other.key, '/api/v1/order/status?request_id=never-used');
     expect(unknownRequestId.json()).toEqual(unknown.json());
     // the other key's read marked nothing delivered
-    const [row] = rowsOf<{ delivered_at: unknown }>(await t.deps.db.execute(sql`SELECT delivered_at FROM orders WHERE order_code = ${code}`));
+    const [row] = rowsOf<{ delivered_at: unknown }>(
+      await t.deps.db.execute(sql`SELECT delivered_at FROM orders WHERE order_code = ${code}`),
+    );
     expect(row!.delivered_at).toBeNull();
   });
 
@@ -140,8 +159,15 @@ describe('order reads: status, delivery, list', () => {
     expect(await t.adminData('POST', '/admin/v1/codes/mark-used', { codes: [a] })).toEqual({ marked: 1, not_found: [] });
     // 17:00 UTC is midnight of the next day in Ho Chi Minh City (UTC+7): 00, never 24
     t.clock.set(new Date('2026-11-25T17:00:00Z'));
-    expect(await t.adminData('POST', '/admin/v1/codes/mark-used', { codes: [b, 'NO-SUCH-CODE'] })).toEqual({ marked: 1, not_found: ['NO-SUCH-CODE'] });
-    const [stored] = rowsOf<{ used_at: string | Date }>(await t.deps.db.execute(sql`SELECT used_at FROM codes WHERE order_id = (SELECT id FROM orders WHERE order_code = ${code}) AND used ORDER BY id LIMIT 1`));
+    expect(await t.adminData('POST', '/admin/v1/codes/mark-used', { codes: [b, 'NO-SUCH-CODE'] })).toEqual({
+      marked: 1,
+      not_found: ['NO-SUCH-CODE'],
+    });
+    const [stored] = rowsOf<{ used_at: string | Date }>(
+      await t.deps.db.execute(
+        sql`SELECT used_at FROM codes WHERE order_id = (SELECT id FROM orders WHERE order_code = ${code}) AND used ORDER BY id LIMIT 1`,
+      ),
+    );
     expect(new Date(stored!.used_at).toISOString()).toBe('2026-11-25T10:00:05.000Z');
 
     const delivery = async () => (await get(t, f.key, `/api/v1/order/delivery?order_code=${code}`)).json().delivery_codes_detail;
@@ -167,7 +193,7 @@ describe('order reads: status, delivery, list', () => {
     expect((await delivery())[1]).toEqual({ code: b, used: false, used_at: null, status_label: 'Unused' });
   });
 
-  it('GET /orders: only the key\'s own orders, newest first, page/limit/has_more', async () => {
+  it("GET /orders: only the key's own orders, newest first, page/limit/has_more", async () => {
     const f = await fixture(t, 10);
     const other = await fixture(t, 2);
     const mine: string[] = [];
@@ -213,7 +239,12 @@ describe('order reads: status, delivery, list', () => {
     expect(max.json()).toEqual({ ok: true, data: [], page: 1, limit: 100, has_more: false });
     const over = await get(t, f.key, '/api/v1/orders?limit=101');
     expect(over.statusCode).toBe(400);
-    expect(over.json()).toEqual({ ok: false, error: 'invalid_request', message: expect.any(String), details: [{ path: 'querystring.limit', message: expect.any(String) }] });
+    expect(over.json()).toEqual({
+      ok: false,
+      error: 'invalid_request',
+      message: expect.any(String),
+      details: [{ path: 'querystring.limit', message: expect.any(String) }],
+    });
     for (const q of ['limit=0', 'page=0', 'limit=abc', 'page=1.5']) {
       const res = await get(t, f.key, `/api/v1/orders?${q}`);
       expect(res.statusCode).toBe(400);

@@ -21,7 +21,9 @@ describeNeeding({ name: 'Redis on 127.0.0.1:6379', available: redisUp, hint: 'st
   let t: TestApp;
   beforeAll(async () => {
     proxy = await startTcpProxy({ host: '127.0.0.1', port: 6379 });
-    t = await createTestApp({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_PREFIX: `rgt${randomBytes(4).toString('hex')}:` } });
+    t = await createTestApp({
+      env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_PREFIX: `rgt${randomBytes(4).toString('hex')}:` },
+    });
     await t.adminData('PUT', '/admin/v1/settings/rate_limit_per_minute', { value: '3' });
   });
   afterAll(async () => {
@@ -62,7 +64,10 @@ describeNeeding({ name: 'Redis on 127.0.0.1:6379', available: redisUp, hint: 'st
     proxy.stall();
     try {
       // Real I/O: without a command timeout the rate-limit lookup waits on Redis for ever.
-      const answer = await Promise.race([balance(d).then((r) => r.statusCode), new Promise<string>((r) => setTimeout(() => r('no answer within 5 s'), 5000))]);
+      const answer = await Promise.race([
+        balance(d).then((r) => r.statusCode),
+        new Promise<string>((r) => setTimeout(() => r('no answer within 5 s'), 5000)),
+      ]);
       expect(answer).toBe(200);
     } finally {
       proxy.resume();

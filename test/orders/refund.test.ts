@@ -17,7 +17,12 @@ async function fixture(t: TestApp, codeCount = 3): Promise<Fixture> {
 }
 
 async function order(t: TestApp, f: Fixture, quantity: number): Promise<string> {
-  const res = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(f.key), 'content-type': 'application/json' }, payload: JSON.stringify({ product_id: f.productId, quantity }) });
+  const res = await t.request({
+    method: 'POST',
+    url: '/api/v1/order/create',
+    headers: { ...bearer(f.key), 'content-type': 'application/json' },
+    payload: JSON.stringify({ product_id: f.productId, quantity }),
+  });
   if (res.statusCode !== 200) throw new Error(`order answered ${res.statusCode}: ${res.body}`);
   return res.json().order_code as string;
 }
@@ -41,14 +46,18 @@ async function stockOf(t: TestApp, f: Fixture): Promise<number> {
 
 async function codeRows(t: TestApp, f: Fixture) {
   const rows = rowsOf<{ status: string; order_code: string | null }>(
-    await t.deps.db.execute(sql`SELECT c.status, o.order_code FROM codes c LEFT JOIN orders o ON o.id = c.order_id WHERE c.product_id = ${Number(f.productId)} ORDER BY c.id`),
+    await t.deps.db.execute(
+      sql`SELECT c.status, o.order_code FROM codes c LEFT JOIN orders o ON o.id = c.order_id WHERE c.product_id = ${Number(f.productId)} ORDER BY c.id`,
+    ),
   );
   return rows.map((r) => [r.status, r.order_code]);
 }
 
 async function refundLedger(t: TestApp, f: Fixture) {
   return rowsOf<{ kind: string; amount: string; balance_after: string; ref: string; actor: string }>(
-    await t.deps.db.execute(sql`SELECT kind, amount::text, balance_after::text, ref, actor FROM balance_ledger WHERE user_id = ${f.userId} AND kind = 'refund' ORDER BY id`),
+    await t.deps.db.execute(
+      sql`SELECT kind, amount::text, balance_after::text, ref, actor FROM balance_ledger WHERE user_id = ${f.userId} AND kind = 'refund' ORDER BY id`,
+    ),
   );
 }
 
@@ -56,7 +65,11 @@ async function refundLedger(t: TestApp, f: Fixture) {
  * Runs `read` (a delivery or a ZIP of codes) with its delivered_at UPDATE held until an admin refund of `code` has
  * committed: the interleaving two processes can produce for real.
  */
-async function withRefundBeforeMark<T>(t: TestApp, code: string, read: () => Promise<T>): Promise<{ res: T; refunded: ReturnType<typeof refund> }> {
+async function withRefundBeforeMark<T>(
+  t: TestApp,
+  code: string,
+  read: () => Promise<T>,
+): Promise<{ res: T; refunded: ReturnType<typeof refund> }> {
   type Builder = { set(v: unknown): { where(w: unknown): unknown } };
   const db = t.deps.db as unknown as { update(table: unknown): Builder };
   const original = db.update;
@@ -65,7 +78,14 @@ async function withRefundBeforeMark<T>(t: TestApp, code: string, read: () => Pro
     const builder = original.call(this, table);
     if (table !== orders || refunded) return builder;
     refunded = refund(t, code);
-    return { set: (v) => ({ where: async (w) => { await refunded; return builder.set(v).where(w); } }) };
+    return {
+      set: (v) => ({
+        where: async (w) => {
+          await refunded;
+          return builder.set(v).where(w);
+        },
+      }),
+    };
   };
   try {
     const res = await read();
@@ -93,10 +113,15 @@ describe('admin refund of an order', () => {
 
     const res = await refund(t, code);
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ ok: true, data: { order_code: code, status: 'refunded', total: 2000.5, message: 'Refunded; codes returned to stock' } });
+    expect(res.json()).toEqual({
+      ok: true,
+      data: { order_code: code, status: 'refunded', total: 2000.5, message: 'Refunded; codes returned to stock' },
+    });
 
     expect(await balanceOf(t, f)).toBe('10000.00');
-    expect(await refundLedger(t, f)).toEqual([{ kind: 'refund', amount: '2000.50', balance_after: '10000.00', ref: code, actor: 'admin-api' }]);
+    expect(await refundLedger(t, f)).toEqual([
+      { kind: 'refund', amount: '2000.50', balance_after: '10000.00', ref: code, actor: 'admin-api' },
+    ]);
     expect(await codeRows(t, f)).toEqual([
       ['available', null],
       ['available', null],
@@ -105,14 +130,27 @@ describe('admin refund of an order', () => {
     expect(await stockOf(t, f)).toBe(3);
 
     const status = await get(t, f, `/api/v1/order/status?order_code=${code}`);
-    expect(status.json().data).toMatchObject({ order_code: code, status: 'refunded', total: 2000.5, updated_at: t.clock.now().toISOString() });
-    const [row] = rowsOf<{ refunded_at: string | Date | null; delivered_at: unknown }>(await t.deps.db.execute(sql`SELECT refunded_at, delivered_at FROM orders WHERE order_code = ${code}`));
+    expect(status.json().data).toMatchObject({
+      order_code: code,
+      status: 'refunded',
+      total: 2000.5,
+      updated_at: t.clock.now().toISOString(),
+    });
+    const [row] = rowsOf<{ refunded_at: string | Date | null; delivered_at: unknown }>(
+      await t.deps.db.execute(sql`SELECT refunded_at, delivered_at FROM orders WHERE order_code = ${code}`),
+    );
     expect(new Date(row!.refunded_at!).toISOString()).toBe(t.clock.now().toISOString());
     expect(row!.delivered_at).toBeNull();
 
     // the refunded order delivers nothing; the codes are sold again to the next order
     const delivery = await get(t, f, `/api/v1/order/delivery?order_code=${code}`);
-    expect(delivery.json()).toMatchObject({ ok: true, order_code: code, status: 'refunded', delivery_codes: [], delivery_codes_detail: [] });
+    expect(delivery.json()).toMatchObject({
+      ok: true,
+      order_code: code,
+      status: 'refunded',
+      delivery_codes: [],
+      delivery_codes_detail: [],
+    });
     const next = await order(t, f, 3);
     const nextDelivery = await get(t, f, `/api/v1/order/delivery?order_code=${next}`);
     expect(nextDelivery.json().delivery_codes).toEqual(f.codes);
@@ -123,14 +161,21 @@ describe('admin refund of an order', () => {
     const code = await order(t, f, 2);
     const seen = await get(t, f, `/api/v1/order/delivery?order_code=${code}`);
     expect(seen.json().delivery_codes).toEqual(f.codes.slice(0, 2));
-    const [marked] = rowsOf<{ delivered_at: string | Date | null }>(await t.deps.db.execute(sql`SELECT delivered_at FROM orders WHERE order_code = ${code}`));
+    const [marked] = rowsOf<{ delivered_at: string | Date | null }>(
+      await t.deps.db.execute(sql`SELECT delivered_at FROM orders WHERE order_code = ${code}`),
+    );
     expect(marked!.delivered_at).not.toBeNull();
 
     const res = await refund(t, code);
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ ok: true, data: { order_code: code, status: 'refunded', total: 2000.5, message: 'Refunded; delivered codes stay with the order' } });
+    expect(res.json()).toEqual({
+      ok: true,
+      data: { order_code: code, status: 'refunded', total: 2000.5, message: 'Refunded; delivered codes stay with the order' },
+    });
     expect(await balanceOf(t, f)).toBe('10000.00');
-    expect(await refundLedger(t, f)).toEqual([{ kind: 'refund', amount: '2000.50', balance_after: '10000.00', ref: code, actor: 'admin-api' }]);
+    expect(await refundLedger(t, f)).toEqual([
+      { kind: 'refund', amount: '2000.50', balance_after: '10000.00', ref: code, actor: 'admin-api' },
+    ]);
     expect(await codeRows(t, f)).toEqual([
       ['sold', code],
       ['sold', code],
@@ -175,9 +220,18 @@ describe('admin refund of an order', () => {
     expect(await balanceOf(t, f)).toBe('10000.00');
     // the next customer buys the whole stock: none of it may be a used code
     const other = await makeUser(t, { balance: '10000' });
-    const res = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(other.api_key), 'content-type': 'application/json' }, payload: JSON.stringify({ product_id: f.productId, quantity: 2 }) });
+    const res = await t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: { ...bearer(other.api_key), 'content-type': 'application/json' },
+      payload: JSON.stringify({ product_id: f.productId, quantity: 2 }),
+    });
     expect(res.statusCode).toBe(200);
-    const delivery = await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${res.json().order_code}`, headers: bearer(other.api_key) });
+    const delivery = await t.request({
+      method: 'GET',
+      url: `/api/v1/order/delivery?order_code=${res.json().order_code}`,
+      headers: bearer(other.api_key),
+    });
     const detail = delivery.json().delivery_codes_detail as { code: string; used: boolean }[];
     expect(detail.filter((d) => d.used)).toEqual([]);
     expect(detail.map((d) => d.code)).not.toContain(f.codes[0]);
@@ -194,13 +248,28 @@ describe('admin refund of an order', () => {
     // The refund committed before delivered_at was written: the codes went back to stock unseen, so this answer must
     // say so (refunded, no codes). A `success` with the codes here (read before the mark), or with none, breaks the rule.
     expect(delivery.statusCode).toBe(200);
-    expect(delivery.json()).toEqual({ ok: true, order_code: code, status: 'refunded', delivery_codes: [], delivery_codes_detail: [], product_desc2: '', desc2: '' });
+    expect(delivery.json()).toEqual({
+      ok: true,
+      order_code: code,
+      status: 'refunded',
+      delivery_codes: [],
+      delivery_codes_detail: [],
+      product_desc2: '',
+      desc2: '',
+    });
     // Another customer buys the whole stock.
     const other = await makeUser(t, { balance: '10000' });
     const stock = await stockOf(t, f);
-    const res = await t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(other.api_key), 'content-type': 'application/json' }, payload: JSON.stringify({ product_id: f.productId, quantity: stock }) });
+    const res = await t.request({
+      method: 'POST',
+      url: '/api/v1/order/create',
+      headers: { ...bearer(other.api_key), 'content-type': 'application/json' },
+      payload: JSON.stringify({ product_id: f.productId, quantity: stock }),
+    });
     expect(res.statusCode).toBe(200);
-    const theirs = (await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${res.json().order_code}`, headers: bearer(other.api_key) })).json().delivery_codes as string[];
+    const theirs = (
+      await t.request({ method: 'GET', url: `/api/v1/order/delivery?order_code=${res.json().order_code}`, headers: bearer(other.api_key) })
+    ).json().delivery_codes as string[];
     // The two codes the order held are back on sale (nobody saw them): the whole stock again, each code once.
     expect(stock).toBe(3);
     expect([...theirs].sort()).toEqual([...f.codes].sort());
@@ -240,9 +309,12 @@ describe('admin refund of an order', () => {
     const answers = await Promise.all(Array.from({ length: 20 }, () => refund(t, code)));
     const statuses = answers.map((a) => a.statusCode).sort();
     expect(statuses).toEqual([200, ...Array(19).fill(409)]);
-    for (const a of answers.filter((x) => x.statusCode === 409)) expect(a.json()).toEqual({ ok: false, error: 'conflict', message: expect.any(String) });
+    for (const a of answers.filter((x) => x.statusCode === 409))
+      expect(a.json()).toEqual({ ok: false, error: 'conflict', message: expect.any(String) });
     expect(await balanceOf(t, f)).toBe('10000.00');
-    expect(await refundLedger(t, f)).toEqual([{ kind: 'refund', amount: '4001.00', balance_after: '10000.00', ref: code, actor: 'admin-api' }]);
+    expect(await refundLedger(t, f)).toEqual([
+      { kind: 'refund', amount: '4001.00', balance_after: '10000.00', ref: code, actor: 'admin-api' },
+    ]);
     expect(await stockOf(t, f)).toBe(5);
   });
 });

@@ -3,7 +3,13 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
 import { signRequest } from '../../src/ordering/signing.js';
-import { opensslHmacHex, opensslSignature, opensslSignedHeaders, opensslSigningText, type OpensslSignParts } from '../helpers/openssl-sign.js';
+import {
+  opensslHmacHex,
+  opensslSignature,
+  opensslSignedHeaders,
+  opensslSigningText,
+  type OpensslSignParts,
+} from '../helpers/openssl-sign.js';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 
 const CREATE = '/api/v1/order/create';
@@ -15,7 +21,13 @@ const CREATE = '/api/v1/order/create';
  */
 const VECTOR = {
   key: 'rgk_test_vector_key_0001',
-  parts: { method: 'POST', path: '/api/v1/order/create', timestamp: '1795600800', nonce: 'nonce-0001', body: '{"product_id":"1","quantity":1,"request_id":"demo-1"}' },
+  parts: {
+    method: 'POST',
+    path: '/api/v1/order/create',
+    timestamp: '1795600800',
+    nonce: 'nonce-0001',
+    body: '{"product_id":"1","quantity":1,"request_id":"demo-1"}',
+  },
   hex: 'cf4721f87df0e1f841bbc4c96d9dbf45357dcc898f5777fdf807421acfe244e7',
 };
 
@@ -37,7 +49,11 @@ async function fixture(t: TestApp): Promise<Fixture> {
   const user = await makeUser(t, { balance: '100000' });
   const cat = await makeCategory(t);
   const p = await makeProduct(t, { category_id: cat.id, price: '1000', max_qty: 5 });
-  await importCodes(t, p.id, Array.from({ length: 5 }, (_, i) => `SIG-${p.id}-${i}-${randomBytes(3).toString('hex')}`));
+  await importCodes(
+    t,
+    p.id,
+    Array.from({ length: 5 }, (_, i) => `SIG-${p.id}-${i}-${randomBytes(3).toString('hex')}`),
+  );
   return { key: user.api_key, userId: user.id, productId: p.id };
 }
 
@@ -50,7 +66,13 @@ async function stateOf(t: TestApp, f: Fixture): Promise<State> {
       (SELECT count(*) FROM api_nonces WHERE user_id = ${f.userId}) AS nonces,
       (SELECT count(*) FROM codes WHERE product_id = ${Number(f.productId)} AND status = 'available') AS available`),
   );
-  return { orders: Number(row!.orders), balance: Number(row!.balance), ledger: Number(row!.ledger), nonces: Number(row!.nonces), available: Number(row!.available) };
+  return {
+    orders: Number(row!.orders),
+    balance: Number(row!.balance),
+    ledger: Number(row!.ledger),
+    nonces: Number(row!.nonces),
+    available: Number(row!.available),
+  };
 }
 
 function orderBody(f: Fixture, requestId = `r-${randomBytes(4).toString('hex')}`): string {
@@ -100,7 +122,9 @@ describe('request signing with require_signature=true', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ ok: true, order_code: expect.any(String), status: 'success', total: 1000, message: expect.any(String) });
     expect(await stateOf(t, f)).toEqual({ orders: 1, balance: 99000, ledger: 2, nonces: 1, available: 4 });
-    const [nonce] = rowsOf<{ nonce: string; expires_at: string | Date }>(await t.deps.db.execute(sql`SELECT nonce, expires_at FROM api_nonces WHERE user_id = ${f.userId}`));
+    const [nonce] = rowsOf<{ nonce: string; expires_at: string | Date }>(
+      await t.deps.db.execute(sql`SELECT nonce, expires_at FROM api_nonces WHERE user_id = ${f.userId}`),
+    );
     expect(nonce!.nonce).toBe(parts.nonce);
     // kept at least until the signed timestamp has left the window (300 s default)
     expect(new Date(nonce!.expires_at).getTime()).toBeGreaterThan((Number(parts.timestamp) + 300) * 1000);
@@ -129,13 +153,30 @@ describe('request signing with require_signature=true', () => {
     const body = orderBody(f);
     const parts = partsFor(t, body);
     const hex = opensslHmacHex(f.key, opensslSigningText(parts));
-    const bad = [`sha256=${'z'.repeat(64)}`, `sha256=${hex.slice(0, 63)}g`, `sha256=${hex.slice(0, 63)}`, `sha256=${hex}0`, hex, `sha1=${hex}`, 'sha256=', ''];
+    const bad = [
+      `sha256=${'z'.repeat(64)}`,
+      `sha256=${hex.slice(0, 63)}g`,
+      `sha256=${hex.slice(0, 63)}`,
+      `sha256=${hex}0`,
+      hex,
+      `sha1=${hex}`,
+      'sha256=',
+      '',
+    ];
     for (const signature of bad) {
-      const res = await post(t, f.key, body, { 'x-api-timestamp': String(parts.timestamp), 'x-api-nonce': parts.nonce, 'x-api-signature': signature });
+      const res = await post(t, f.key, body, {
+        'x-api-timestamp': String(parts.timestamp),
+        'x-api-nonce': parts.nonce,
+        'x-api-signature': signature,
+      });
       await expectRefused(t, f, before, res);
     }
     // the refusals did not burn the nonce: the same nonce with the right signature passes
-    const ok = await post(t, f.key, body, { 'x-api-timestamp': String(parts.timestamp), 'x-api-nonce': parts.nonce, 'x-api-signature': `sha256=${hex}` });
+    const ok = await post(t, f.key, body, {
+      'x-api-timestamp': String(parts.timestamp),
+      'x-api-nonce': parts.nonce,
+      'x-api-signature': `sha256=${hex}`,
+    });
     expect(ok.statusCode).toBe(200);
   });
 
@@ -144,7 +185,11 @@ describe('request signing with require_signature=true', () => {
     const body = orderBody(f);
     const parts = partsFor(t, body);
     const hex = opensslHmacHex(f.key, opensslSigningText(parts));
-    const res = await post(t, f.key, body, { 'x-api-timestamp': String(parts.timestamp), 'x-api-nonce': parts.nonce, 'x-api-signature': `sha256=${hex.toUpperCase()}` });
+    const res = await post(t, f.key, body, {
+      'x-api-timestamp': String(parts.timestamp),
+      'x-api-nonce': parts.nonce,
+      'x-api-signature': `sha256=${hex.toUpperCase()}`,
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ ok: true, status: 'success', total: 1000 });
     expect((await stateOf(t, f)).orders).toBe(1);
@@ -163,7 +208,12 @@ describe('request signing with require_signature=true', () => {
     const before = await stateOf(t, f);
     const body = orderBody(f);
     for (const skew of [-301, 301, -100_000]) {
-      await expectRefused(t, f, before, await post(t, f.key, body, opensslSignedHeaders(f.key, partsFor(t, body, { timestamp: nowTs(t) + skew }))));
+      await expectRefused(
+        t,
+        f,
+        before,
+        await post(t, f.key, body, opensslSignedHeaders(f.key, partsFor(t, body, { timestamp: nowTs(t) + skew }))),
+      );
     }
     for (const skew of [-300, 300]) {
       const b = orderBody(f);
@@ -188,7 +238,12 @@ describe('request signing with require_signature=true', () => {
     try {
       const before = await stateOf(t, f);
       const body = orderBody(f);
-      await expectRefused(t, f, before, await post(t, f.key, body, opensslSignedHeaders(f.key, partsFor(t, body, { timestamp: nowTs(t) - 61 }))));
+      await expectRefused(
+        t,
+        f,
+        before,
+        await post(t, f.key, body, opensslSignedHeaders(f.key, partsFor(t, body, { timestamp: nowTs(t) - 61 }))),
+      );
       const ok = await post(t, f.key, body, opensslSignedHeaders(f.key, partsFor(t, body, { timestamp: nowTs(t) - 60 })));
       expect(ok.statusCode).toBe(200);
     } finally {
@@ -267,7 +322,12 @@ describe('request signing with require_signature=true', () => {
     // the query string is not part of PATH
     await expectRefused(t, f, before, await post(t, f.key, body, opensslSignedHeaders(f.key, partsFor(t, body, { path: url })), url));
     // nor may the /api/v1 prefix be left out
-    await expectRefused(t, f, before, await post(t, f.key, body, opensslSignedHeaders(f.key, partsFor(t, body, { path: '/order/create' }))));
+    await expectRefused(
+      t,
+      f,
+      before,
+      await post(t, f.key, body, opensslSignedHeaders(f.key, partsFor(t, body, { path: '/order/create' }))),
+    );
     // the path alone, prefix included, is right even when the URL carries a query string
     const ok = await post(t, f.key, body, opensslSignedHeaders(f.key, partsFor(t, body, { path: CREATE })), url);
     expect(ok.statusCode).toBe(200);
@@ -313,7 +373,12 @@ describe('request signing with require_signature=false (default)', () => {
     const before = await stateOf(t, f);
     const body = orderBody(f);
     const parts = partsFor(t, body);
-    await expectRefused(t, f, before, await post(t, f.key, body, { ...opensslSignedHeaders(f.key, parts), 'x-api-signature': opensslSignature('rgk_not_the_key', parts) }));
+    await expectRefused(
+      t,
+      f,
+      before,
+      await post(t, f.key, body, { ...opensslSignedHeaders(f.key, parts), 'x-api-signature': opensslSignature('rgk_not_the_key', parts) }),
+    );
     // a lone header counts as signing too
     await expectRefused(t, f, before, await post(t, f.key, body, { 'x-api-nonce': freshNonce() }));
     const ok = await post(t, f.key, body, opensslSignedHeaders(f.key, parts));
@@ -324,7 +389,11 @@ describe('request signing with require_signature=false (default)', () => {
   it('verifies a signed GET on its empty raw body (balance), path without the query string (orders)', async () => {
     const f = await fixture(t);
     const signedGet = (path: string, url: string, key = f.key, nonce = freshNonce()) =>
-      t.request({ method: 'GET', url, headers: { ...bearer(f.key), ...opensslSignedHeaders(key, { method: 'GET', path, timestamp: nowTs(t), nonce, body: '' }) } });
+      t.request({
+        method: 'GET',
+        url,
+        headers: { ...bearer(f.key), ...opensslSignedHeaders(key, { method: 'GET', path, timestamp: nowTs(t), nonce, body: '' }) },
+      });
 
     const balance = await signedGet('/api/v1/balance', '/api/v1/balance');
     expect(balance.statusCode).toBe(200);
@@ -342,7 +411,10 @@ describe('request signing with require_signature=false (default)', () => {
     const withBody = await t.request({
       method: 'GET',
       url: '/api/v1/balance',
-      headers: { ...bearer(f.key), ...opensslSignedHeaders(f.key, { method: 'GET', path: '/api/v1/balance', timestamp: nowTs(t), nonce: freshNonce(), body: '{}' }) },
+      headers: {
+        ...bearer(f.key),
+        ...opensslSignedHeaders(f.key, { method: 'GET', path: '/api/v1/balance', timestamp: nowTs(t), nonce: freshNonce(), body: '{}' }),
+      },
     });
     expect(withBody.statusCode).toBe(401);
     expect(withBody.json()).toEqual(invalidSignature);

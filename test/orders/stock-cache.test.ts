@@ -34,7 +34,12 @@ describe('the product list cache under orders', () => {
     const builds = t.deps.catalog.cacheStats.pageBuilds;
 
     const order = (quantity: number, request_id: string) =>
-      t.request({ method: 'POST', url: '/api/v1/order/create', headers: { ...bearer(user.api_key), 'content-type': 'application/json' }, payload: JSON.stringify({ product_id: codesProduct.id, quantity, request_id }) });
+      t.request({
+        method: 'POST',
+        url: '/api/v1/order/create',
+        headers: { ...bearer(user.api_key), 'content-type': 'application/json' },
+        payload: JSON.stringify({ product_id: codesProduct.id, quantity, request_id }),
+      });
     expect((await order(1, 'sc-1')).statusCode).toBe(200);
     // Within the bound the page may still show the stock before the order.
     t.clock.advance(STOCK_MAX_AGE_MS - 1);

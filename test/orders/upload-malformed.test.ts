@@ -20,7 +20,11 @@ const truncatedFile = `--${B}\r\nContent-Disposition: form-data; name="file"; fi
 function expectBadUpload(a: RawAnswer): void {
   expect(a.status, a.headers + a.body).toBeGreaterThanOrEqual(400);
   expect(a.status).toBeLessThan(500);
-  expect(JSON.parse(a.body)).toMatchObject({ ok: false, error: expect.stringMatching(/^(invalid_request|payload_too_large)$/), message: expect.any(String) });
+  expect(JSON.parse(a.body)).toMatchObject({
+    ok: false,
+    error: expect.stringMatching(/^(invalid_request|payload_too_large)$/),
+    message: expect.any(String),
+  });
 }
 
 describe('malformed multipart uploads', () => {
@@ -46,11 +50,19 @@ describe('malformed multipart uploads', () => {
   const filesDir = () => path.join(t.deps.config.dataDir, 'files');
   const idleInTransaction = async () =>
     onPostgres()
-      ? Number(rowsOf<{ n: number }>(await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`))[0]!.n)
+      ? Number(
+          rowsOf<{ n: number }>(
+            await t.deps.db.execute(
+              sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`,
+            ),
+          )[0]!.n,
+        )
       : 0;
 
   it('a code list without its closing boundary: 400, nothing imported, no transaction left open', async () => {
-    const answers = await Promise.all(Array.from({ length: 10 }, () => raw(base, [multipart(`/admin/v1/products/${codeProduct}/codes`, truncatedFile)], { maxMs: 8000 })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => raw(base, [multipart(`/admin/v1/products/${codeProduct}/codes`, truncatedFile)], { maxMs: 8000 })),
+    );
     for (const a of answers) expectBadUpload(a);
     expect(await idleInTransaction()).toBe(0);
     expect(rowsOf<{ n: number }>(await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM codes`))[0]!.n).toBe(0);
@@ -78,7 +90,9 @@ describe('malformed multipart uploads', () => {
   it('an upload whose client stops sending mid-file is dropped within the request timeout and leaves nothing behind', async () => {
     const head = `POST /admin/v1/products/${fileProduct}/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: multipart/form-data; boundary=${B}\r\nContent-Length: 100000\r\n\r\n`;
     const started = Date.now();
-    await raw(base, [head, `--${B}\r\nContent-Disposition: form-data; name="file"; filename="slow"\r\n\r\n`, 'A'.repeat(1000)], { maxMs: 10_000 });
+    await raw(base, [head, `--${B}\r\nContent-Disposition: form-data; name="file"; filename="slow"\r\n\r\n`, 'A'.repeat(1000)], {
+      maxMs: 10_000,
+    });
     expect(Date.now() - started).toBeLessThan(8000);
     // The server notices the closed socket and removes its partial file (bounded poll).
     for (let i = 0; i < 50 && fs.readdirSync(filesDir()).length > 0; i++) await new Promise((r) => setTimeout(r, 100));

@@ -19,7 +19,10 @@ function ping(t: TestApp, c: PayCreds, remoteAddress?: string, headers: Record<s
 
 /** The header names listed after the colon of the message ("Missing authentication header(s): A, B"). */
 function namedHeaders(message: string): string[] {
-  return (message.split(':')[1] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (message.split(':')[1] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function without(h: Record<string, string>, name: string): Record<string, string> {
@@ -77,7 +80,10 @@ describe('payment API authentication', () => {
 
   describe('API_KEY_INVALID 401', () => {
     it('an unknown key', async () => {
-      const res = await rawRequest(t, { ...PING, headers: { ...authHeaders(c, PING.event), 'x-api-key': 'pk_doesNotExist0000000000000000000000000000' } });
+      const res = await rawRequest(t, {
+        ...PING,
+        headers: { ...authHeaders(c, PING.event), 'x-api-key': 'pk_doesNotExist0000000000000000000000000000' },
+      });
       expectError(res, 401, 'API_KEY_INVALID');
     });
 
@@ -114,7 +120,11 @@ describe('payment API authentication', () => {
       expect(disabled.status).toBe('disabled');
       expect((await q<{ status: string }>(t, sql`SELECT status FROM pay_clients WHERE id = ${d.id}`))[0]!.status).toBe('disabled');
       expectError(await ping(t, d), 403, 'API_CLIENT_DISABLED');
-      expectError(await payRequest(t, d, { method: 'GET', url: '/api/v1/payment-methods', event: 'payment.methods.list' }), 403, 'API_CLIENT_DISABLED');
+      expectError(
+        await payRequest(t, d, { method: 'GET', url: '/api/v1/payment-methods', event: 'payment.methods.list' }),
+        403,
+        'API_CLIENT_DISABLED',
+      );
       const create = await createRaw(t, d, { merchant_invoice_id: uniq(), amount: 20000 });
       expectError(create, 403, 'API_CLIENT_DISABLED');
       expect((await q<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM payment_requests WHERE client_id = ${d.id}`))[0]!.n).toBe(0);
@@ -187,7 +197,11 @@ describe('payment API authentication', () => {
 
     it('the status event on creation, and a case variant of the right event', async () => {
       const body = JSON.stringify({ merchant_invoice_id: uniq(), amount: 20000 });
-      expectError(await payRequest(t, c, { ...CREATE, event: 'payment.request.status', body, headers: { 'idempotency-key': uniq('k') } }), 400, 'API_EVENT_INVALID');
+      expectError(
+        await payRequest(t, c, { ...CREATE, event: 'payment.request.status', body, headers: { 'idempotency-key': uniq('k') } }),
+        400,
+        'API_EVENT_INVALID',
+      );
       expectError(await payRequest(t, c, { ...PING, event: 'System.Ping' }), 400, 'API_EVENT_INVALID');
       expect((await q<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM payment_requests WHERE client_id = ${c.id}`))[0]!.n).toBe(0);
     });
@@ -200,7 +214,11 @@ describe('payment API authentication', () => {
       const signed = body();
       const sent = signed.replace('20000', '20001');
       expect(sent.length).toBe(signed.length);
-      const res = await rawRequest(t, { ...CREATE, body: sent, headers: { ...authHeaders(c, CREATE.event, signed), 'idempotency-key': uniq('k') } });
+      const res = await rawRequest(t, {
+        ...CREATE,
+        body: sent,
+        headers: { ...authHeaders(c, CREATE.event, signed), 'idempotency-key': uniq('k') },
+      });
       expectError(res, 401, 'API_SIGNATURE_INVALID');
       expect((await q<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM payment_requests WHERE client_id = ${c.id}`))[0]!.n).toBe(0);
     });
@@ -208,7 +226,11 @@ describe('payment API authentication', () => {
     it('the same JSON re-serialised with other whitespace is another body', async () => {
       const signed = body();
       const sent = JSON.stringify(JSON.parse(signed), null, 1);
-      const res = await rawRequest(t, { ...CREATE, body: sent, headers: { ...authHeaders(c, CREATE.event, signed), 'idempotency-key': uniq('k') } });
+      const res = await rawRequest(t, {
+        ...CREATE,
+        body: sent,
+        headers: { ...authHeaders(c, CREATE.event, signed), 'idempotency-key': uniq('k') },
+      });
       expectError(res, 401, 'API_SIGNATURE_INVALID');
     });
 
@@ -217,19 +239,34 @@ describe('payment API authentication', () => {
     });
 
     it('signed with the webhook secret, or another client\u2019s secret', async () => {
-      expectError(await rawRequest(t, { ...PING, headers: authHeaders(c, PING.event, '', c.webhook_secret) }), 401, 'API_SIGNATURE_INVALID');
+      expectError(
+        await rawRequest(t, { ...PING, headers: authHeaders(c, PING.event, '', c.webhook_secret) }),
+        401,
+        'API_SIGNATURE_INVALID',
+      );
       const other = await makePayClient(t);
-      expectError(await rawRequest(t, { ...PING, headers: authHeaders(c, PING.event, '', other.api_secret) }), 401, 'API_SIGNATURE_INVALID');
+      expectError(
+        await rawRequest(t, { ...PING, headers: authHeaders(c, PING.event, '', other.api_secret) }),
+        401,
+        'API_SIGNATURE_INVALID',
+      );
     });
 
     it('a GET signed over a non-empty body (the signed text of a GET is EVENT + LF)', async () => {
       expectError(await rawRequest(t, { ...PING, headers: authHeaders(c, PING.event, '{}') }), 401, 'API_SIGNATURE_INVALID');
       // ... also when that body is actually sent along: GET bodies are never part of the signed text.
-      expectError(await rawRequest(t, { ...PING, body: '{}', headers: { ...authHeaders(c, PING.event, '{}'), 'content-type': 'application/json' } }), 401, 'API_SIGNATURE_INVALID');
+      expectError(
+        await rawRequest(t, { ...PING, body: '{}', headers: { ...authHeaders(c, PING.event, '{}'), 'content-type': 'application/json' } }),
+        401,
+        'API_SIGNATURE_INVALID',
+      );
     });
 
     it('a signature over the event without its line feed, or over another event', async () => {
-      const noLf = { ...authHeaders(c, PING.event), 'x-api-signature': createHmac('sha256', c.api_secret).update(PING.event).digest('hex') };
+      const noLf = {
+        ...authHeaders(c, PING.event),
+        'x-api-signature': createHmac('sha256', c.api_secret).update(PING.event).digest('hex'),
+      };
       expectError(await rawRequest(t, { ...PING, headers: noLf }), 401, 'API_SIGNATURE_INVALID');
       const otherEvent = { ...authHeaders(c, PING.event), 'x-api-signature': paySign(c.api_secret, 'payment.methods.list', '') };
       expectError(await rawRequest(t, { ...PING, headers: otherEvent }), 401, 'API_SIGNATURE_INVALID');
@@ -305,7 +342,11 @@ describe('payment API authentication', () => {
   describe('secret rotation', () => {
     it('with grace_seconds 600 both secrets work until the grace ends, then only the new one', async () => {
       const r = await makePayClient(t);
-      const rotated = await t.adminData<{ api_secret: string; api_key: string; previous_secret_valid_until: string | null }>('POST', `/admin/v1/pay/clients/${r.id}/rotate-secret`, { grace_seconds: 600 });
+      const rotated = await t.adminData<{ api_secret: string; api_key: string; previous_secret_valid_until: string | null }>(
+        'POST',
+        `/admin/v1/pay/clients/${r.id}/rotate-secret`,
+        { grace_seconds: 600 },
+      );
       expect(rotated.api_secret).toMatch(/^psk_/);
       expect(rotated.api_secret).not.toBe(r.api_secret);
       expect(rotated.api_key).toBe(r.api_key);
@@ -319,20 +360,31 @@ describe('payment API authentication', () => {
       t.clock.advance(2_000);
       expectError(await ping(t, r), 401, 'API_SIGNATURE_INVALID');
       expect((await ping(t, fresh)).statusCode).toBe(200);
-      const shown = await t.adminData<{ previous_secret_valid_until: string | null; api_secret: string }>('GET', `/admin/v1/pay/clients/${r.id}`);
+      const shown = await t.adminData<{ previous_secret_valid_until: string | null; api_secret: string }>(
+        'GET',
+        `/admin/v1/pay/clients/${r.id}`,
+      );
       expect(shown).toMatchObject({ previous_secret_valid_until: null, api_secret: rotated.api_secret });
     });
 
     it('without grace the old secret stops at once', async () => {
       const r = await makePayClient(t);
-      const rotated = await t.adminData<{ api_secret: string; previous_secret_valid_until: string | null }>('POST', `/admin/v1/pay/clients/${r.id}/rotate-secret`, { grace_seconds: 0 });
+      const rotated = await t.adminData<{ api_secret: string; previous_secret_valid_until: string | null }>(
+        'POST',
+        `/admin/v1/pay/clients/${r.id}/rotate-secret`,
+        { grace_seconds: 0 },
+      );
       expect(rotated.previous_secret_valid_until).toBeNull();
       expectError(await ping(t, r), 401, 'API_SIGNATURE_INVALID');
       expect((await ping(t, { ...r, api_secret: rotated.api_secret })).statusCode).toBe(200);
     });
 
     it('a client that was never approved cannot rotate', async () => {
-      const req = await t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', { name: 'Pending', domain: 'pending.example.com', webhook_url: 'https://pending.example.com/h' });
+      const req = await t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', {
+        name: 'Pending',
+        domain: 'pending.example.com',
+        webhook_url: 'https://pending.example.com/h',
+      });
       expectError(await t.admin('POST', `/admin/v1/pay/clients/${req.id}/rotate-secret`, { grace_seconds: 60 }), 409, 'conflict');
     });
   });

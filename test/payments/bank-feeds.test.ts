@@ -14,13 +14,25 @@ const CASSO_KEY = 'casso-test-checksum-key-0123456789';
 /** Casso's X-Casso-Signature computed by openssl, independently of the server: HMAC-SHA512 over t "." sorted JSON. */
 function opensslCasso(key: string, t: number, body: unknown): string {
   const sortDeep = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(sortDeep) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, x]) => [k, sortDeep(x)])) : v;
-  const out = execFileSync('openssl', ['dgst', '-sha512', '-hmac', key], { input: Buffer.from(`${t}.${JSON.stringify(sortDeep(body))}`, 'utf8'), encoding: 'utf8' });
+    Array.isArray(v)
+      ? v.map(sortDeep)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.entries(v)
+              .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+              .map(([k, x]) => [k, sortDeep(x)]),
+          )
+        : v;
+  const out = execFileSync('openssl', ['dgst', '-sha512', '-hmac', key], {
+    input: Buffer.from(`${t}.${JSON.stringify(sortDeep(body))}`, 'utf8'),
+    encoding: 'utf8',
+  });
   return `t=${t},v1=${/([0-9a-f]{128})\s*$/.exec(out)![1]}`;
 }
 
 /** The transfer note as a bank rewrites it: lower case, spaces inside, text around it. */
-const rewritten = (tc: string) => `MBVCB.8123.${tc.slice(0, 4).toLowerCase()} ${tc.slice(4, 9).toLowerCase()}-${tc.slice(9).toLowerCase()} chuyen tien nap`;
+const rewritten = (tc: string) =>
+  `MBVCB.8123.${tc.slice(0, 4).toLowerCase()} ${tc.slice(4, 9).toLowerCase()}-${tc.slice(9).toLowerCase()} chuyen tien nap`;
 
 describe('bank feeds: SePay and Casso', () => {
   let t: TestApp;
@@ -60,18 +72,44 @@ describe('bank feeds: SePay and Casso', () => {
     ...over,
   });
   const sepay = (body: unknown, auth = `Apikey ${SEPAY_KEY}`) =>
-    t.request({ method: 'POST', url: '/api/v1/bank-feeds/sepay', headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) }, payload: JSON.stringify(body) });
+    t.request({
+      method: 'POST',
+      url: '/api/v1/bank-feeds/sepay',
+      headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) },
+      payload: JSON.stringify(body),
+    });
   const cassoBody = (over: Record<string, unknown> = {}) => ({
     error: 0,
-    data: { id: ++seq, reference: `BANK_REF_${seq}`, description: 'nothing', amount: 150000, runningBalance: 25000000, transactionDateTime: '2026-11-25 17:05:00', accountNumber: '0123456789', bankName: 'VCB', virtualAccountNumber: '', ...over },
+    data: {
+      id: ++seq,
+      reference: `BANK_REF_${seq}`,
+      description: 'nothing',
+      amount: 150000,
+      runningBalance: 25000000,
+      transactionDateTime: '2026-11-25 17:05:00',
+      accountNumber: '0123456789',
+      bankName: 'VCB',
+      virtualAccountNumber: '',
+      ...over,
+    },
   });
   const casso = (body: unknown, signature?: string) =>
-    t.request({ method: 'POST', url: '/api/v1/bank-feeds/casso', headers: { 'content-type': 'application/json', 'x-casso-signature': signature ?? opensslCasso(CASSO_KEY, t.clock.now().getTime(), body) }, payload: JSON.stringify(body) });
+    t.request({
+      method: 'POST',
+      url: '/api/v1/bank-feeds/casso',
+      headers: {
+        'content-type': 'application/json',
+        'x-casso-signature': signature ?? opensslCasso(CASSO_KEY, t.clock.now().getTime(), body),
+      },
+      payload: JSON.stringify(body),
+    });
 
   const state = async () => ({
     transactions: rowsOf<{ n: number }>(await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM bank_transactions`))[0]!.n,
     outbox: rowsOf<{ n: number }>(await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM webhook_outbox`))[0]!.n,
-    statuses: rowsOf<{ payment_id: string; status: string }>(await t.deps.db.execute(sql`SELECT payment_id, status FROM payment_requests ORDER BY id`)),
+    statuses: rowsOf<{ payment_id: string; status: string }>(
+      await t.deps.db.execute(sql`SELECT payment_id, status FROM payment_requests ORDER BY id`),
+    ),
   });
   const accepted = (result: string) => ({ status: 200, body: { ok: true, success: true, result } });
   const answer = (res: { statusCode: number; json(): unknown }) => ({ status: res.statusCode, body: res.json() });
@@ -92,8 +130,19 @@ describe('bank feeds: SePay and Casso', () => {
     await until(async () => (await outboxOf(t, c.id)).some((o) => o.status === 'delivered'), 'the delivery recorded');
     expect((await outboxOf(t, c.id)).filter((o) => o.status === 'delivered')).toHaveLength(1);
     const [tx] = await t.adminData<unknown[]>('GET', '/admin/v1/pay/transactions?status=approved');
-    expect(tx).toEqual({ id: expect.any(Number), feed: 'sepay', reference: body.referenceCode, amount: 150000, content: body.content, status: 'approved', payment_id: p.payment_id });
-    const shown = await t.adminData<{ transitions: { to_status: string; actor: string }[] }>('GET', `/admin/v1/pay/payments/${p.payment_id}`);
+    expect(tx).toEqual({
+      id: expect.any(Number),
+      feed: 'sepay',
+      reference: body.referenceCode,
+      amount: 150000,
+      content: body.content,
+      status: 'approved',
+      payment_id: p.payment_id,
+    });
+    const shown = await t.adminData<{ transitions: { to_status: string; actor: string }[] }>(
+      'GET',
+      `/admin/v1/pay/payments/${p.payment_id}`,
+    );
     expect(shown.transitions.at(-1)).toMatchObject({ to_status: 'approved', actor: 'bank-feed:sepay' });
   });
 
@@ -113,7 +162,8 @@ describe('bank feeds: SePay and Casso', () => {
     const sBody = sepayBody({ content: p.payment!.transfer_content });
     const cBody = cassoBody({ description: p.payment!.transfer_content });
     const before = await state();
-    const refused = (res: { statusCode: number; json(): unknown }) => expect(answer(res)).toEqual({ status: 401, body: { ok: false, error: 'unauthorized', message: expect.any(String) } });
+    const refused = (res: { statusCode: number; json(): unknown }) =>
+      expect(answer(res)).toEqual({ status: 401, body: { ok: false, error: 'unauthorized', message: expect.any(String) } });
     refused(await sepay(sBody, 'Apikey wrong-key'));
     refused(await sepay(sBody, ''));
     refused(await sepay(sBody, `Bearer ${SEPAY_KEY}`));
@@ -140,9 +190,11 @@ describe('bank feeds: SePay and Casso', () => {
     const before = await state();
     // Over real sockets, so that on PostgreSQL each request has a connection of its own and they truly overlap.
     const post = (b: unknown) =>
-      fetch(`${base}/api/v1/bank-feeds/sepay`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Apikey ${SEPAY_KEY}` }, body: JSON.stringify(b) }).then(
-        async (res) => ({ status: res.status, body: (await res.json()) as { result: string } }),
-      );
+      fetch(`${base}/api/v1/bank-feeds/sepay`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Apikey ${SEPAY_KEY}` },
+        body: JSON.stringify(b),
+      }).then(async (res) => ({ status: res.status, body: (await res.json()) as { result: string } }));
     const answers = await Promise.all(Array.from({ length: 6 }, () => post(body)));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
     expect(answers.map((a) => a.body.result).sort()).toEqual(['approved', 'duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate']);
@@ -165,9 +217,24 @@ describe('bank feeds: SePay and Casso', () => {
     expect((await t.adminData<{ amount: number }[]>('GET', '/admin/v1/pay/transactions?status=amount_mismatch'))[0]!.amount).toBe(160000.5);
     const before = await state();
     const raw = (amount: string) =>
-      t.request({ method: 'POST', url: '/api/v1/bank-feeds/sepay', headers: { 'content-type': 'application/json', authorization: `Apikey ${SEPAY_KEY}` }, payload: JSON.stringify(sepayBody({ content: tc })).replace('"transferAmount":150000', `"transferAmount":${amount}`) });
+      t.request({
+        method: 'POST',
+        url: '/api/v1/bank-feeds/sepay',
+        headers: { 'content-type': 'application/json', authorization: `Apikey ${SEPAY_KEY}` },
+        payload: JSON.stringify(sepayBody({ content: tc })).replace('"transferAmount":150000', `"transferAmount":${amount}`),
+      });
     // 18 significant digits: JSON.parse makes 1234567890123456.8 of it, which is not what the bank sent.
-    for (const amount of ['1234567890123456.78', '9007199254740993', '1e21', '160000.001', '"160,000"', '"abc"', '-160000', 'null', 'true']) {
+    for (const amount of [
+      '1234567890123456.78',
+      '9007199254740993',
+      '1e21',
+      '160000.001',
+      '"160,000"',
+      '"abc"',
+      '-160000',
+      'null',
+      'true',
+    ]) {
       const res = await raw(amount);
       expect([amount, res.statusCode, res.json().error]).toEqual([amount, 400, 'invalid_request']);
     }
@@ -179,7 +246,17 @@ describe('bank feeds: SePay and Casso', () => {
 
   it("Casso's signature covers the body with object keys sorted at every depth, arrays in their order", async () => {
     const p = await pendingPayment(t, c, 170_000);
-    const body = { error: 0, data: { id: ++seq, reference: `R${seq}`, description: p.payment!.transfer_content, amount: 170000, accountNumber: '0123456789', extra: { z: [{ b: 1, a: [3, 1, 2] }, 'x'], a: null } } };
+    const body = {
+      error: 0,
+      data: {
+        id: ++seq,
+        reference: `R${seq}`,
+        description: p.payment!.transfer_content,
+        amount: 170000,
+        accountNumber: '0123456789',
+        extra: { z: [{ b: 1, a: [3, 1, 2] }, 'x'], a: null },
+      },
+    };
     // Written out by hand, not by the code under test.
     const canonical = `{"data":{"accountNumber":"0123456789","amount":170000,"description":"${p.payment!.transfer_content}","extra":{"a":null,"z":[{"a":[3,1,2],"b":1},"x"]},"id":${seq},"reference":"R${seq}"},"error":0}`;
     const ts = t.clock.now().getTime();
@@ -210,8 +287,20 @@ describe('bank feeds: SePay and Casso', () => {
       ['ignored', null],
       ['amount_mismatch', p.payment_id],
     ]);
-    expect((await ok<{ payment_id: string | null }[]>('pay', 'transaction', 'list', '--status', 'amount_mismatch')).filter((x) => x.payment_id === p.payment_id)).toEqual([
-      { id: expect.any(Number), feed: 'sepay', reference: expect.any(String), amount: 149999, content: rewritten(tc), status: 'amount_mismatch', payment_id: p.payment_id },
+    expect(
+      (await ok<{ payment_id: string | null }[]>('pay', 'transaction', 'list', '--status', 'amount_mismatch')).filter(
+        (x) => x.payment_id === p.payment_id,
+      ),
+    ).toEqual([
+      {
+        id: expect.any(Number),
+        feed: 'sepay',
+        reference: expect.any(String),
+        amount: 149999,
+        content: rewritten(tc),
+        status: 'amount_mismatch',
+        payment_id: p.payment_id,
+      },
     ]);
     // The request is still payable: the right amount approves it.
     expect(answer(await sepay(sepayBody({ content: tc })))).toEqual(accepted('approved'));
@@ -224,15 +313,37 @@ describe('bank feeds: SePay and Casso', () => {
     const before = await state();
     const body = sepayBody({ content: `${rewritten(p1.payment!.transfer_content)} ${p2.payment!.transfer_content}` });
     expect(answer(await sepay(body))).toEqual(accepted('ambiguous'));
-    expect(answer(await casso(cassoBody({ description: `${p2.payment!.transfer_content}+${p1.payment!.transfer_content}` })))).toEqual(accepted('ambiguous'));
+    expect(answer(await casso(cassoBody({ description: `${p2.payment!.transfer_content}+${p1.payment!.transfer_content}` })))).toEqual(
+      accepted('ambiguous'),
+    );
     expect(await state()).toEqual({ ...before, transactions: before.transactions + 2 });
     for (const p of [p1, p2]) expect((await statusRead(t, c, p.payment_id)).json()).toMatchObject({ status: 'pending_payment' });
     const listed = await ok<unknown[]>('pay', 'transaction', 'list', '--status', 'ambiguous');
     expect(listed.slice(0, 2)).toEqual([
-      { id: expect.any(Number), feed: 'casso', reference: expect.any(String), amount: 150000, content: `${p2.payment!.transfer_content}+${p1.payment!.transfer_content}`, status: 'ambiguous', payment_id: null },
-      { id: expect.any(Number), feed: 'sepay', reference: body.referenceCode, amount: 150000, content: body.content, status: 'ambiguous', payment_id: null },
+      {
+        id: expect.any(Number),
+        feed: 'casso',
+        reference: expect.any(String),
+        amount: 150000,
+        content: `${p2.payment!.transfer_content}+${p1.payment!.transfer_content}`,
+        status: 'ambiguous',
+        payment_id: null,
+      },
+      {
+        id: expect.any(Number),
+        feed: 'sepay',
+        reference: body.referenceCode,
+        amount: 150000,
+        content: body.content,
+        status: 'ambiguous',
+        payment_id: null,
+      },
     ]);
-    expect(rowsOf(await t.deps.db.execute(sql`SELECT status, payment_request_id FROM bank_transactions WHERE reference = ${body.referenceCode}`))).toEqual([{ status: 'ambiguous', payment_request_id: null }]);
+    expect(
+      rowsOf(
+        await t.deps.db.execute(sql`SELECT status, payment_request_id FROM bank_transactions WHERE reference = ${body.referenceCode}`),
+      ),
+    ).toEqual([{ status: 'ambiguous', payment_request_id: null }]);
 
     // Once one of the two is final, the note names one open request, which it pays.
     await t.adminData('POST', `/admin/v1/pay/payments/${p1.payment_id}/cancel`);
@@ -249,8 +360,18 @@ describe('bank feeds: SePay and Casso', () => {
     const { accountNumber: _, ...noAccount } = cassoBody({ description: tc }).data;
     expect(answer(await casso({ error: 0, data: noAccount }))).toEqual(accepted('unmatched'));
     expect(await state()).toEqual({ ...before, transactions: before.transactions + 3 });
-    const listed = await ok<{ status: string; payment_id: string | null; content: string }[]>('pay', 'transaction', 'list', '--status', 'unmatched');
-    expect(listed.filter((x) => x.content === tc).map((x) => [x.status, x.payment_id])).toEqual([['unmatched', null], ['unmatched', null], ['unmatched', null]]);
+    const listed = await ok<{ status: string; payment_id: string | null; content: string }[]>(
+      'pay',
+      'transaction',
+      'list',
+      '--status',
+      'unmatched',
+    );
+    expect(listed.filter((x) => x.content === tc).map((x) => [x.status, x.payment_id])).toEqual([
+      ['unmatched', null],
+      ['unmatched', null],
+      ['unmatched', null],
+    ]);
 
     await t.adminData('PUT', '/admin/v1/settings/bank_feed_require_account', { value: 'false' });
     try {

@@ -17,7 +17,8 @@ describe('payment API clients (admin)', () => {
     await t?.close();
   });
 
-  const request = (body: Record<string, unknown>) => t.admin('POST', '/admin/v1/pay/clients', { name: 'Shop', domain: 'shop.example.com', ...body });
+  const request = (body: Record<string, unknown>) =>
+    t.admin('POST', '/admin/v1/pay/clients', { name: 'Shop', domain: 'shop.example.com', ...body });
   async function requested(body: Record<string, unknown> = {}): Promise<ClientView> {
     const res = await request({ webhook_url: 'https://shop.example.com/hook', ...body });
     expect(res.statusCode, res.body).toBe(200);
@@ -66,27 +67,54 @@ describe('payment API clients (admin)', () => {
         created_at: expect.any(String),
       });
       expect(own.status).toBe('requested');
-      const [row] = await q<Record<string, unknown>>(t, sql`SELECT status, api_key_hash, api_key_enc, api_secret_enc, webhook_secret_enc FROM pay_clients WHERE id = ${sub.id}`);
+      const [row] = await q<Record<string, unknown>>(
+        t,
+        sql`SELECT status, api_key_hash, api_key_enc, api_secret_enc, webhook_secret_enc FROM pay_clients WHERE id = ${sub.id}`,
+      );
       expect(row).toEqual({ status: 'requested', api_key_hash: null, api_key_enc: null, api_secret_enc: null, webhook_secret_enc: null });
     });
 
     it('refuses an IP address as the domain (v4 or v6, bracketed or not, any IPv4 spelling) with a clear message, and stores nothing', async () => {
       const before = await countClients();
-      for (const domain of ['127.0.0.1', '203.0.113.7', 'https://192.0.2.1/', '::1', '[::1]', '2001:DB8::1', '[2001:db8::1]:8443', 'http://[::ffff:127.0.0.1]/', '2130706433', '0x7f.1', '10.0.0.1.']) {
+      for (const domain of [
+        '127.0.0.1',
+        '203.0.113.7',
+        'https://192.0.2.1/',
+        '::1',
+        '[::1]',
+        '2001:DB8::1',
+        '[2001:db8::1]:8443',
+        'http://[::ffff:127.0.0.1]/',
+        '2130706433',
+        '0x7f.1',
+        '10.0.0.1.',
+      ]) {
         const message = `${JSON.stringify(domain)} is an IP address; a client's domain must be a domain name (its webhook URL goes on it or a subdomain of it)`;
         const res = await request({ domain, webhook_url: 'http://127.0.0.1/h' });
-        expect([domain, res.statusCode, res.json()]).toEqual([domain, 400, { ok: false, error: 'invalid_request', message, details: [{ path: 'domain', message }] }]);
+        expect([domain, res.statusCode, res.json()]).toEqual([
+          domain,
+          400,
+          { ok: false, error: 'invalid_request', message, details: [{ path: 'domain', message }] },
+        ]);
       }
       const message = '"shop.123" is not a domain name: its last label is a number';
-      expect((await request({ domain: 'shop.123', webhook_url: 'http://a.shop.123/h' })).json()).toEqual({ ok: false, error: 'invalid_request', message, details: [{ path: 'domain', message }] });
+      expect((await request({ domain: 'shop.123', webhook_url: 'http://a.shop.123/h' })).json()).toEqual({
+        ok: false,
+        error: 'invalid_request',
+        message,
+        details: [{ path: 'domain', message }],
+      });
       expect(await countClients()).toBe(before);
     });
 
     it('the webhook URL is on the domain at a dot boundary, whatever the case or a trailing dot', async () => {
       for (const url of ['https://evil-shop.example.com/h', 'https://xshop.example.com/h', 'https://shop.example.co/h']) {
-        expectError(await request({ webhook_url: url }), 400, 'invalid_request', { details: [{ path: 'webhook_url', message: 'webhook_url must be an http(s) URL on shop.example.com or a subdomain of it' }] });
+        expectError(await request({ webhook_url: url }), 400, 'invalid_request', {
+          details: [{ path: 'webhook_url', message: 'webhook_url must be an http(s) URL on shop.example.com or a subdomain of it' }],
+        });
       }
-      for (const url of ['https://SHOP.example.com./h', 'https://api.Shop.Example.COM/h']) expect((await requested({ webhook_url: url, domain: 'shop.example.com.' })).domain).toBe('shop.example.com');
+      for (const url of ['https://SHOP.example.com./h', 'https://api.Shop.Example.COM/h'])
+        expect((await requested({ webhook_url: url, domain: 'shop.example.com.' })).domain).toBe('shop.example.com');
     });
 
     it('webhookOnDomain on domains written by SQL: normalised, a dot boundary, and an IP address matches only itself', () => {
@@ -115,21 +143,34 @@ describe('payment API clients (admin)', () => {
       expect([res.statusCode, res.json()]).toEqual([400, body]);
       const patched = await t.admin('PATCH', `/admin/v1/pay/clients/${c.id}`, { webhook_url: 'http://127.0.0.1/h2' });
       expect([patched.statusCode, patched.json()]).toEqual([400, body]);
-      expect(await q(t, sql`SELECT status, webhook_url, api_key_hash FROM pay_clients WHERE id = ${c.id}`)).toEqual([{ status: 'requested', webhook_url: 'http://127.0.0.1/h', api_key_hash: null }]);
+      expect(await q(t, sql`SELECT status, webhook_url, api_key_hash FROM pay_clients WHERE id = ${c.id}`)).toEqual([
+        { status: 'requested', webhook_url: 'http://127.0.0.1/h', api_key_hash: null },
+      ]);
     });
 
     it('refuses a malformed domain and a malformed IP', async () => {
-      expectError(await request({ domain: 'not a domain', webhook_url: 'https://shop.example.com/h' }), 400, 'invalid_request', { details: [{ path: 'domain', message: expect.any(String) }] });
-      expectError(await request({ webhook_url: 'https://shop.example.com/h', ips: ['300.1.1.1'] }), 400, 'invalid_request', { details: [{ path: 'ips', message: expect.any(String) }] });
+      expectError(await request({ domain: 'not a domain', webhook_url: 'https://shop.example.com/h' }), 400, 'invalid_request', {
+        details: [{ path: 'domain', message: expect.any(String) }],
+      });
+      expectError(await request({ webhook_url: 'https://shop.example.com/h', ips: ['300.1.1.1'] }), 400, 'invalid_request', {
+        details: [{ path: 'ips', message: expect.any(String) }],
+      });
     });
   });
 
   describe('approval', () => {
     it('without any IP: 400 invalid_request, still requested', async () => {
       const c = await requested();
-      expectError(await t.admin('POST', `/admin/v1/pay/clients/${c.id}/approve`, {}), 400, 'invalid_request', { details: [{ path: 'ips', message: expect.any(String) }] });
-      expectError(await t.admin('POST', `/admin/v1/pay/clients/${c.id}/approve`, { ips: [] }), 400, 'invalid_request', { details: [{ path: 'ips', message: expect.any(String) }] });
-      const [row] = await q<{ status: string; api_key_hash: string | null }>(t, sql`SELECT status, api_key_hash FROM pay_clients WHERE id = ${c.id}`);
+      expectError(await t.admin('POST', `/admin/v1/pay/clients/${c.id}/approve`, {}), 400, 'invalid_request', {
+        details: [{ path: 'ips', message: expect.any(String) }],
+      });
+      expectError(await t.admin('POST', `/admin/v1/pay/clients/${c.id}/approve`, { ips: [] }), 400, 'invalid_request', {
+        details: [{ path: 'ips', message: expect.any(String) }],
+      });
+      const [row] = await q<{ status: string; api_key_hash: string | null }>(
+        t,
+        sql`SELECT status, api_key_hash FROM pay_clients WHERE id = ${c.id}`,
+      );
       expect(row).toEqual({ status: 'requested', api_key_hash: null });
     });
 
@@ -141,8 +182,15 @@ describe('payment API clients (admin)', () => {
 
     it('issues api_key (pk_), api_secret and webhook_secret once, and they work', async () => {
       const c = await requested();
-      const a = await t.adminData<ClientView>('POST', `/admin/v1/pay/clients/${c.id}/approve`, { ips: ['127.0.0.1', '2001:DB8::1', '10.0.0.0/8'] });
-      expect(a).toMatchObject({ id: c.id, status: 'active', allowed_ips: ['127.0.0.1', '2001:db8::1', '10.0.0.0/8'], approved_at: t.clock.now().toISOString() });
+      const a = await t.adminData<ClientView>('POST', `/admin/v1/pay/clients/${c.id}/approve`, {
+        ips: ['127.0.0.1', '2001:DB8::1', '10.0.0.0/8'],
+      });
+      expect(a).toMatchObject({
+        id: c.id,
+        status: 'active',
+        allowed_ips: ['127.0.0.1', '2001:db8::1', '10.0.0.0/8'],
+        approved_at: t.clock.now().toISOString(),
+      });
       expect(a.api_key).toMatch(/^pk_[A-Za-z0-9]{40}$/);
       expect(a.api_secret).toMatch(/^psk_[A-Za-z0-9]{48}$/);
       expect(a.webhook_secret).toMatch(/^whsec_[A-Za-z0-9]{48}$/);
@@ -155,7 +203,11 @@ describe('payment API clients (admin)', () => {
       const a = await approved();
       expectError(await t.admin('POST', `/admin/v1/pay/clients/${a.id}/approve`, { ips: ['127.0.0.1'] }), 409, 'conflict');
       const shown = await t.adminData<ClientView>('GET', `/admin/v1/pay/clients/${a.id}`);
-      expect({ k: shown.api_key, s: shown.api_secret, w: shown.webhook_secret }).toEqual({ k: a.api_key, s: a.api_secret, w: a.webhook_secret });
+      expect({ k: shown.api_key, s: shown.api_secret, w: shown.webhook_secret }).toEqual({
+        k: a.api_key,
+        s: a.api_secret,
+        w: a.webhook_secret,
+      });
     });
 
     it('an unknown client: 404 not_found', async () => {
@@ -218,8 +270,12 @@ describe('payment API clients (admin)', () => {
       expect((await payRequest(t, creds, { ...PING, remoteAddress: '198.51.100.200' })).statusCode).toBe(200);
       expect((await payRequest(t, creds, { ...PING, remoteAddress: '2001:db8::42' })).statusCode).toBe(200);
 
-      expectError(await t.admin('PUT', `/admin/v1/pay/clients/${a.id}/ips`, { ips: [] }), 400, 'invalid_request', { details: [{ path: 'ips', message: expect.any(String) }] });
-      expectError(await t.admin('PUT', `/admin/v1/pay/clients/${a.id}/ips`, { ips: ['1.2.3.4/33'] }), 400, 'invalid_request', { details: [{ path: 'ips', message: expect.any(String) }] });
+      expectError(await t.admin('PUT', `/admin/v1/pay/clients/${a.id}/ips`, { ips: [] }), 400, 'invalid_request', {
+        details: [{ path: 'ips', message: expect.any(String) }],
+      });
+      expectError(await t.admin('PUT', `/admin/v1/pay/clients/${a.id}/ips`, { ips: ['1.2.3.4/33'] }), 400, 'invalid_request', {
+        details: [{ path: 'ips', message: expect.any(String) }],
+      });
       const [after] = await q<{ allowed_ips: string[] }>(t, sql`SELECT allowed_ips FROM pay_clients WHERE id = ${a.id}`);
       expect(after!.allowed_ips).toEqual(['198.51.100.0/24', '2001:db8::/32']);
     });
@@ -227,11 +283,15 @@ describe('payment API clients (admin)', () => {
     it('PATCH webhook_url: off the domain refused and unchanged; on a subdomain accepted', async () => {
       const a = await approved();
       for (const url of ['https://evil.example.net/h', 'https://shop.example.com.evil.example.net/h', 'javascript:alert(1)']) {
-        expectError(await t.admin('PATCH', `/admin/v1/pay/clients/${a.id}`, { webhook_url: url }), 400, 'invalid_request', { details: [{ path: 'webhook_url', message: expect.any(String) }] });
+        expectError(await t.admin('PATCH', `/admin/v1/pay/clients/${a.id}`, { webhook_url: url }), 400, 'invalid_request', {
+          details: [{ path: 'webhook_url', message: expect.any(String) }],
+        });
       }
       const [row] = await q<{ webhook_url: string }>(t, sql`SELECT webhook_url FROM pay_clients WHERE id = ${a.id}`);
       expect(row!.webhook_url).toBe('https://shop.example.com/hook');
-      const ok = await t.adminData<ClientView>('PATCH', `/admin/v1/pay/clients/${a.id}`, { webhook_url: 'https://new.shop.example.com/h2' });
+      const ok = await t.adminData<ClientView>('PATCH', `/admin/v1/pay/clients/${a.id}`, {
+        webhook_url: 'https://new.shop.example.com/h2',
+      });
       expect(ok.webhook_url).toBe('https://new.shop.example.com/h2');
       const [row2] = await q<{ webhook_url: string }>(t, sql`SELECT webhook_url FROM pay_clients WHERE id = ${a.id}`);
       expect(row2!.webhook_url).toBe('https://new.shop.example.com/h2');
@@ -239,8 +299,17 @@ describe('payment API clients (admin)', () => {
 
     it('PATCH events accepts only payment.approved', async () => {
       const a = await approved();
-      expectError(await t.admin('PATCH', `/admin/v1/pay/clients/${a.id}`, { events: ['payment.refunded'] }), 400, 'invalid_request', { details: [{ path: 'events', message: expect.any(String) }] });
-      expect((await t.adminData<ClientView>('PATCH', `/admin/v1/pay/clients/${a.id}`, { events: ['payment.approved'], allow_private_targets: true })).allow_private_targets).toBe(true);
+      expectError(await t.admin('PATCH', `/admin/v1/pay/clients/${a.id}`, { events: ['payment.refunded'] }), 400, 'invalid_request', {
+        details: [{ path: 'events', message: expect.any(String) }],
+      });
+      expect(
+        (
+          await t.adminData<ClientView>('PATCH', `/admin/v1/pay/clients/${a.id}`, {
+            events: ['payment.approved'],
+            allow_private_targets: true,
+          })
+        ).allow_private_targets,
+      ).toBe(true);
     });
 
     it('disable/enable a client that is not approved yet: 409 conflict', async () => {

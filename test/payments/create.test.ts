@@ -2,11 +2,26 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, payRequest, type PayCreds } from './helpers.js';
-import { CREATE, createPayment, createRaw, expectError, expectValidation, q, setSetting, sha256Hex, statusRead, uniq, type PaymentBody } from './kit.js';
+import {
+  CREATE,
+  createPayment,
+  createRaw,
+  expectError,
+  expectValidation,
+  q,
+  setSetting,
+  sha256Hex,
+  statusRead,
+  uniq,
+  type PaymentBody,
+} from './kit.js';
 
 async function countFor(t: TestApp, clientId: number, invoice?: string): Promise<number> {
   const rows = invoice
-    ? await q<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM payment_requests WHERE client_id = ${clientId} AND merchant_invoice_id = ${invoice}`)
+    ? await q<{ n: number }>(
+        t,
+        sql`SELECT count(*)::int AS n FROM payment_requests WHERE client_id = ${clientId} AND merchant_invoice_id = ${invoice}`,
+      )
     : await q<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM payment_requests WHERE client_id = ${clientId}`);
   return rows[0]!.n;
 }
@@ -210,9 +225,17 @@ describe('payment request creation', () => {
       expect(first.statusCode).toBe(201);
       const before = await countFor(t, c.id);
       const otherInvoice = JSON.stringify({ merchant_invoice_id: uniq(), amount: 20000 });
-      expectError(await payRequest(t, c, { ...CREATE, body: otherInvoice, headers: { 'idempotency-key': key } }), 422, 'IDEMPOTENCY_KEY_REUSED');
+      expectError(
+        await payRequest(t, c, { ...CREATE, body: otherInvoice, headers: { 'idempotency-key': key } }),
+        422,
+        'IDEMPOTENCY_KEY_REUSED',
+      );
       const sameJsonOtherAmount = text.replace('20000', '30000');
-      expectError(await payRequest(t, c, { ...CREATE, body: sameJsonOtherAmount, headers: { 'idempotency-key': key } }), 422, 'IDEMPOTENCY_KEY_REUSED');
+      expectError(
+        await payRequest(t, c, { ...CREATE, body: sameJsonOtherAmount, headers: { 'idempotency-key': key } }),
+        422,
+        'IDEMPOTENCY_KEY_REUSED',
+      );
       expect(await countFor(t, c.id)).toBe(before);
       const replay = await payRequest(t, c, { ...CREATE, body: text, headers: { 'idempotency-key': key } });
       expect(replay.json().payment_id).toBe(first.json().payment_id);
@@ -237,7 +260,10 @@ describe('payment request creation', () => {
       const stale = await payRequest(t, c, { ...CREATE, body: text, headers: { 'idempotency-key': key } });
       expectError(stale, 409, 'IDEMPOTENCY_IN_PROGRESS');
       expect(await countFor(t, c.id, invoice)).toBe(0);
-      const [rec] = await q<{ state: string; payment_id: string | null }>(t, sql`SELECT state, payment_id FROM payment_idempotency WHERE client_id = ${c.id} AND key = ${key}`);
+      const [rec] = await q<{ state: string; payment_id: string | null }>(
+        t,
+        sql`SELECT state, payment_id FROM payment_idempotency WHERE client_id = ${c.id} AND key = ${key}`,
+      );
       expect(rec).toEqual({ state: 'in_progress', payment_id: null });
 
       t.clock.advance(86_400_000);
@@ -245,7 +271,10 @@ describe('payment request creation', () => {
       expect(fresh.statusCode).toBe(201);
       expect(fresh.headers['idempotent-replayed']).toBeUndefined();
       expect(await countFor(t, c.id, invoice)).toBe(1);
-      const [after] = await q<{ state: string; payment_id: string | null }>(t, sql`SELECT state, payment_id FROM payment_idempotency WHERE client_id = ${c.id} AND key = ${key}`);
+      const [after] = await q<{ state: string; payment_id: string | null }>(
+        t,
+        sql`SELECT state, payment_id FROM payment_idempotency WHERE client_id = ${c.id} AND key = ${key}`,
+      );
       expect(after).toEqual({ state: 'done', payment_id: fresh.json().payment_id });
     });
 
@@ -280,7 +309,10 @@ describe('payment request creation', () => {
       const b2 = await payRequest(t, other, { ...CREATE, body: text, headers: { 'idempotency-key': key2 } });
       expect(b2.statusCode).toBe(201);
       expect(b2.json().payment_id).not.toBe(a2.json().payment_id);
-      const owners = await q<{ client_id: number }>(t, sql`SELECT client_id FROM payment_requests WHERE payment_id IN (${a2.json().payment_id}, ${b2.json().payment_id}) ORDER BY client_id`);
+      const owners = await q<{ client_id: number }>(
+        t,
+        sql`SELECT client_id FROM payment_requests WHERE payment_id IN (${a2.json().payment_id}, ${b2.json().payment_id}) ORDER BY client_id`,
+      );
       expect(owners.map((o) => o.client_id).sort()).toEqual([c.id, other.id].sort());
     });
 
@@ -288,8 +320,13 @@ describe('payment request creation', () => {
       const text = body();
       const invoice = (JSON.parse(text) as { merchant_invoice_id: string }).merchant_invoice_id;
       const key = uniq('race');
-      const answers = await Promise.all(Array.from({ length: 20 }, () => payRequest(t, c, { ...CREATE, body: text, headers: { 'idempotency-key': key } })));
-      const rows = await q<{ payment_id: string }>(t, sql`SELECT payment_id FROM payment_requests WHERE client_id = ${c.id} AND merchant_invoice_id = ${invoice}`);
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => payRequest(t, c, { ...CREATE, body: text, headers: { 'idempotency-key': key } })),
+      );
+      const rows = await q<{ payment_id: string }>(
+        t,
+        sql`SELECT payment_id FROM payment_requests WHERE client_id = ${c.id} AND merchant_invoice_id = ${invoice}`,
+      );
       expect(rows).toHaveLength(1);
       const id = rows[0]!.payment_id;
       let created = 0;
@@ -302,7 +339,10 @@ describe('payment request creation', () => {
         }
       }
       expect(created).toBeGreaterThanOrEqual(1);
-      const recs = await q<{ n: number }>(t, sql`SELECT count(*)::int AS n FROM payment_idempotency WHERE client_id = ${c.id} AND key = ${key}`);
+      const recs = await q<{ n: number }>(
+        t,
+        sql`SELECT count(*)::int AS n FROM payment_idempotency WHERE client_id = ${c.id} AND key = ${key}`,
+      );
       expect(recs[0]!.n).toBe(1);
     });
   });
@@ -318,7 +358,11 @@ describe('payment request creation', () => {
     it('an inactive method', async () => {
       await makeMethod(t, 'ACB_OFF', { activate: false, bank_bin: '970416', account_number: '555' });
       const invoice = uniq();
-      expectError(await createRaw(t, c, { merchant_invoice_id: invoice, amount: 20000, payment_method_code: 'ACB_OFF' }), 400, 'PAYMENT_METHOD_INVALID');
+      expectError(
+        await createRaw(t, c, { merchant_invoice_id: invoice, amount: 20000, payment_method_code: 'ACB_OFF' }),
+        400,
+        'PAYMENT_METHOD_INVALID',
+      );
       expect(await countFor(t, c.id, invoice)).toBe(0);
     });
 
@@ -343,7 +387,11 @@ describe('payment request creation', () => {
       const first = await createPayment(t, c, { merchant_invoice_id: invoice });
       const pending = (res: Awaited<ReturnType<typeof createRaw>>) => {
         expect(res.statusCode).toBe(409);
-        expect(res.json()).toMatchObject({ ok: false, error: 'PAYMENT_INVOICE_PENDING', message: expect.stringContaining(first.payment_id) });
+        expect(res.json()).toMatchObject({
+          ok: false,
+          error: 'PAYMENT_INVOICE_PENDING',
+          message: expect.stringContaining(first.payment_id),
+        });
       };
       pending(await createRaw(t, c, { merchant_invoice_id: invoice, amount: 30000 }));
       expect(await countFor(t, c.id, invoice)).toBe(1);
@@ -376,7 +424,11 @@ describe('payment request creation', () => {
       await makeMethod(t, 'SNAP', { account_number: '0001112223', account_name: 'Old Name' });
       const before = await createPayment(t, c, { payment_method_code: 'SNAP' });
       expect(before.payment).toMatchObject({ account_number: '0001112223', account_name: 'OLD NAME' });
-      await t.adminData('PATCH', '/admin/v1/pay/methods/SNAP', { account_number: '999', account_name: 'New Name', bank_name: 'Other Bank' });
+      await t.adminData('PATCH', '/admin/v1/pay/methods/SNAP', {
+        account_number: '999',
+        account_name: 'New Name',
+        bank_name: 'Other Bank',
+      });
       const read = await statusRead(t, c, before.payment_id);
       expect(read.statusCode).toBe(200);
       expect(read.json()).toEqual(before);
@@ -394,7 +446,10 @@ describe('payment request creation', () => {
         seen.add(tc);
       }
       expect(seen.size).toBe(50);
-      const dupes = await q(t, sql`SELECT transfer_content FROM payment_requests WHERE transfer_content IS NOT NULL GROUP BY transfer_content HAVING count(*) > 1`);
+      const dupes = await q(
+        t,
+        sql`SELECT transfer_content FROM payment_requests WHERE transfer_content IS NOT NULL GROUP BY transfer_content HAVING count(*) > 1`,
+      );
       expect(dupes).toEqual([]);
     });
 
@@ -415,7 +470,10 @@ describe('payment request creation', () => {
       t.clock.set(start);
       const p = await createPayment(t, c);
       expect(p.payment!.expires_at).toBe(new Date(start.getTime() + 30 * 60_000).toISOString());
-      const [row] = await q<{ expires_at: Date | string }>(t, sql`SELECT expires_at FROM payment_requests WHERE payment_id = ${p.payment_id}`);
+      const [row] = await q<{ expires_at: Date | string }>(
+        t,
+        sql`SELECT expires_at FROM payment_requests WHERE payment_id = ${p.payment_id}`,
+      );
       expect(new Date(row!.expires_at).toISOString()).toBe(p.payment!.expires_at);
 
       await setSetting(t, 'payment_lifetime_minutes', '45');

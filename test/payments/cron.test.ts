@@ -22,7 +22,10 @@ describe('GET /api-sync-cron.php', () => {
     await t.adminData('PUT', '/admin/v1/settings/cron_token', { value: 'cron-secret-0123456789-1' });
     for (const url of ['/api-sync-cron.php', '/api-sync-cron.php?token=', '/api-sync-cron.php?token=cron-secret-0123456789-2']) {
       const res = await t.request({ method: 'GET', url });
-      expect({ status: res.statusCode, body: res.json() }).toEqual({ status: 403, body: { ok: false, error: 'unauthorized', message: 'Wrong or missing cron token' } });
+      expect({ status: res.statusCode, body: res.json() }).toEqual({
+        status: 403,
+        body: { ok: false, error: 'unauthorized', message: 'Wrong or missing cron token' },
+      });
     }
     // the token never reaches the log
     expect(t.logs.join('\n')).not.toContain('cron-secret-0123456789-2');
@@ -47,7 +50,12 @@ describe('GET /api-sync-cron.php', () => {
     t.clock.advance(31 * 60_000);
     const res = await t.request({ method: 'GET', url: '/api-sync-cron.php?token=cron-secret-0123456789-1' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ ok: true, ran: false, reason: 'source_url is not set', jobs: { payments: { prepared: 1, expired: 1 } } });
+    expect(res.json()).toMatchObject({
+      ok: true,
+      ran: false,
+      reason: 'source_url is not set',
+      jobs: { payments: { prepared: 1, expired: 1 } },
+    });
     const rows = rowsOf<{ payment_id: string; status: string; transfer_content: string | null }>(
       await t.deps.db.execute(sql`SELECT payment_id, status, transfer_content FROM payment_requests WHERE client_id = ${c.id} ORDER BY id`),
     );

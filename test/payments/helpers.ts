@@ -7,7 +7,11 @@ export type PayCreds = { id: number; api_key: string; api_secret: string; webhoo
 /** An approved API client (through the admin API) allowed from 127.0.0.1 and ::1, and a default payment method. */
 export async function makePayClient(t: TestApp, opts: { ips?: string[]; domain?: string } = {}): Promise<PayCreds> {
   const domain = opts.domain ?? 'shop.example.com';
-  const req = await t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', { name: 'Shop', domain, webhook_url: `https://hooks.${domain}/pay` });
+  const req = await t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', {
+    name: 'Shop',
+    domain,
+    webhook_url: `https://hooks.${domain}/pay`,
+  });
   return t.adminData<PayCreds>('POST', `/admin/v1/pay/clients/${req.id}/approve`, { ips: opts.ips ?? ['127.0.0.1', '::1'] });
 }
 
@@ -29,7 +33,11 @@ export function paySign(secret: string, event: string, rawBody: string): string 
   return createHmac('sha256', secret).update(`${event}\n${rawBody}`).digest('hex');
 }
 
-export function payRequest(t: TestApp, c: PayCreds, o: { method: 'GET' | 'POST'; url: string; event: string; body?: string; headers?: Record<string, string>; remoteAddress?: string }) {
+export function payRequest(
+  t: TestApp,
+  c: PayCreds,
+  o: { method: 'GET' | 'POST'; url: string; event: string; body?: string; headers?: Record<string, string>; remoteAddress?: string },
+) {
   const body = o.body ?? '';
   const opts: InjectOptions = {
     method: o.method,

@@ -32,7 +32,10 @@ export function authHeaders(c: PayCreds, event: string, body = '', secret = c.ap
 }
 
 /** A raw request with exactly these headers (nothing added), for the authentication edge cases. */
-export function rawRequest(t: TestApp, o: { method: 'GET' | 'POST'; url: string; headers: Record<string, string>; body?: string; remoteAddress?: string }) {
+export function rawRequest(
+  t: TestApp,
+  o: { method: 'GET' | 'POST'; url: string; headers: Record<string, string>; body?: string; remoteAddress?: string },
+) {
   const opts: InjectOptions = {
     method: o.method,
     url: o.url,
@@ -60,8 +63,17 @@ export function createRaw(t: TestApp, c: PayCreds, body: unknown, key: string = 
 }
 
 /** Creates a payment request and insists on 201. */
-export async function createPayment(t: TestApp, c: PayCreds, input: { merchant_invoice_id?: string; amount?: number; description?: string; payment_method_code?: string } = {}): Promise<PaymentBody> {
-  const body = { merchant_invoice_id: input.merchant_invoice_id ?? uniq(), amount: input.amount ?? 150_000, description: input.description ?? 'top-up', ...(input.payment_method_code ? { payment_method_code: input.payment_method_code } : {}) };
+export async function createPayment(
+  t: TestApp,
+  c: PayCreds,
+  input: { merchant_invoice_id?: string; amount?: number; description?: string; payment_method_code?: string } = {},
+): Promise<PaymentBody> {
+  const body = {
+    merchant_invoice_id: input.merchant_invoice_id ?? uniq(),
+    amount: input.amount ?? 150_000,
+    description: input.description ?? 'top-up',
+    ...(input.payment_method_code ? { payment_method_code: input.payment_method_code } : {}),
+  };
   const res = await createRaw(t, c, body);
   if (res.statusCode !== 201) throw new Error(`create answered ${res.statusCode}: ${res.body}`);
   return res.json() as PaymentBody;
@@ -70,7 +82,6 @@ export async function createPayment(t: TestApp, c: PayCreds, input: { merchant_i
 export function statusRead(t: TestApp, c: PayCreds, paymentId: string) {
   return payRequest(t, c, { method: 'GET', url: `/api/v1/payment-requests/${paymentId}`, event: 'payment.request.status' });
 }
-
 
 export async function setSetting(t: TestApp, key: string, value: string): Promise<void> {
   await t.adminData('PUT', `/admin/v1/settings/${key}`, { value });

@@ -91,7 +91,11 @@ describe('payment lifecycle', () => {
       const p = await fresh();
       await mustAct(t, p.payment_id, 'report');
       const data = await mustAct(t, p.payment_id, 'approve');
-      const expected = [...CREATED, { from_status: 'pending_payment', to_status: 'payment_reported', actor: 'admin-api' }, { from_status: 'payment_reported', to_status: 'approved', actor: 'admin-api' }];
+      const expected = [
+        ...CREATED,
+        { from_status: 'pending_payment', to_status: 'payment_reported', actor: 'admin-api' },
+        { from_status: 'payment_reported', to_status: 'approved', actor: 'admin-api' },
+      ];
       expect(await transitions(t, p.payment_id)).toEqual(expected);
       expect(data.transitions).toEqual(expected.map((x) => ({ ...x, at: expect.any(String) })));
       expect(await rowStatus(t, p.payment_id)).toBe('approved');
@@ -110,7 +114,13 @@ describe('payment lifecycle', () => {
         for (const v of verbs) await mustAct(t, p.payment_id, v);
         expect(await rowStatus(t, p.payment_id)).toBe(final);
         const trs = await transitions(t, p.payment_id);
-        expect(trs.slice(2)).toEqual(verbs.map((v, i) => ({ from_status: i === 0 ? 'pending_payment' : TARGET[verbs[i - 1]!], to_status: TARGET[v], actor: 'admin-api' })));
+        expect(trs.slice(2)).toEqual(
+          verbs.map((v, i) => ({
+            from_status: i === 0 ? 'pending_payment' : TARGET[verbs[i - 1]!],
+            to_status: TARGET[v],
+            actor: 'admin-api',
+          })),
+        );
         expect(await outbox(t, p.payment_id)).toHaveLength(final === 'approved' ? 1 : 0);
       });
     }
@@ -139,15 +149,29 @@ describe('payment lifecycle', () => {
       const id = await preparing();
       const res = await statusRead(t, c, id);
       expect(res.statusCode).toBe(200);
-      expect(res.json()).toMatchObject({ ok: true, payment_id: id, status: 'pending_payment', payment_ready: true, payment: { method_code: 'VCB', amount: 20000 } });
-      expect((await transitions(t, id)).at(-1)).toEqual({ from_status: 'preparing_payment', to_status: 'pending_payment', actor: 'system:prepare' });
+      expect(res.json()).toMatchObject({
+        ok: true,
+        payment_id: id,
+        status: 'pending_payment',
+        payment_ready: true,
+        payment: { method_code: 'VCB', amount: 20000 },
+      });
+      expect((await transitions(t, id)).at(-1)).toEqual({
+        from_status: 'preparing_payment',
+        to_status: 'pending_payment',
+        actor: 'system:prepare',
+      });
 
       await makeMethod(t, 'GONE', { bank_bin: '970418', account_number: '77' });
       const orphan = await preparing('GONE');
       await t.adminData('PATCH', '/admin/v1/pay/methods/GONE', { active: false });
       const read = await statusRead(t, c, orphan);
       expect(read.json()).toMatchObject({ ok: true, payment_id: orphan, status: 'cancelled', payment_ready: false });
-      expect((await transitions(t, orphan)).at(-1)).toEqual({ from_status: 'preparing_payment', to_status: 'cancelled', actor: 'system:method-unavailable' });
+      expect((await transitions(t, orphan)).at(-1)).toEqual({
+        from_status: 'preparing_payment',
+        to_status: 'cancelled',
+        actor: 'system:method-unavailable',
+      });
     });
   });
 
@@ -210,7 +234,11 @@ describe('payment lifecycle', () => {
       expect(res.statusCode).toBe(200);
       expect(res.json()).toMatchObject({ ok: true, payment_id: p.payment_id, status: 'expired' });
       expect(await rowStatus(t, p.payment_id)).toBe('expired');
-      expect((await transitions(t, p.payment_id)).at(-1)).toEqual({ from_status: 'pending_payment', to_status: 'expired', actor: 'system:expiry' });
+      expect((await transitions(t, p.payment_id)).at(-1)).toEqual({
+        from_status: 'pending_payment',
+        to_status: 'expired',
+        actor: 'system:expiry',
+      });
       expect(await outbox(t, p.payment_id)).toEqual([]);
     });
 
@@ -220,7 +248,11 @@ describe('payment lifecycle', () => {
       t.clock.advance(31 * 60_000);
       const shown = await t.adminData<{ status: string }>('GET', `/admin/v1/pay/payments/${p.payment_id}`);
       expect(shown.status).toBe('expired');
-      expect((await transitions(t, p.payment_id)).at(-1)).toEqual({ from_status: 'payment_reported', to_status: 'expired', actor: 'system:expiry' });
+      expect((await transitions(t, p.payment_id)).at(-1)).toEqual({
+        from_status: 'payment_reported',
+        to_status: 'expired',
+        actor: 'system:expiry',
+      });
     });
 
     it('an overdue request cannot be approved, even when nobody read it since expires_at', async () => {
@@ -234,15 +266,25 @@ describe('payment lifecycle', () => {
   });
 
   describe('client cancel: POST /api/v1/payment-requests/:id/cancel', () => {
-    const cancel = (who: PayCreds, id: string, event = 'payment.request.cancel') => payRequest(t, who, { method: 'POST', url: `/api/v1/payment-requests/${id}/cancel`, event, body: '' });
+    const cancel = (who: PayCreds, id: string, event = 'payment.request.cancel') =>
+      payRequest(t, who, { method: 'POST', url: `/api/v1/payment-requests/${id}/cancel`, event, body: '' });
 
     it('cancels an open request (signed empty body) and records the client as actor', async () => {
       const p = await fresh();
       const res = await cancel(c, p.payment_id);
       expect(res.statusCode).toBe(200);
-      expect(res.json()).toMatchObject({ ok: true, payment_id: p.payment_id, merchant_invoice_id: p.merchant_invoice_id, status: 'cancelled' });
+      expect(res.json()).toMatchObject({
+        ok: true,
+        payment_id: p.payment_id,
+        merchant_invoice_id: p.merchant_invoice_id,
+        status: 'cancelled',
+      });
       expect(await rowStatus(t, p.payment_id)).toBe('cancelled');
-      expect((await transitions(t, p.payment_id)).at(-1)).toEqual({ from_status: 'pending_payment', to_status: 'cancelled', actor: `client:${c.id}` });
+      expect((await transitions(t, p.payment_id)).at(-1)).toEqual({
+        from_status: 'pending_payment',
+        to_status: 'cancelled',
+        actor: `client:${c.id}`,
+      });
       expect((await statusRead(t, c, p.payment_id)).json().status).toBe('cancelled');
     });
 
@@ -330,8 +372,18 @@ describe('payment lifecycle', () => {
       expect(await rowStatus(t, p.payment_id)).toBe('approved');
       const rows = await outbox(t, p.payment_id);
       expect(rows).toHaveLength(1);
-      expect(JSON.parse(rows[0]!.body)).toMatchObject({ event: 'payment.approved', payment_id: p.payment_id, amount: 150000, status: 'approved', transfer_content: p.payment!.transfer_content });
-      expect((await transitions(t, p.payment_id)).at(-1)).toEqual({ from_status: 'pending_payment', to_status: 'approved', actor: expect.stringMatching(/^sql:/) });
+      expect(JSON.parse(rows[0]!.body)).toMatchObject({
+        event: 'payment.approved',
+        payment_id: p.payment_id,
+        amount: 150000,
+        status: 'approved',
+        transfer_content: p.payment!.transfer_content,
+      });
+      expect((await transitions(t, p.payment_id)).at(-1)).toEqual({
+        from_status: 'pending_payment',
+        to_status: 'approved',
+        actor: expect.stringMatching(/^sql:/),
+      });
     });
 
     it('the database refuses an SQL UPDATE out of a final state, and an illegal step back', async () => {

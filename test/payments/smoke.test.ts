@@ -20,19 +20,38 @@ describe('payment API happy path', () => {
     const methods = await payRequest(t, c, { method: 'GET', url: '/api/v1/payment-methods', event: 'payment.methods.list' });
     expect(methods.json()).toMatchObject({ ok: true, default_method: 'VCB' });
     const body = JSON.stringify({ merchant_invoice_id: 'INV-1', amount: 150000, description: 'top-up' });
-    const created = await payRequest(t, c, { method: 'POST', url: '/api/v1/payment-requests', event: 'payment.request.create', body, headers: { 'idempotency-key': 'k1' } });
+    const created = await payRequest(t, c, {
+      method: 'POST',
+      url: '/api/v1/payment-requests',
+      event: 'payment.request.create',
+      body,
+      headers: { 'idempotency-key': 'k1' },
+    });
     expect(created.statusCode).toBe(201);
     const p = created.json();
     expect(p).toMatchObject({ ok: true, merchant_invoice_id: 'INV-1', amount: 150000, status: 'pending_payment', payment_ready: true });
     const tlv = parseTlv(p.payment.qr_content);
     expect(tlv.get('54')).toBe('150000');
-    const replay = await payRequest(t, c, { method: 'POST', url: '/api/v1/payment-requests', event: 'payment.request.create', body, headers: { 'idempotency-key': 'k1' } });
+    const replay = await payRequest(t, c, {
+      method: 'POST',
+      url: '/api/v1/payment-requests',
+      event: 'payment.request.create',
+      body,
+      headers: { 'idempotency-key': 'k1' },
+    });
     expect(replay.statusCode).toBe(201);
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.json().payment_id).toBe(p.payment_id);
-    const status = await payRequest(t, c, { method: 'GET', url: `/api/v1/payment-requests/${p.payment_id}`, event: 'payment.request.status' });
+    const status = await payRequest(t, c, {
+      method: 'GET',
+      url: `/api/v1/payment-requests/${p.payment_id}`,
+      event: 'payment.request.status',
+    });
     expect(status.json()).toMatchObject({ ok: true, payment_id: p.payment_id, status: 'pending_payment' });
-    const approved = await t.adminData<{ status: string; transitions: unknown[] }>('POST', `/admin/v1/pay/payments/${p.payment_id}/approve`);
+    const approved = await t.adminData<{ status: string; transitions: unknown[] }>(
+      'POST',
+      `/admin/v1/pay/payments/${p.payment_id}/approve`,
+    );
     expect(approved.status).toBe('approved');
     expect(approved.transitions).toHaveLength(3);
   });
@@ -51,7 +70,14 @@ describe('a retry after the configuration changed', () => {
     const c = await makePayClient(t);
     await makeMethod(t, 'OLD');
     const body = JSON.stringify({ merchant_invoice_id: 'RETRY-1', amount: 15000 });
-    const send = () => payRequest(t, c, { method: 'POST', url: '/api/v1/payment-requests', event: 'payment.request.create', body, headers: { 'idempotency-key': 'retry-1' } });
+    const send = () =>
+      payRequest(t, c, {
+        method: 'POST',
+        url: '/api/v1/payment-requests',
+        event: 'payment.request.create',
+        body,
+        headers: { 'idempotency-key': 'retry-1' },
+      });
     const first = await send();
     expect(first.statusCode).toBe(201);
     await t.adminData('PATCH', '/admin/v1/pay/methods/OLD', { active: false });

@@ -63,7 +63,9 @@ describe(`payment transitions: the database trigger and the TypeScript table agr
     expect(fromDatabase).toEqual(fromTypeScript);
     // A table with nothing allowed would also "agree" with a broken trigger that refuses everything.
     expect(Object.values(fromDatabase).flat().length).toBeGreaterThan(5);
-    const left = rowsOf<{ n: number }>(await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM payment_requests WHERE payment_id LIKE 'pay_trigger_%'`));
+    const left = rowsOf<{ n: number }>(
+      await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM payment_requests WHERE payment_id LIKE 'pay_trigger_%'`),
+    );
     expect(left[0]!.n).toBe(0);
   });
 
@@ -74,9 +76,14 @@ describe(`payment transitions: the database trigger and the TypeScript table agr
 
   it('the schema CHECK accepts exactly PAYMENT_STATUSES', async () => {
     const refused = await t.deps.db
-      .execute(sql`INSERT INTO payment_requests (payment_id, client_id, merchant_invoice_id, amount, currency, method_code, status)
-        VALUES ('pay_trigger_bad', ${clientId}, 'pay_trigger_bad', 10000, 'VND', 'VCB', 'paid')`)
-      .then(() => undefined, (err: unknown) => sqlStateOf(err));
+      .execute(
+        sql`INSERT INTO payment_requests (payment_id, client_id, merchant_invoice_id, amount, currency, method_code, status)
+        VALUES ('pay_trigger_bad', ${clientId}, 'pay_trigger_bad', 10000, 'VND', 'VCB', 'paid')`,
+      )
+      .then(
+        () => undefined,
+        (err: unknown) => sqlStateOf(err),
+      );
     expect(refused).toBe('23514');
   });
 });

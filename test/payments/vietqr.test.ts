@@ -44,7 +44,12 @@ function decodeQrImage(dataUrl: string): string | null {
 
 describe('the QR PNG (src/payments/qr-png.ts, 1 bit per pixel from the QR matrix)', () => {
   it("is a valid PNG with exactly the pixels of qrcode's own renderer, and decodes to the payload", async () => {
-    const payloads = ['00020101021238570010A000000727012700069704360113012345678901202', 'x', 'Thanh toán đơn hàng RG7F3A9C', 'A'.repeat(300)];
+    const payloads = [
+      '00020101021238570010A000000727012700069704360113012345678901202',
+      'x',
+      'Thanh toán đơn hàng RG7F3A9C',
+      'A'.repeat(300),
+    ];
     for (const payload of payloads) {
       const ours = await qrPngDataUrl(payload);
       const png = pngjs.PNG.sync.read(Buffer.from(ours.slice('data:image/png;base64,'.length), 'base64'));

@@ -109,18 +109,25 @@ suite(title, () => {
     const cat = await admin<{ id: string }>(a, 'POST', '/admin/v1/categories', { name: `Scale ${randomBytes(3).toString('hex')}` });
     const p = await admin<{ id: string }>(a, 'POST', '/admin/v1/products', { category_id: cat.id, name: 'Scale card', price });
     const codes = Array.from({ length: n }, (_, i) => `SCALE-${p.id}-${i}`).join('\n');
-    const res = await fetch(`${a.base}/admin/v1/products/${p.id}/codes`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, body: codes });
+    const res = await fetch(`${a.base}/admin/v1/products/${p.id}/codes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+      body: codes,
+    });
     expect(res.status).toBe(200);
     return p.id;
   }
 
-  const newUser = (balance: number) => admin<{ id: number; api_key: string }>(a, 'POST', '/admin/v1/users', { name: `scale-${randomBytes(4).toString('hex')}`, balance });
+  const newUser = (balance: number) =>
+    admin<{ id: number; api_key: string }>(a, 'POST', '/admin/v1/users', { name: `scale-${randomBytes(4).toString('hex')}`, balance });
 
   it('50 racing replays of one request_id, split across both processes, make one order and one debit', async () => {
     const user = await newUser(100_000);
     const productId = await productWithCodes(20, 1000);
     const body = { product_id: productId, quantity: 2, request_id: 'scale-same-1' };
-    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => call(i % 2 === 0 ? a : b, 'POST', '/api/v1/order/create', { key: user.api_key, body })));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => call(i % 2 === 0 ? a : b, 'POST', '/api/v1/order/create', { key: user.api_key, body })),
+    );
     expect(answers.map((x) => x.status)).toEqual(Array(50).fill(200));
     expect(new Set(answers.map((x) => x.body.order_code)).size).toBe(1);
     expect(answers.filter((x) => x.headers.get('idempotent-replayed') === 'true')).toHaveLength(49);
@@ -135,7 +142,12 @@ suite(title, () => {
     const user = await newUser(1_000_000);
     const productId = await productWithCodes(10, 1500);
     const answers = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => call(i % 2 === 0 ? a : b, 'POST', '/api/v1/order/create', { key: user.api_key, body: { product_id: productId, quantity: 1, request_id: `scale-os-${i}` } })),
+      Array.from({ length: 60 }, (_, i) =>
+        call(i % 2 === 0 ? a : b, 'POST', '/api/v1/order/create', {
+          key: user.api_key,
+          body: { product_id: productId, quantity: 1, request_id: `scale-os-${i}` },
+        }),
+      ),
     );
     const ok = answers.filter((x) => x.status === 200);
     const failed = answers.filter((x) => x.status === 422);
@@ -145,7 +157,9 @@ suite(title, () => {
     expect(await count(sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(1_000_000 - 15_000);
     expect(await count(sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id}`)).toBe(10);
     expect(await count(sql`SELECT count(*) AS n FROM balance_ledger WHERE user_id = ${user.id} AND kind = 'order'`)).toBe(10);
-    expect(await count(sql`SELECT count(DISTINCT order_id) AS n FROM codes WHERE product_id = ${Number(productId)} AND status = 'sold'`)).toBe(10);
+    expect(
+      await count(sql`SELECT count(DISTINCT order_id) AS n FROM codes WHERE product_id = ${Number(productId)} AND status = 'sold'`),
+    ).toBe(10);
     expect(await count(sql`SELECT count(*) AS n FROM codes WHERE product_id = ${Number(productId)} AND status <> 'sold'`)).toBe(0);
   });
 
@@ -154,7 +168,11 @@ suite(title, () => {
     // B has the old value cached before the change.
     expect((await call(b, 'GET', '/api/v1/balance', { key: user.api_key })).headers.get('ratelimit-limit')).toBe('1000000');
     await admin(a, 'PUT', '/admin/v1/settings/rate_limit_per_minute', { value: '999999' });
-    const ms = await within(2000, 'rate_limit_per_minute on B', async () => (await call(b, 'GET', '/api/v1/balance', { key: user.api_key })).headers.get('ratelimit-limit') === '999999');
+    const ms = await within(
+      2000,
+      'rate_limit_per_minute on B',
+      async () => (await call(b, 'GET', '/api/v1/balance', { key: user.api_key })).headers.get('ratelimit-limit') === '999999',
+    );
     expect(ms).toBeLessThanOrEqual(2000);
   });
 
@@ -163,7 +181,11 @@ suite(title, () => {
     // B has the old key cached (its auth cache keeps a key for a minute unless told otherwise).
     expect((await call(b, 'GET', '/api/v1/balance', { key: user.api_key })).status).toBe(200);
     const rotated = await admin<{ api_key: string }>(a, 'POST', `/admin/v1/users/${user.id}/rotate-key`);
-    const ms = await within(2000, 'the old key refused on B', async () => (await call(b, 'GET', '/api/v1/balance', { key: user.api_key })).status === 401);
+    const ms = await within(
+      2000,
+      'the old key refused on B',
+      async () => (await call(b, 'GET', '/api/v1/balance', { key: user.api_key })).status === 401,
+    );
     expect(ms).toBeLessThanOrEqual(2000);
     expect((await call(b, 'GET', '/api/v1/balance', { key: rotated.api_key })).status).toBe(200);
   });
@@ -205,7 +227,10 @@ suite(title, () => {
       const calls = [cron(a), cron(b)];
       const dbName = new URL(db.url!).pathname.slice(1);
       await within(15_000, 'both cron calls blocked inside a job', async () => {
-        const { rows } = await holdPayments.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'`, [dbName]);
+        const { rows } = await holdPayments.query<{ n: string }>(
+          `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'`,
+          [dbName],
+        );
         return Number(rows[0]!.n) === 2;
       });
       // Let the payments job finish: its runner moves on to cleanup, finds it taken by the other call, and answers.

@@ -43,7 +43,12 @@ describe('webhook delivery from the outbox', () => {
     const c = await makeHookClient(t, r.url);
     secret = c.webhook_secret;
     const p = await pendingPayment(t, c);
-    stored.set(p.payment_id, { payment_id: p.payment_id, merchant_invoice_id: p.merchant_invoice_id, amount: p.amount, transfer_content: p.payment!.transfer_content });
+    stored.set(p.payment_id, {
+      payment_id: p.payment_id,
+      merchant_invoice_id: p.merchant_invoice_id,
+      amount: p.amount,
+      transfer_content: p.payment!.transfer_content,
+    });
 
     await approve(t, p.payment_id);
     await until(async () => (await outboxOf(t, c.id))[0]?.status === 'delivered', 'delivery');
@@ -79,14 +84,38 @@ describe('webhook delivery from the outbox', () => {
     expect(matchesStoredRequest(JSON.parse(got.body) as WebhookEvent, stored.get(p.payment_id)!)).toEqual({ ok: true });
     expect(processed).toEqual(new Set([row!.event_id]));
     // The kit refuses a wrong secret, a stale timestamp, a changed body and another stored amount.
-    expect(verifyWebhook(got.body, got.headers, { secret: 'whsec_wrong', nowMs: t.clock.now().getTime() })).toEqual({ ok: false, reason: 'signature mismatch' });
-    expect(verifyWebhook(got.body, got.headers, { secret: c.webhook_secret, nowMs: t.clock.now().getTime() + 301_000 })).toEqual({ ok: false, reason: 'timestamp outside the tolerance' });
-    expect(verifyWebhook(got.body.replace('150000', '150001'), got.headers, { secret: c.webhook_secret, nowMs: t.clock.now().getTime() }).ok).toBe(false);
-    expect(matchesStoredRequest(JSON.parse(got.body) as WebhookEvent, { ...stored.get(p.payment_id)!, amount: '150000.01' })).toEqual({ ok: false, reason: 'amount differs' });
+    expect(verifyWebhook(got.body, got.headers, { secret: 'whsec_wrong', nowMs: t.clock.now().getTime() })).toEqual({
+      ok: false,
+      reason: 'signature mismatch',
+    });
+    expect(verifyWebhook(got.body, got.headers, { secret: c.webhook_secret, nowMs: t.clock.now().getTime() + 301_000 })).toEqual({
+      ok: false,
+      reason: 'timestamp outside the tolerance',
+    });
+    expect(
+      verifyWebhook(got.body.replace('150000', '150001'), got.headers, { secret: c.webhook_secret, nowMs: t.clock.now().getTime() }).ok,
+    ).toBe(false);
+    expect(matchesStoredRequest(JSON.parse(got.body) as WebhookEvent, { ...stored.get(p.payment_id)!, amount: '150000.01' })).toEqual({
+      ok: false,
+      reason: 'amount differs',
+    });
     // A repeat of the same event (a retry after a lost answer) is answered 2xx but not processed twice.
-    expect(await site(c.webhook_secret)(got.body, got.headers)).toEqual({ status: 200, body: JSON.stringify({ ok: true, duplicate: true }), processed: false });
+    expect(await site(c.webhook_secret)(got.body, got.headers)).toEqual({
+      status: 200,
+      body: JSON.stringify({ ok: true, duplicate: true }),
+      processed: false,
+    });
     expect(await site('whsec_wrong')(got.body, got.headers)).toMatchObject({ status: 401, processed: false });
-    expect(shown.attempt_log).toEqual([{ attempt: 1, at: t.clock.now().toISOString(), status_code: 200, latency_ms: expect.any(Number), response: JSON.stringify({ ok: true, duplicate: false }), error: null }]);
+    expect(shown.attempt_log).toEqual([
+      {
+        attempt: 1,
+        at: t.clock.now().toISOString(),
+        status_code: 200,
+        latency_ms: expect.any(Number),
+        response: JSON.stringify({ ok: true, duplicate: false }),
+        error: null,
+      },
+    ]);
   });
 
   it('a receiver failing 3 times then answering 200 gets the same event_id each time; exactly one success is recorded', async () => {
@@ -94,7 +123,13 @@ describe('webhook delivery from the outbox', () => {
     const c = await makeHookClient(t, r.url);
     const p = await pendingPayment(t, c);
     await approve(t, p.payment_id);
-    await until(async () => (await outboxOf(t, c.id))[0]?.attempts === 1 && r.received.length === 1 && (await attemptsOf(t, (await outboxOf(t, c.id))[0]!.event_id)).length === 1, 'first attempt');
+    await until(
+      async () =>
+        (await outboxOf(t, c.id))[0]?.attempts === 1 &&
+        r.received.length === 1 &&
+        (await attemptsOf(t, (await outboxOf(t, c.id))[0]!.event_id)).length === 1,
+      'first attempt',
+    );
     const [first] = await outboxOf(t, c.id);
     expect(first).toMatchObject({ status: 'pending', attempts: 1, last_error: 'HTTP 500' });
     // Not due yet: a cron call sends nothing.
@@ -120,7 +155,9 @@ describe('webhook delivery from the outbox', () => {
 
   it('an attempt keeps the first 1 KiB of a long answer, its status, latency and error; a 503 Retry-After as an HTTP date is honoured', async () => {
     const retryAt = new Date(t.clock.now().getTime() + 3600_000).toUTCString();
-    const r = await receiver((n) => (n === 0 ? { status: 503, body: 'é'.repeat(3000), headers: { 'retry-after': retryAt } } : { status: 200 }));
+    const r = await receiver((n) =>
+      n === 0 ? { status: 503, body: 'é'.repeat(3000), headers: { 'retry-after': retryAt } } : { status: 200 },
+    );
     const c = await makeHookClient(t, r.url);
     await approve(t, (await pendingPayment(t, c)).payment_id);
     await until(async () => typeof (await outboxOf(t, c.id))[0]?.last_error === 'string', 'the first attempt');
@@ -150,7 +187,11 @@ describe('webhook delivery from the outbox', () => {
     const busy = await receiver((n) => (n === 0 ? { status: 429, headers: { 'retry-after': '7200' } } : { status: 204 }));
     const c2 = await makeHookClient(t, busy.url);
     await approve(t, (await pendingPayment(t, c2)).payment_id);
-    await until(async () => (await outboxOf(t, c2.id))[0]?.attempts === 1 && (await attemptsOf(t, (await outboxOf(t, c2.id))[0]!.event_id)).length === 1, '429');
+    await until(
+      async () =>
+        (await outboxOf(t, c2.id))[0]?.attempts === 1 && (await attemptsOf(t, (await outboxOf(t, c2.id))[0]!.event_id)).length === 1,
+      '429',
+    );
     t.clock.advance(7100_000); // the schedule's first delay (60 s) has long passed, Retry-After (7200 s) has not
     await cron(t);
     expect(busy.received).toHaveLength(1);
@@ -162,8 +203,14 @@ describe('webhook delivery from the outbox', () => {
     const moved = await receiver(() => ({ status: 301, headers: { location: gone.url } }));
     const c3 = await makeHookClient(t, moved.url);
     await approve(t, (await pendingPayment(t, c3)).payment_id);
-    await until(async () => (await outboxOf(t, c3.id))[0]?.last_error !== null && (await outboxOf(t, c3.id))[0]?.last_error !== undefined, 'redirect');
-    expect((await outboxOf(t, c3.id))[0]).toMatchObject({ status: 'pending', last_error: expect.stringMatching(/^redirect 301 not followed/) });
+    await until(
+      async () => (await outboxOf(t, c3.id))[0]?.last_error !== null && (await outboxOf(t, c3.id))[0]?.last_error !== undefined,
+      'redirect',
+    );
+    expect((await outboxOf(t, c3.id))[0]).toMatchObject({
+      status: 'pending',
+      last_error: expect.stringMatching(/^redirect 301 not followed/),
+    });
     expect(gone.received).toHaveLength(1); // the redirect's target never heard of it
   });
 
@@ -173,7 +220,11 @@ describe('webhook delivery from the outbox', () => {
     const r = await receiver(() => (up ? { status: 200 } : { status: 503 }));
     const c = await makeHookClient(t, r.url);
     await approve(t, (await pendingPayment(t, c)).payment_id);
-    await until(async () => (await outboxOf(t, c.id))[0]?.attempts === 1 && (await attemptsOf(t, (await outboxOf(t, c.id))[0]!.event_id)).length === 1, 'first');
+    await until(
+      async () =>
+        (await outboxOf(t, c.id))[0]?.attempts === 1 && (await attemptsOf(t, (await outboxOf(t, c.id))[0]!.event_id)).length === 1,
+      'first',
+    );
     for (const wait of [10, 20]) {
       t.clock.advance(wait * 1100);
       await cron(t);
@@ -183,9 +234,17 @@ describe('webhook delivery from the outbox', () => {
     const dead = await t.adminData<{ event_id: string }[]>('GET', '/admin/v1/pay/webhooks?status=dead');
     expect(dead.map((e) => e.event_id)).toContain(row!.event_id);
     up = true;
-    const resent = await t.adminData<{ status: string; attempts: number; attempt_log: { attempt: number; status_code: number }[] }>('POST', `/admin/v1/pay/webhooks/${row!.event_id}/resend`);
+    const resent = await t.adminData<{ status: string; attempts: number; attempt_log: { attempt: number; status_code: number }[] }>(
+      'POST',
+      `/admin/v1/pay/webhooks/${row!.event_id}/resend`,
+    );
     expect(resent).toMatchObject({ status: 'delivered', attempts: 4 });
-    expect(resent.attempt_log.map((a) => [a.attempt, a.status_code])).toEqual([[1, 503], [2, 503], [3, 503], [4, 200]]);
+    expect(resent.attempt_log.map((a) => [a.attempt, a.status_code])).toEqual([
+      [1, 503],
+      [2, 503],
+      [3, 503],
+      [4, 200],
+    ]);
     expect(r.received.map((x) => x.headers['x-webhook-id'])).toEqual(Array(4).fill(row!.event_id));
     const pendingAgain = await t.admin('POST', `/admin/v1/pay/webhooks/evt_unknown000000000000000000/resend`);
     expect(pendingAgain.statusCode).toBe(404);

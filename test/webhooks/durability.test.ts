@@ -52,7 +52,9 @@ describe('webhook delivery survives crashes and shares work between processes', 
     const rows = await outboxOf(b, c.id);
     expect(rows.map((x) => x.status)).toEqual(['delivered', 'delivered']);
     expect(r.received.map((x) => x.headers['x-webhook-id']).sort()).toEqual(rows.map((x) => x.event_id).sort());
-    expect(r.received.find((x) => x.headers['x-webhook-id'] === 'evt_legacylegacylegacy00001')!.body).toBe('{"event_id":"evt_legacylegacylegacy00001","legacy":true}');
+    expect(r.received.find((x) => x.headers['x-webhook-id'] === 'evt_legacylegacylegacy00001')!.body).toBe(
+      '{"event_id":"evt_legacylegacylegacy00001","legacy":true}',
+    );
   });
 
   it('an event whose process died mid-delivery (claimed, never recorded) is sent again once its lease runs out', async () => {
@@ -65,7 +67,9 @@ describe('webhook delivery survives crashes and shares work between processes', 
     // The claim of a process that then died: attempts bumped and leased for 60 s, nothing sent, nothing recorded.
     await t.deps.db.transaction(async (tx) => {
       await tx.execute(sql`UPDATE payment_requests SET status = 'approved' WHERE payment_id = ${p.payment_id}`);
-      await tx.execute(sql`UPDATE webhook_outbox SET attempts = 1, next_attempt_at = ${new Date(t.clock.now().getTime() + 60_000).toISOString()}::timestamptz WHERE client_id = ${c.id}`);
+      await tx.execute(
+        sql`UPDATE webhook_outbox SET attempts = 1, next_attempt_at = ${new Date(t.clock.now().getTime() + 60_000).toISOString()}::timestamptz WHERE client_id = ${c.id}`,
+      );
     });
     expect((await cron(t)).jobs.webhooks).toMatchObject({ attempted: 0 });
     expect(r.received).toHaveLength(0);
@@ -88,7 +92,10 @@ describe('webhook delivery survives crashes and shares work between processes', 
     await withMethod(a, 'DUR');
     const clients: PayCreds[] = [];
     for (let i = 0; i < 6; i++) clients.push(await makeHookClient(a, r.url));
-    const ids = sql.join(clients.map((c) => sql`${c.id}`), sql`, `);
+    const ids = sql.join(
+      clients.map((c) => sql`${c.id}`),
+      sql`, `,
+    );
     // 60 pending requests (10 a client), made by SQL for speed, then one commit approves them all: both processes hear
     // its NOTIFY, and several drains of each run at the same time.
     await a.deps.db.execute(sql`
@@ -97,12 +104,19 @@ describe('webhook delivery survives crashes and shares work between processes', 
       FROM generate_series(1, 60) g`);
     await a.deps.db.execute(sql`UPDATE payment_requests SET status = 'approved' WHERE payment_id LIKE 'pay_two%'`);
     await Promise.all([cron(a), cron(b), ...[a, b, a, b, a, b, a, b].map((x) => x.deps.webhooks.deliverDue())]);
-    const count = async () => rowsOf<{ n: number }>(await a.deps.db.execute(sql`SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'delivered' AND client_id IN (${ids})`))[0]!.n;
+    const count = async () =>
+      rowsOf<{ n: number }>(
+        await a.deps.db.execute(sql`SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'delivered' AND client_id IN (${ids})`),
+      )[0]!.n;
     await until(async () => (await count()) === 60, 'all delivered');
     const seen = r.received.map((x) => String(x.headers['x-webhook-id']));
     expect(seen).toHaveLength(60);
     expect(new Set(seen).size).toBe(60);
-    const attempts = rowsOf<{ n: number; max: number }>(await a.deps.db.execute(sql`SELECT count(*)::int AS n, max(attempts)::int AS max FROM webhook_attempts a JOIN webhook_outbox o ON o.id = a.outbox_id WHERE o.client_id IN (${ids})`));
+    const attempts = rowsOf<{ n: number; max: number }>(
+      await a.deps.db.execute(
+        sql`SELECT count(*)::int AS n, max(attempts)::int AS max FROM webhook_attempts a JOIN webhook_outbox o ON o.id = a.outbox_id WHERE o.client_id IN (${ids})`,
+      ),
+    );
     expect(attempts[0]).toEqual({ n: 60, max: 1 });
   });
 });

@@ -24,7 +24,14 @@ describe('opt-in events and the pay webhook commands', () => {
   it('payment.rejected, payment.cancelled and payment.expired go only to clients subscribed to them', async () => {
     const plain = await makeHookClient(t, r.url);
     const subscribed = await makeHookClient(t, r.url);
-    const updated = await ok<{ events: string[] }>('pay', 'client', 'update', String(subscribed.id), '--events', 'payment.cancelled,payment.rejected,payment.expired');
+    const updated = await ok<{ events: string[] }>(
+      'pay',
+      'client',
+      'update',
+      String(subscribed.id),
+      '--events',
+      'payment.cancelled,payment.rejected,payment.expired',
+    );
     expect(updated.events).toEqual(['payment.approved', 'payment.expired', 'payment.cancelled', 'payment.rejected']);
 
     for (const c of [plain, subscribed]) {
@@ -40,7 +47,10 @@ describe('opt-in events and the pay webhook commands', () => {
     await until(async () => (await outboxOf(t, subscribed.id)).length === 3, 'three events');
     const events = await t.adminData<{ event: string; payment_id: string }[]>('GET', '/admin/v1/pay/webhooks');
     expect(events.filter((e) => e.payment_id === expiring.payment_id).map((e) => e.event)).toEqual(['payment.expired']);
-    const mine = events.filter((e) => (e as unknown as { client_id: number }).client_id === subscribed.id).map((e) => e.event).sort();
+    const mine = events
+      .filter((e) => (e as unknown as { client_id: number }).client_id === subscribed.id)
+      .map((e) => e.event)
+      .sort();
     expect(mine).toEqual(['payment.cancelled', 'payment.expired', 'payment.rejected']);
     await until(async () => (await outboxOf(t, subscribed.id)).every((x) => x.attempts >= 1), 'attempts');
     t.clock.advance(120_000);
@@ -48,7 +58,11 @@ describe('opt-in events and the pay webhook commands', () => {
     await until(async () => (await outboxOf(t, subscribed.id)).every((x) => x.status === 'delivered'), 'delivered');
     const bodies = r.received.map((x) => JSON.parse(x.body) as { event: string; status: string });
     expect(bodies.map((b) => [b.event, b.status]).sort()).toEqual(
-      expect.arrayContaining([['payment.cancelled', 'cancelled'], ['payment.expired', 'expired'], ['payment.rejected', 'rejected']]),
+      expect.arrayContaining([
+        ['payment.cancelled', 'cancelled'],
+        ['payment.expired', 'expired'],
+        ['payment.rejected', 'rejected'],
+      ]),
     );
     for (const x of r.received) expect(x.headers['x-webhook-event']).toBe((JSON.parse(x.body) as { event: string }).event);
   });
@@ -77,7 +91,12 @@ describe('opt-in events and the pay webhook commands', () => {
       await ok('pay', 'client', 'update', String(c.id), '--events', 'payment.rejected');
       const p = await pendingPayment(t, c);
       paymentId = p.payment_id;
-      stored = { payment_id: p.payment_id, merchant_invoice_id: p.merchant_invoice_id, amount: p.amount, transfer_content: p.payment!.transfer_content };
+      stored = {
+        payment_id: p.payment_id,
+        merchant_invoice_id: p.merchant_invoice_id,
+        amount: p.amount,
+        transfer_content: p.payment!.transfer_content,
+      };
       await t.adminData('POST', `/admin/v1/pay/payments/${p.payment_id}/reject`);
       await until(async () => (await outboxOf(t, c.id))[0]?.status === 'delivered', 'rejection delivered');
       expect(others).toEqual(['payment.rejected']);
@@ -94,8 +113,13 @@ describe('opt-in events and the pay webhook commands', () => {
     await until(async () => (await outboxOf(t, c.id))[0]?.status === 'delivered', 'delivery');
     const [row] = await outboxOf(t, c.id);
     const listed = await ok<{ event_id: string; status: string; payment_id: string }[]>('pay', 'webhook', 'list', '--status', 'delivered');
-    expect(listed.find((e) => e.event_id === row!.event_id)).toMatchObject({ status: 'delivered', payment_id: p.payment_id, event: 'payment.approved', attempts: 1 });
-    expect((await ok<unknown[]>('pay', 'webhook', 'list', '--status', 'dead'))).toEqual([]);
+    expect(listed.find((e) => e.event_id === row!.event_id)).toMatchObject({
+      status: 'delivered',
+      payment_id: p.payment_id,
+      event: 'payment.approved',
+      attempts: 1,
+    });
+    expect(await ok<unknown[]>('pay', 'webhook', 'list', '--status', 'dead')).toEqual([]);
     expect((await fails('pay', 'webhook', 'list', '--status', 'lost')).envelope).toMatchObject({ ok: false, error: 'invalid_request' });
     const shown = await ok<{ body: string; attempt_log: { status_code: number }[] }>('pay', 'webhook', 'show', row!.event_id);
     expect(shown.attempt_log.map((a) => a.status_code)).toEqual([200]);
@@ -104,6 +128,10 @@ describe('opt-in events and the pay webhook commands', () => {
     expect(resent).toMatchObject({ status: 'delivered', attempts: 2 });
     expect(resent.attempt_log).toHaveLength(2);
     expect(r.received.filter((x) => x.headers['x-webhook-id'] === row!.event_id)).toHaveLength(2);
-    expect((await fails('pay', 'webhook', 'show', 'evt_nope')).envelope).toEqual({ ok: false, error: 'not_found', message: 'No webhook event "evt_nope"' });
+    expect((await fails('pay', 'webhook', 'show', 'evt_nope')).envelope).toEqual({
+      ok: false,
+      error: 'not_found',
+      message: 'No webhook event "evt_nope"',
+    });
   });
 });

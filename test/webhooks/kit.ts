@@ -56,12 +56,19 @@ export async function until(check: () => boolean | Promise<boolean>, what = 'con
  * name, never an IP address: a receiver's `http://127.0.0.1:PORT/...` is registered as `http://localhost:PORT/...`
  * on domain localhost (the harness resolves localhost to 127.0.0.1).
  */
-export async function makeHookClient(t: TestApp, url: string, opts: { allowPrivate?: boolean; domain?: string; events?: string[] } = {}): Promise<PayCreds> {
+export async function makeHookClient(
+  t: TestApp,
+  url: string,
+  opts: { allowPrivate?: boolean; domain?: string; events?: string[] } = {},
+): Promise<PayCreds> {
   const u = new URL(url);
   if (u.hostname === '127.0.0.1' && opts.domain === undefined) u.hostname = 'localhost';
   const domain = opts.domain ?? u.hostname;
   const req = await t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', { name: 'Shop', domain, webhook_url: u.toString() });
-  const creds = await t.adminData<PayCreds>('POST', `/admin/v1/pay/clients/${req.id}/approve`, { ips: ['127.0.0.1', '::1'], allow_private_targets: opts.allowPrivate ?? true });
+  const creds = await t.adminData<PayCreds>('POST', `/admin/v1/pay/clients/${req.id}/approve`, {
+    ips: ['127.0.0.1', '::1'],
+    allow_private_targets: opts.allowPrivate ?? true,
+  });
   if (opts.events) await t.adminData('PATCH', `/admin/v1/pay/clients/${req.id}`, { events: opts.events });
   return creds;
 }
@@ -80,12 +87,18 @@ export async function approve(t: TestApp, paymentId: string): Promise<void> {
 export type OutboxRow = { event_id: string; status: string; attempts: number; last_error: string | null };
 
 export async function outboxOf(t: TestApp, clientId: number): Promise<OutboxRow[]> {
-  return rowsOf<OutboxRow>(await t.deps.db.execute(sql`SELECT event_id, status, attempts, last_error FROM webhook_outbox WHERE client_id = ${clientId} ORDER BY id`));
+  return rowsOf<OutboxRow>(
+    await t.deps.db.execute(
+      sql`SELECT event_id, status, attempts, last_error FROM webhook_outbox WHERE client_id = ${clientId} ORDER BY id`,
+    ),
+  );
 }
 
 export async function attemptsOf(t: TestApp, eventId: string) {
   return rowsOf<{ attempt: number; status_code: number | null; error: string | null; response: string | null; latency_ms: number }>(
-    await t.deps.db.execute(sql`SELECT a.attempt, a.status_code, a.error, a.response, a.latency_ms FROM webhook_attempts a JOIN webhook_outbox o ON o.id = a.outbox_id WHERE o.event_id = ${eventId} ORDER BY a.id`),
+    await t.deps.db.execute(
+      sql`SELECT a.attempt, a.status_code, a.error, a.response, a.latency_ms FROM webhook_attempts a JOIN webhook_outbox o ON o.id = a.outbox_id WHERE o.event_id = ${eventId} ORDER BY a.id`,
+    ),
   );
 }
 
@@ -93,5 +106,7 @@ export async function cron(t: TestApp) {
   await t.adminData('PUT', '/admin/v1/settings/cron_token', { value: 'cron-token-webhooks' });
   const res = await t.request({ method: 'GET', url: '/api-sync-cron.php?token=cron-token-webhooks' });
   expect(res.statusCode).toBe(200);
-  return res.json() as { jobs: { webhooks: { attempted: number; delivered: number; failed: number; dead: number } | 'busy'; webhook_cleanup: unknown } };
+  return res.json() as {
+    jobs: { webhooks: { attempted: number; delivered: number; failed: number; dead: number } | 'busy'; webhook_cleanup: unknown };
+  };
 }

@@ -31,7 +31,9 @@ async function freePort(): Promise<number> {
 }
 
 // PGlite runs skip it by design; on PostgreSQL a missing PHP skips it outside CI and fails it in CI (.ci/run installs PHP).
-const suite = onPostgres() ? describeNeeding({ name: 'php with pdo_pgsql', available: phpReady, hint: 'apt-get install php-cli php-pgsql' }) : describe.skip;
+const suite = onPostgres()
+  ? describeNeeding({ name: 'php with pdo_pgsql', available: phpReady, hint: 'apt-get install php-cli php-pgsql' })
+  : describe.skip;
 
 suite('the PHP receiver of docs/payments.md', () => {
   let db: TestDatabase;
@@ -54,7 +56,9 @@ suite('the PHP receiver of docs/payments.md', () => {
 
   it('verifies a real delivery, credits once, and answers a repeat 200 without crediting again', async () => {
     const url = new URL(db.url!);
-    await t.deps.db.execute(sql`CREATE TABLE topups (payment_id text PRIMARY KEY, merchant_invoice_id text, amount numeric(18,2), transfer_content text, status text NOT NULL DEFAULT 'open')`);
+    await t.deps.db.execute(
+      sql`CREATE TABLE topups (payment_id text PRIMARY KEY, merchant_invoice_id text, amount numeric(18,2), transfer_content text, status text NOT NULL DEFAULT 'open')`,
+    );
     await t.deps.db.execute(sql`CREATE TABLE webhook_events (event_id text PRIMARY KEY)`);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-php-'));
     fs.writeFileSync(path.join(dir, 'webhook.php'), phpSnippet());
@@ -65,7 +69,12 @@ suite('the PHP receiver of docs/payments.md', () => {
     const port = await freePort();
     const c = await makeHookClient(t, `http://127.0.0.1:${port}/payment/webhook`);
     php = spawn('php', ['-S', `127.0.0.1:${port}`, path.join(dir, 'router.php')], {
-      env: { ...process.env, WEBHOOK_SECRET: c.webhook_secret, RG_PDO_DSN: `pgsql:host=${url.hostname};port=${url.port || 5432};dbname=${url.pathname.slice(1)}`, RG_PDO_USER: decodeURIComponent(url.username) },
+      env: {
+        ...process.env,
+        WEBHOOK_SECRET: c.webhook_secret,
+        RG_PDO_DSN: `pgsql:host=${url.hostname};port=${url.port || 5432};dbname=${url.pathname.slice(1)}`,
+        RG_PDO_USER: decodeURIComponent(url.username),
+      },
       stdio: 'ignore',
     });
     await until(
@@ -78,7 +87,9 @@ suite('the PHP receiver of docs/payments.md', () => {
     );
 
     const p = await pendingPayment(t, c);
-    await t.deps.db.execute(sql`INSERT INTO topups (payment_id, merchant_invoice_id, amount, transfer_content) VALUES (${p.payment_id}, ${p.merchant_invoice_id}, ${p.amount}, ${p.payment!.transfer_content})`);
+    await t.deps.db.execute(
+      sql`INSERT INTO topups (payment_id, merchant_invoice_id, amount, transfer_content) VALUES (${p.payment_id}, ${p.merchant_invoice_id}, ${p.amount}, ${p.payment!.transfer_content})`,
+    );
     await approve(t, p.payment_id);
     await until(async () => (await outboxOf(t, c.id))[0]?.status === 'delivered', 'delivery to PHP');
     const [row] = await outboxOf(t, c.id);
@@ -87,14 +98,22 @@ suite('the PHP receiver of docs/payments.md', () => {
       events: rowsOf<{ event_id: string }>(await t.deps.db.execute(sql`SELECT event_id FROM webhook_events`)).map((r) => r.event_id),
     });
     expect(await state()).toEqual({ topups: ['paid'], events: [row!.event_id] });
-    const resent = await t.adminData<{ status: string; attempt_log: { status_code: number; response: string }[] }>('POST', `/admin/v1/pay/webhooks/${row!.event_id}/resend`);
+    const resent = await t.adminData<{ status: string; attempt_log: { status_code: number; response: string }[] }>(
+      'POST',
+      `/admin/v1/pay/webhooks/${row!.event_id}/resend`,
+    );
     expect(resent.status).toBe('delivered');
-    expect(resent.attempt_log.map((a) => [a.status_code, a.response])).toEqual([[200, 'ok'], [200, 'ok']]);
+    expect(resent.attempt_log.map((a) => [a.status_code, a.response])).toEqual([
+      [200, 'ok'],
+      [200, 'ok'],
+    ]);
     expect(await state()).toEqual({ topups: ['paid'], events: [row!.event_id] });
 
     // Another amount in the stored request: PHP refuses it (422) and the server keeps the event for a retry.
     const q = await pendingPayment(t, c, 200_000);
-    await t.deps.db.execute(sql`INSERT INTO topups (payment_id, merchant_invoice_id, amount, transfer_content) VALUES (${q.payment_id}, ${q.merchant_invoice_id}, 199999, ${q.payment!.transfer_content})`);
+    await t.deps.db.execute(
+      sql`INSERT INTO topups (payment_id, merchant_invoice_id, amount, transfer_content) VALUES (${q.payment_id}, ${q.merchant_invoice_id}, 199999, ${q.payment!.transfer_content})`,
+    );
     await approve(t, q.payment_id);
     await until(async () => (await outboxOf(t, c.id)).some((o) => o.last_error === 'HTTP 422'), 'refusal');
   });

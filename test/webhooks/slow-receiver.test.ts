@@ -66,7 +66,10 @@ describe('webhook timeouts (injected, shorter than DESIGN 5)', () => {
   const never: Resolver = () => new Promise(() => undefined);
   const open: { close(): Promise<void> }[] = [];
   beforeAll(async () => {
-    t = await createTestApp({ webhookTimeouts: { connectMs: 200, totalMs: 300 }, webhookResolver: (h) => (h.endsWith('.never.test') ? never(h) : offlineResolver(h)) });
+    t = await createTestApp({
+      webhookTimeouts: { connectMs: 200, totalMs: 300 },
+      webhookResolver: (h) => (h.endsWith('.never.test') ? never(h) : offlineResolver(h)),
+    });
     await makeMethod(t, 'TMO');
   });
   afterEach(async () => {
@@ -88,8 +91,14 @@ describe('webhook timeouts (injected, shorter than DESIGN 5)', () => {
 
     const named = await makeHookClient(t, 'http://hooks.never.test:9/hook', { allowPrivate: false, domain: 'never.test' });
     await approve(t, (await pendingPayment(t, named)).payment_id);
-    await until(async () => (await outboxOf(t, named.id))[0]?.last_error !== null && (await outboxOf(t, c.id))[0]?.last_error !== undefined, 'the name resolution to time out');
-    expect((await outboxOf(t, named.id))[0]).toMatchObject({ status: 'pending', last_error: 'could not send: resolving hooks.never.test timed out after 200 ms' });
+    await until(
+      async () => (await outboxOf(t, named.id))[0]?.last_error !== null && (await outboxOf(t, c.id))[0]?.last_error !== undefined,
+      'the name resolution to time out',
+    );
+    expect((await outboxOf(t, named.id))[0]).toMatchObject({
+      status: 'pending',
+      last_error: 'could not send: resolving hooks.never.test timed out after 200 ms',
+    });
     const logs = t.logs.join('\n');
     for (const secret of [c.webhook_secret, named.webhook_secret]) expect(logs).not.toContain(secret);
   });

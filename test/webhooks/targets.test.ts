@@ -74,9 +74,24 @@ describe('forbiddenKind', () => {
   });
 
   it('a URL or a name that reaches one of those ranges is refused; an IPv4-mapped public address passes', async () => {
-    const resolver: Resolver = async (h) => [{ address: h === 'doc.shop.test' ? '203.0.113.9' : h === 'siit.shop.test' ? '::ffff:0:5db8:d822' : 'fec0::9', family: h === 'doc.shop.test' ? 4 : 6 }];
-    for (const host of ['doc.shop.test', 'siit.shop.test', 'site.shop.test', new URL('http://[::ffff:0:127.0.0.1]/').hostname, new URL('http://[fec0::1]/').hostname, new URL('http://192.0.2.33/').hostname]) {
-      const refused = await resolveTarget(host, resolver, false).then(() => null, (e: Error) => e);
+    const resolver: Resolver = async (h) => [
+      {
+        address: h === 'doc.shop.test' ? '203.0.113.9' : h === 'siit.shop.test' ? '::ffff:0:5db8:d822' : 'fec0::9',
+        family: h === 'doc.shop.test' ? 4 : 6,
+      },
+    ];
+    for (const host of [
+      'doc.shop.test',
+      'siit.shop.test',
+      'site.shop.test',
+      new URL('http://[::ffff:0:127.0.0.1]/').hostname,
+      new URL('http://[fec0::1]/').hostname,
+      new URL('http://192.0.2.33/').hostname,
+    ]) {
+      const refused = await resolveTarget(host, resolver, false).then(
+        () => null,
+        (e: Error) => e,
+      );
       expect([host, refused instanceof TargetRefusedError]).toEqual([host, true]);
     }
     expect(await resolveTarget(new URL('http://[::ffff:93.184.216.34]/').hostname, resolver, false)).toBe('::ffff:5db8:d822');
@@ -86,9 +101,29 @@ describe('forbiddenKind', () => {
     // What a system resolver answers for localhost; the name is refused before it is asked.
     const calls: string[] = [];
     const resolver: Resolver = async (h) => (calls.push(h), [{ address: '127.0.0.1', family: 4 }]);
-    const urls = ['http://2130706433/', 'http://0177.0.0.1/', 'http://0x7f.1/', 'http://127.1/', 'http://0/', 'http://0.0.0.0/', 'http://[::1]/', 'http://[0:0:0:0:0:0:0:1]/', 'http://[::]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:7f00:1]/', 'http://[::127.0.0.1]/', 'http://[64:ff9b::127.0.0.1]/', 'http://localhost/', 'http://LOCALHOST./', 'http://api.localhost/'];
+    const urls = [
+      'http://2130706433/',
+      'http://0177.0.0.1/',
+      'http://0x7f.1/',
+      'http://127.1/',
+      'http://0/',
+      'http://0.0.0.0/',
+      'http://[::1]/',
+      'http://[0:0:0:0:0:0:0:1]/',
+      'http://[::]/',
+      'http://[::ffff:127.0.0.1]/',
+      'http://[::ffff:7f00:1]/',
+      'http://[::127.0.0.1]/',
+      'http://[64:ff9b::127.0.0.1]/',
+      'http://localhost/',
+      'http://LOCALHOST./',
+      'http://api.localhost/',
+    ];
     for (const u of urls) {
-      const refused = await resolveTarget(new URL(u).hostname, resolver, false).then(() => null, (e: Error) => e);
+      const refused = await resolveTarget(new URL(u).hostname, resolver, false).then(
+        () => null,
+        (e: Error) => e,
+      );
       expect([u, refused instanceof TargetRefusedError]).toEqual([u, true]);
     }
     expect(calls).toEqual([]);
@@ -153,11 +188,16 @@ describe('webhook target safety', () => {
     const c = await makeHookClient(t, url, { allowPrivate: false, domain: 'private.shop.test' });
     await approve(t, (await pendingPayment(t, c)).payment_id);
     const { attempt } = await firstAttempt(c.id);
-    expect(attempt.error).toBe(`refused target: hooks.private.shop.test is 10.0.0.7 (private); this client does not allow private targets; ${NOT_RETRIED}`);
+    expect(attempt.error).toBe(
+      `refused target: hooks.private.shop.test is 10.0.0.7 (private); this client does not allow private targets; ${NOT_RETRIED}`,
+    );
     expect(r.received).toHaveLength(0);
 
     answers.set('hooks.local.shop.test', ['127.0.0.1']);
-    const allowed = await makeHookClient(t, `http://hooks.local.shop.test:${r.port}/hook`, { allowPrivate: true, domain: 'local.shop.test' });
+    const allowed = await makeHookClient(t, `http://hooks.local.shop.test:${r.port}/hook`, {
+      allowPrivate: true,
+      domain: 'local.shop.test',
+    });
     await approve(t, (await pendingPayment(t, allowed)).payment_id);
     await until(async () => (await outboxOf(t, allowed.id))[0]?.status === 'delivered', 'delivery by name');
     expect(r.received).toHaveLength(1);
@@ -170,7 +210,9 @@ describe('webhook target safety', () => {
     const c = await makeHookClient(t, `http://hooks.rebind.shop.test:${r.port}/hook`, { allowPrivate: false, domain: 'rebind.shop.test' });
     await approve(t, (await pendingPayment(t, c)).payment_id);
     const { row, attempt } = await firstAttempt(c.id);
-    expect(attempt.error).toBe(`refused target: hooks.rebind.shop.test is 127.0.0.1 (loopback); this client does not allow private targets; ${NOT_RETRIED}`);
+    expect(attempt.error).toBe(
+      `refused target: hooks.rebind.shop.test is 127.0.0.1 (loopback); this client does not allow private targets; ${NOT_RETRIED}`,
+    );
     expect(row.status).toBe('dead');
     // Resolved twice: once by the early check (public), once by the connection itself (loopback), which refused.
     expect(resolverCalls.filter((h) => h === 'hooks.rebind.shop.test')).toHaveLength(2);
@@ -179,13 +221,19 @@ describe('webhook target safety', () => {
 
   it('a name that answers a public address to the early check and a documentation or site-local one when connecting is refused at connect time', async () => {
     const r = await receiver();
-    for (const [label, late, kind] of [['doc', '198.51.100.7', 'documentation'], ['site', 'fec0::7', 'site-local'], ['siit', '::ffff:0:7f00:1', 'IPv4-translated']] as const) {
+    for (const [label, late, kind] of [
+      ['doc', '198.51.100.7', 'documentation'],
+      ['site', 'fec0::7', 'site-local'],
+      ['siit', '::ffff:0:7f00:1', 'IPv4-translated'],
+    ] as const) {
       const host = `hooks.${label}.rebind.shop.test`;
       answers.set(host, ['93.184.216.34', late]);
       const c = await makeHookClient(t, `http://${host}:${r.port}/hook`, { allowPrivate: false, domain: `${label}.rebind.shop.test` });
       await approve(t, (await pendingPayment(t, c)).payment_id);
       const { attempt } = await firstAttempt(c.id);
-      expect(attempt.error).toBe(`refused target: ${host} is ${late} (${kind}); this client does not allow private targets; ${NOT_RETRIED}`);
+      expect(attempt.error).toBe(
+        `refused target: ${host} is ${late} (${kind}); this client does not allow private targets; ${NOT_RETRIED}`,
+      );
       expect(resolverCalls.filter((h) => h === host)).toHaveLength(2);
     }
     expect(r.received).toHaveLength(0);
@@ -194,10 +242,14 @@ describe('webhook target safety', () => {
   it('a decimal IPv4 literal for loopback in the webhook URL (a client from before IP domains were refused) is refused like 127.0.0.1', async () => {
     const r = await receiver();
     const c = await makeHookClient(t, `http://hooks.legacy.shop.test:${r.port}/hook`, { allowPrivate: false, domain: 'legacy.shop.test' });
-    await t.deps.db.execute(sql`UPDATE pay_clients SET domain = '127.0.0.1', webhook_url = ${`http://2130706433:${r.port}/hook`} WHERE id = ${c.id}`);
+    await t.deps.db.execute(
+      sql`UPDATE pay_clients SET domain = '127.0.0.1', webhook_url = ${`http://2130706433:${r.port}/hook`} WHERE id = ${c.id}`,
+    );
     await approve(t, (await pendingPayment(t, c)).payment_id);
     const { attempt } = await firstAttempt(c.id);
-    expect(attempt.error).toBe(`refused target: 127.0.0.1 is 127.0.0.1 (loopback); this client does not allow private targets; ${NOT_RETRIED}`);
+    expect(attempt.error).toBe(
+      `refused target: 127.0.0.1 is 127.0.0.1 (loopback); this client does not allow private targets; ${NOT_RETRIED}`,
+    );
     expect(r.received).toHaveLength(0);
   });
 
@@ -220,7 +272,13 @@ describe('webhook target safety', () => {
     const { row } = await firstAttempt(c.id);
     const reason = 'refused target: hooks.fix.shop.test is 127.0.0.1 (loopback); this client does not allow private targets';
     expect(row).toEqual({ event_id: row.event_id, status: 'dead', attempts: 1, last_error: `${reason}; ${NOT_RETRIED}` });
-    const logged = () => t.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event_id === row.event_id && l.msg === 'webhook target refused; event dead until an admin fixes the client and resends it');
+    const logged = () =>
+      t.logs
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter(
+          (l) =>
+            l.event_id === row.event_id && l.msg === 'webhook target refused; event dead until an admin fixes the client and resends it',
+        );
     expect(logged()).toEqual([expect.objectContaining({ level: 40, event_id: row.event_id, client_id: c.id, reason })]);
 
     // The whole retry schedule (about 4.4 days) passes: nothing is attempted or logged again.
@@ -234,7 +292,10 @@ describe('webhook target safety', () => {
     expect(r.received).toHaveLength(0);
 
     await t.adminData('PATCH', `/admin/v1/pay/clients/${c.id}`, { allow_private_targets: true });
-    const resent = await t.adminData<{ event_id: string; status: string; last_error: string | null }>('POST', `/admin/v1/pay/webhooks/${row.event_id}/resend`);
+    const resent = await t.adminData<{ event_id: string; status: string; last_error: string | null }>(
+      'POST',
+      `/admin/v1/pay/webhooks/${row.event_id}/resend`,
+    );
     expect(resent).toMatchObject({ event_id: row.event_id, status: 'delivered', last_error: null });
     expect(r.received).toHaveLength(1);
     expect(r.received[0]!.headers['x-webhook-id']).toBe(row.event_id);

@@ -10,7 +10,7 @@ const IDLE_MS = 10 * 60_000;
 
 const NO_SECRETS_WARNING =
   'this backup holds no APP_SECRET: the codes and API keys in it can only be read back with the same APP_SECRET ' +
-  '(the server\'s APP_SECRET variable, or its DATA_DIR/app-secret file). Keep that secret safe and apart from the backup, ' +
+  "(the server's APP_SECRET variable, or its DATA_DIR/app-secret file). Keep that secret safe and apart from the backup, " +
   'or back up with --with-secrets (then guard the archive like the secret).';
 
 /** The manifest is the first member: its header's size field, then its JSON. */
@@ -34,7 +34,9 @@ async function backup(file: string, opts: { withSecrets: boolean; force: boolean
   const tmp = path.join(dir, `.${path.basename(target)}.${process.pid}.${randomBytes(3).toString('hex')}.part`);
   const abort = new AbortController();
   let idle = setTimeout(() => abort.abort(), IDLE_MS);
-  const res = await ctx.open(`/admin/v1/backup?with_secrets=${opts.withSecrets}`, { signal: abort.signal }).finally(() => clearTimeout(idle));
+  const res = await ctx
+    .open(`/admin/v1/backup?with_secrets=${opts.withSecrets}`, { signal: abort.signal })
+    .finally(() => clearTimeout(idle));
   const expected = Number(res.headers.get('content-length'));
   const hash = createHash('sha256');
   let bytes = 0;
@@ -52,11 +54,15 @@ async function backup(file: string, opts: { withSecrets: boolean; force: boolean
         bytes += buf.length;
       }
     } catch (err) {
-      throw new CliError('unreachable', `The backup download broke off after ${bytes} bytes (${abort.signal.aborted ? `no data for ${IDLE_MS / 1000} s` : (err as Error).message}); ${file} was not written`);
+      throw new CliError(
+        'unreachable',
+        `The backup download broke off after ${bytes} bytes (${abort.signal.aborted ? `no data for ${IDLE_MS / 1000} s` : (err as Error).message}); ${file} was not written`,
+      );
     } finally {
       clearTimeout(idle);
     }
-    if (Number.isFinite(expected) && expected > 0 && bytes !== expected) throw new CliError('unreachable', `The backup download ended after ${bytes} of ${expected} bytes; ${file} was not written`);
+    if (Number.isFinite(expected) && expected > 0 && bytes !== expected)
+      throw new CliError('unreachable', `The backup download ended after ${bytes} of ${expected} bytes; ${file} was not written`);
     fs.fsyncSync(fd);
   } catch (err) {
     fs.closeSync(fd);
@@ -69,7 +75,9 @@ async function backup(file: string, opts: { withSecrets: boolean; force: boolean
   const missing = Array.isArray(manifest.missing_files) ? (manifest.missing_files as unknown[]) : [];
   if (!opts.withSecrets) ctx.warn(NO_SECRETS_WARNING);
   if (missing.length > 0) {
-    ctx.warn(`${missing.length} attached file(s) the database names were not on the server's disk and are not in this backup (see missing_files); orders of their products cannot be downloaded after a restore until the files are attached again`);
+    ctx.warn(
+      `${missing.length} attached file(s) the database names were not on the server's disk and are not in this backup (see missing_files); orders of their products cannot be downloaded after a restore until the files are attached again`,
+    );
   }
   return {
     file: target,
@@ -87,17 +95,23 @@ async function backup(file: string, opts: { withSecrets: boolean; force: boolean
 /** `backup` and `restore` (docs/operations.md "Backup and restore"). */
 export const backupCommands: readonly Command[] = [
   runCmd({
-    noun: 'backup', verb: '',
+    noun: 'backup',
+    verb: '',
     usage: 'FILE [--with-secrets] [--force]',
-    summary: 'archive of the embedded database and attached files, taken while the server serves; --with-secrets adds app-secret and admin-token; prints {file, bytes, sha256, ..., missing_files}',
-    args: ['FILE'], options: { 'with-secrets': B, force: B },
+    summary:
+      'archive of the embedded database and attached files, taken while the server serves; --with-secrets adds app-secret and admin-token; prints {file, bytes, sha256, ..., missing_files}',
+    args: ['FILE'],
+    options: { 'with-secrets': B, force: B },
     run: ({ FILE }, o, ctx) => backup(FILE, { withSecrets: o['with-secrets'] === true, force: o.force === true }, ctx),
   }),
   runCmd({
-    noun: 'restore', verb: '',
+    noun: 'restore',
+    verb: '',
     usage: 'FILE --data-dir DIR',
-    summary: 'rebuild a new data folder DIR from a backup (locally, with the server for DIR stopped); refuses a non-empty DIR or a damaged archive',
-    args: ['FILE'], options: { 'data-dir': S },
+    summary:
+      'rebuild a new data folder DIR from a backup (locally, with the server for DIR stopped); refuses a non-empty DIR or a damaged archive',
+    args: ['FILE'],
+    options: { 'data-dir': S },
     run: async ({ FILE }, o, ctx) => {
       const dir = required(o, 'data-dir', ' (the new data folder to create)');
       let result;

@@ -60,14 +60,22 @@ export type RunContext = {
 
 /** A command that runs itself rather than being one JSON call. */
 export function runCmd<A extends string>(
-  c: Omit<Command, 'args' | 'call' | 'run' | 'options'> & { args?: readonly A[]; options?: Record<string, OptionSpec>; run(args: Record<A, string>, opts: Opts, ctx: RunContext): Promise<unknown> },
+  c: Omit<Command, 'args' | 'call' | 'run' | 'options'> & {
+    args?: readonly A[];
+    options?: Record<string, OptionSpec>;
+    run(args: Record<A, string>, opts: Opts, ctx: RunContext): Promise<unknown>;
+  },
 ): Command {
   return { ...c, args: c.args ?? [], options: c.options ?? {}, run: c.run as Command['run'] };
 }
 
 // The generic ties `args` to the keys `call` destructures, so a typo in an argument name fails type-checking.
 export function cmd<A extends string>(
-  c: Omit<Command, 'args' | 'call' | 'options'> & { args?: readonly A[]; options?: Record<string, OptionSpec>; call(args: Record<A, string>, opts: Opts, rest: readonly string[]): HttpCall | Promise<HttpCall> },
+  c: Omit<Command, 'args' | 'call' | 'options'> & {
+    args?: readonly A[];
+    options?: Record<string, OptionSpec>;
+    call(args: Record<A, string>, opts: Opts, rest: readonly string[]): HttpCall | Promise<HttpCall>;
+  },
 ): Command {
   return { ...c, args: c.args ?? [], options: c.options ?? {}, call: c.call as Command['call'] };
 }
@@ -96,7 +104,10 @@ export function int(opts: Opts, name: string): number | undefined {
 
 /** "a, b" -> ["a","b"]; "" -> [] (an empty allowlist means any address, DESIGN 6). */
 export function list(v: string): string[] {
-  return v.split(',').map((s) => s.trim()).filter(Boolean);
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /** Drops undefined fields so that an omitted flag is absent from the body rather than null. */
@@ -157,4 +168,8 @@ async function fileUpload(file: string, type: string, hint: string): Promise<{ f
   return { form, timeoutMs: uploadTimeout(blob.size) };
 }
 
-export const upload = async (p: string, file: string, type: string, hint: string): Promise<HttpCall> => ({ method: 'POST', path: p, ...(await fileUpload(file, type, hint)) });
+export const upload = async (p: string, file: string, type: string, hint: string): Promise<HttpCall> => ({
+  method: 'POST',
+  path: p,
+  ...(await fileUpload(file, type, hint)),
+});

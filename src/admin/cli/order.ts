@@ -2,10 +2,20 @@ import { B, cmd, type Command, enc, get, post, S, str } from './kit.js';
 
 /** The `order` commands, in help order. */
 export const orderCommands: readonly Command[] = [
-  cmd({ noun: 'order', verb: 'show', usage: 'CODE', summary: 'one order with its owner and codes (decrypted, usage refreshed)', args: ['CODE'], call: ({ CODE }) => get(`/admin/v1/orders/${enc(CODE)}`) }),
   cmd({
-    noun: 'order', verb: 'list', usage: '[--user U] [--status S] [--stuck]',
-    summary: 'newest 100 orders; of one user (id or name) with --user, one status with --status; --stuck: source orders pending past upstream_stuck_minutes',
+    noun: 'order',
+    verb: 'show',
+    usage: 'CODE',
+    summary: 'one order with its owner and codes (decrypted, usage refreshed)',
+    args: ['CODE'],
+    call: ({ CODE }) => get(`/admin/v1/orders/${enc(CODE)}`),
+  }),
+  cmd({
+    noun: 'order',
+    verb: 'list',
+    usage: '[--user U] [--status S] [--stuck]',
+    summary:
+      'newest 100 orders; of one user (id or name) with --user, one status with --status; --stuck: source orders pending past upstream_stuck_minutes',
     options: { user: S, status: S, stuck: B },
     call: (_, o) => {
       const q = new URLSearchParams();
@@ -16,7 +26,11 @@ export const orderCommands: readonly Command[] = [
     },
   }),
   cmd({
-    noun: 'order', verb: 'refund', usage: 'CODE', summary: 'give the total back; codes return to stock only if never shown',
-    args: ['CODE'], call: ({ CODE }) => post(`/admin/v1/orders/${enc(CODE)}/refund`),
+    noun: 'order',
+    verb: 'refund',
+    usage: 'CODE',
+    summary: 'give the total back; codes return to stock only if never shown',
+    args: ['CODE'],
+    call: ({ CODE }) => post(`/admin/v1/orders/${enc(CODE)}/refund`),
   }),
 ];

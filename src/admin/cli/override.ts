@@ -3,10 +3,13 @@ import { B, changes, cmd, type Command, enc, get, post, S, str, visibility } fro
 /** The `override` commands, in help order. */
 export const overrideCommands: readonly Command[] = [
   cmd({
-    noun: 'override', verb: 'set',
+    noun: 'override',
+    verb: 'set',
     usage: 'P [--price-adjust N] [--fixed-price N] [--name T] [--description T] [--description2 T] [--hide|--show]',
-    summary: 'override a source product (P = the id the public API shows; a negative adjustment: --price-adjust=-500); a sync never touches overrides',
-    args: ['P'], options: { 'price-adjust': S, 'fixed-price': S, name: S, description: S, description2: S, hide: B, show: B },
+    summary:
+      'override a source product (P = the id the public API shows; a negative adjustment: --price-adjust=-500); a sync never touches overrides',
+    args: ['P'],
+    options: { 'price-adjust': S, 'fixed-price': S, name: S, description: S, description2: S, hide: B, show: B },
     call: ({ P }, o) => ({
       method: 'PUT',
       path: `/admin/v1/overrides/${enc(P)}`,
@@ -20,11 +23,32 @@ export const overrideCommands: readonly Command[] = [
       }),
     }),
   }),
-  cmd({ noun: 'override', verb: 'clear', usage: 'P', summary: 'remove every override of a source product', args: ['P'], call: ({ P }) => post(`/admin/v1/overrides/${enc(P)}/clear`) }),
-  cmd({ noun: 'override', verb: 'list', usage: '', summary: 'overrides of source products and categories', call: () => get('/admin/v1/overrides') }),
   cmd({
-    noun: 'override', verb: 'category', usage: 'C [--name T] [--hide|--show]', summary: 'rename or hide a source category (C = the id the public API shows)',
-    args: ['C'], options: { name: S, hide: B, show: B },
-    call: ({ C }, o) => ({ method: 'PUT', path: `/admin/v1/category-overrides/${enc(C)}`, json: changes({ name: str(o, 'name'), hidden: visibility(o) }) }),
+    noun: 'override',
+    verb: 'clear',
+    usage: 'P',
+    summary: 'remove every override of a source product',
+    args: ['P'],
+    call: ({ P }) => post(`/admin/v1/overrides/${enc(P)}/clear`),
+  }),
+  cmd({
+    noun: 'override',
+    verb: 'list',
+    usage: '',
+    summary: 'overrides of source products and categories',
+    call: () => get('/admin/v1/overrides'),
+  }),
+  cmd({
+    noun: 'override',
+    verb: 'category',
+    usage: 'C [--name T] [--hide|--show]',
+    summary: 'rename or hide a source category (C = the id the public API shows)',
+    args: ['C'],
+    options: { name: S, hide: B, show: B },
+    call: ({ C }, o) => ({
+      method: 'PUT',
+      path: `/admin/v1/category-overrides/${enc(C)}`,
+      json: changes({ name: str(o, 'name'), hidden: visibility(o) }),
+    }),
   }),
 ];

@@ -14,7 +14,10 @@ export const auditLog = pgTable(
     action: text('action').notNull(),
     target: text('target'),
     requestId: text('request_id'),
-    summary: jsonb('summary').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
+    summary: jsonb('summary')
+      .$type<Record<string, unknown>>()
+      .notNull()
+      .default(sql`'{}'::jsonb`),
   },
   (t) => [index('audit_log_at_idx').on(t.at), index('audit_log_action_idx').on(t.action, t.id)],
 );

@@ -1,20 +1,32 @@
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, check, index, integer, numeric, pgTable, text, timestamp, uniqueIndex, type AnyPgColumn } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  boolean,
+  check,
+  index,
+  integer,
+  numeric,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+  type AnyPgColumn,
+} from 'drizzle-orm/pg-core';
 
 export const categories = pgTable(
   'categories',
   {
-  id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
-  name: text('name').notNull(),
-  parentId: integer('parent_id').references((): AnyPgColumn => categories.id),
-  sort: integer('sort').notNull().default(0),
-  source: text('source').notNull().default('local'),
-  /** Intermediary mode: the category's id on the source site (null for local categories). */
-  sourceId: text('source_id'),
-  /** Gone from the source at the last full sync: hidden, never deleted (products and overrides point at it). */
-  missing: boolean('missing').notNull().default(false),
-  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
-  updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    name: text('name').notNull(),
+    parentId: integer('parent_id').references((): AnyPgColumn => categories.id),
+    sort: integer('sort').notNull().default(0),
+    source: text('source').notNull().default('local'),
+    /** Intermediary mode: the category's id on the source site (null for local categories). */
+    sourceId: text('source_id'),
+    /** Gone from the source at the last full sync: hidden, never deleted (products and overrides point at it). */
+    missing: boolean('missing').notNull().default(false),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex('categories_source_id_uq').on(t.sourceId)],
 );
@@ -26,7 +38,9 @@ export const products = pgTable(
   'products',
   {
     id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
-    categoryId: integer('category_id').notNull().references(() => categories.id),
+    categoryId: integer('category_id')
+      .notNull()
+      .references(() => categories.id),
     name: text('name').notNull(),
     searchText: text('search_text').notNull(),
     type: text('type').notNull().default('code'),
@@ -62,7 +76,9 @@ export const codes = pgTable(
   'codes',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    productId: integer('product_id').notNull().references(() => products.id),
+    productId: integer('product_id')
+      .notNull()
+      .references(() => products.id),
     codeEnc: text('code_enc').notNull(),
     codeDigest: text('code_digest').notNull(),
     status: text('status').notNull().default('available'),
@@ -74,7 +90,9 @@ export const codes = pgTable(
   (t) => [
     uniqueIndex('codes_digest_uq').on(t.codeDigest),
     // Stock counts and claims only ever look at available codes: a partial index keeps them one probe however many are sold.
-    index('codes_available_idx').on(t.productId, t.id).where(sql`${t.status} = 'available'`),
+    index('codes_available_idx')
+      .on(t.productId, t.id)
+      .where(sql`${t.status} = 'available'`),
     index('codes_order_idx').on(t.orderId),
     check('codes_status', sql`${t.status} IN ('available', 'sold')`),
   ],

@@ -6,7 +6,9 @@ export const productFiles = pgTable(
   'product_files',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    productId: integer('product_id').notNull().references(() => products.id),
+    productId: integer('product_id')
+      .notNull()
+      .references(() => products.id),
     filename: text('filename').notNull(),
     storageName: text('storage_name').notNull().unique(),
     sizeBytes: bigint('size_bytes', { mode: 'number' }).notNull(),

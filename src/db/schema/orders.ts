@@ -12,9 +12,13 @@ export const orders = pgTable(
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
     orderCode: text('order_code').notNull(),
-    userId: integer('user_id').notNull().references(() => users.id),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id),
     requestId: text('request_id'),
-    productId: integer('product_id').notNull().references(() => products.id),
+    productId: integer('product_id')
+      .notNull()
+      .references(() => products.id),
     productName: text('product_name').notNull(),
     productType: text('product_type').notNull(),
     quantity: integer('quantity').notNull(),
@@ -44,7 +48,9 @@ export const orders = pgTable(
     uniqueIndex('orders_user_request_uq').on(t.userId, t.requestId),
     index('orders_user_created_idx').on(t.userId, t.id),
     // The reconciler reads only the pending ones (orders waiting for the source site).
-    index('orders_pending_idx').on(t.id).where(sql`${t.status} = 'pending'`),
+    index('orders_pending_idx')
+      .on(t.id)
+      .where(sql`${t.status} = 'pending'`),
     check('orders_status', sql`${t.status} IN ('pending', 'success', 'failed', 'refunded')`),
     check('orders_quantity_positive', sql`${t.quantity} >= 1`),
   ],

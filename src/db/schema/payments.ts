@@ -14,7 +14,10 @@ export const payClients = pgTable(
     domain: text('domain').notNull(),
     webhookUrl: text('webhook_url').notNull(),
     status: text('status').notNull().default('requested'),
-    allowedIps: text('allowed_ips').array().notNull().default(sql`'{}'::text[]`),
+    allowedIps: text('allowed_ips')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
     apiKeyHash: text('api_key_hash').unique(),
     apiKeyEnc: text('api_key_enc'),
     apiSecretEnc: text('api_secret_enc'),
@@ -23,7 +26,10 @@ export const payClients = pgTable(
     prevSecretExpiresAt: timestamp('prev_secret_expires_at', { withTimezone: true, mode: 'date' }),
     webhookSecretEnc: text('webhook_secret_enc'),
     allowPrivateTargets: boolean('allow_private_targets').notNull().default(false),
-    events: text('events').array().notNull().default(sql`'{payment.approved}'::text[]`),
+    events: text('events')
+      .array()
+      .notNull()
+      .default(sql`'{payment.approved}'::text[]`),
     approvedAt: timestamp('approved_at', { withTimezone: true, mode: 'date' }),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
@@ -48,7 +54,11 @@ export const paymentMethods = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('payment_methods_one_default').on(t.isDefault).where(sql`${t.isDefault}`)],
+  (t) => [
+    uniqueIndex('payment_methods_one_default')
+      .on(t.isDefault)
+      .where(sql`${t.isDefault}`),
+  ],
 );
 
 /**
@@ -60,7 +70,9 @@ export const paymentRequests = pgTable(
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
     paymentId: text('payment_id').notNull().unique(),
-    clientId: integer('client_id').notNull().references(() => payClients.id),
+    clientId: integer('client_id')
+      .notNull()
+      .references(() => payClients.id),
     merchantInvoiceId: text('merchant_invoice_id').notNull(),
     amount: numeric('amount', { precision: 18, scale: 2 }).notNull(),
     currency: text('currency').notNull(),
@@ -94,7 +106,9 @@ export const paymentTransitions = pgTable(
   'payment_transitions',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    paymentRequestId: bigint('payment_request_id', { mode: 'number' }).notNull().references(() => paymentRequests.id),
+    paymentRequestId: bigint('payment_request_id', { mode: 'number' })
+      .notNull()
+      .references(() => paymentRequests.id),
     fromStatus: text('from_status'),
     toStatus: text('to_status').notNull(),
     actor: text('actor').notNull(),
@@ -107,7 +121,9 @@ export const paymentTransitions = pgTable(
 export const paymentIdempotency = pgTable(
   'payment_idempotency',
   {
-    clientId: integer('client_id').notNull().references(() => payClients.id),
+    clientId: integer('client_id')
+      .notNull()
+      .references(() => payClients.id),
     key: text('key').notNull(),
     requestHash: text('request_hash').notNull(),
     paymentId: text('payment_id'),
@@ -127,7 +143,9 @@ export const webhookOutbox = pgTable(
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
     eventId: text('event_id').notNull().unique(),
-    clientId: integer('client_id').notNull().references(() => payClients.id),
+    clientId: integer('client_id')
+      .notNull()
+      .references(() => payClients.id),
     event: text('event').notNull(),
     paymentRequestId: bigint('payment_request_id', { mode: 'number' }).references(() => paymentRequests.id),
     body: text('body').notNull(),
@@ -141,9 +159,13 @@ export const webhookOutbox = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
   (t) => [
-    index('webhook_outbox_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+    index('webhook_outbox_due_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} = 'pending'`),
     // Dead events stay until an admin resends them: counted by /metrics and /readyz without reading delivered rows.
-    index('webhook_outbox_dead_idx').on(t.id).where(sql`${t.status} = 'dead'`),
+    index('webhook_outbox_dead_idx')
+      .on(t.id)
+      .where(sql`${t.status} = 'dead'`),
     check('webhook_outbox_status', sql`${t.status} IN ('pending', 'delivered', 'dead')`),
   ],
 );

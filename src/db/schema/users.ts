@@ -12,7 +12,10 @@ export const users = pgTable(
     apiKeyHint: text('api_key_hint').notNull(),
     apiEnabled: boolean('api_enabled').notNull().default(true),
     balance: numeric('balance', { precision: 18, scale: 2 }).notNull().default('0'),
-    allowedIps: text('allowed_ips').array().notNull().default(sql`'{}'::text[]`),
+    allowedIps: text('allowed_ips')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
@@ -24,7 +27,9 @@ export const balanceLedger = pgTable(
   'balance_ledger',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    userId: integer('user_id').notNull().references(() => users.id),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id),
     amount: numeric('amount', { precision: 18, scale: 2 }).notNull(),
     balanceAfter: numeric('balance_after', { precision: 18, scale: 2 }).notNull(),
     kind: text('kind').notNull(),

@@ -163,7 +163,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     bankFeeds: deps.bankFeeds,
     cron: deps.cron,
     sync: deps.sync,
-    overrides: deps.overrides,
+    sourceOverrides: deps.sourceOverrides,
     backup: deps.backup,
   });
   return app;

@@ -26,7 +26,7 @@ import { createMethodsService } from './payments/methods.js';
 import { createPaymentsService } from './payments/service.js';
 import { createAuditService } from './audit/service.js';
 import { createCronService } from './jobs/cron.js';
-import { createWebhooksService, type WebhookTimeouts } from './webhooks/deliver.js';
+import { createWebhooksService, type WebhookTimeouts } from './webhooks/service.js';
 import { createBankFeedsService } from './payments/bank-feeds.js';
 import type { Resolver } from './webhooks/target.js';
 import { createSourceClient } from './sync/client.js';
@@ -38,7 +38,8 @@ import { createMetrics } from './ops/metrics.js';
 import { createBackupService, type EmbeddedSource } from './ops/backup.js';
 import { serverVersion } from './ops/version.js';
 
-export type DepsOverrides = {
+/** What a caller may hand in instead of what createDeps would build (tests, the CLI, the backup restore). */
+export type DepsSeams = {
   database?: Database;
   clock?: Clock;
   logger?: Logger;
@@ -54,10 +55,10 @@ export type DepsOverrides = {
   factsTimeoutMs?: number;
 };
 
-/** Composition root: builds every service from the config; the CLI, jobs and tests reuse it with overrides. */
-export async function createDeps(config: Config, overrides: DepsOverrides = {}) {
-  const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
-  const clock = overrides.clock ?? systemClock;
+/** Composition root: builds every service from the config; the CLI, jobs and tests reuse it, handing in seams. */
+export async function createDeps(config: Config, seams: DepsSeams = {}) {
+  const logger = seams.logger ?? createLogger(config.LOG_LEVEL);
+  const clock = seams.clock ?? systemClock;
   const cleanups: (() => Promise<void> | void)[] = [];
   let closing: Promise<void> | undefined;
 
@@ -65,10 +66,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const adminTokenFile = path.join(config.dataDir, 'admin-token');
   const adminToken = config.ADMIN_TOKEN ?? readOrCreateSecret(adminTokenFile).value;
 
-  let database = overrides.database;
+  let database = seams.database;
   // Only the process that opened the data folder (and holds its lock) backs it up.
   let embedded: EmbeddedSource | null = null;
-  const ownsDatabase = overrides.ownsDatabase ?? !overrides.database;
+  const ownsDatabase = seams.ownsDatabase ?? !seams.database;
   if (!database) {
     if (config.DATABASE_URL) {
       database = await openPg(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
@@ -89,7 +90,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     }
   }
   if (ownsDatabase) cleanups.unshift(() => database.close());
-  if (!overrides.skipMigrations) await database.migrate();
+  if (!seams.skipMigrations) await database.migrate();
   const cipher = createCipher(appSecret);
   try {
     await checkAppSecret(database.db, cipher);
@@ -132,7 +133,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
   const settings = createSettingsService({ db, clock, bus, logger, cipher, defaults: config.settingDefaults });
   // A registry per app instance (tests build several per process); the services count through metrics.domain.
   const metrics = createMetrics({ poolStats: () => database.poolStats() });
-  const facts = createFactsSource({ db, clock, timeoutMs: overrides.factsTimeoutMs, sourceUrlDefault: config.settingDefaults.source_url });
+  const facts = createFactsSource({ db, clock, timeoutMs: seams.factsTimeoutMs, sourceUrlDefault: config.settingDefaults.source_url });
   const users = createUsersService({ db, cipher, bus, clock });
   const catalog = createCatalogService({ db, cipher, bus, clock, settings });
   const orders = createOrderService({
@@ -155,8 +156,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     cipher,
     logger,
     bus,
-    resolver: overrides.webhookResolver,
-    timeouts: overrides.webhookTimeouts,
+    resolver: seams.webhookResolver,
+    timeouts: seams.webhookTimeouts,
     metrics: metrics.domain,
   });
   cleanups.unshift(async () => {
@@ -216,7 +217,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}) 
     source,
     sync,
     upstream,
-    overrides: sourceOverrides,
+    sourceOverrides,
     metrics,
     backup,
     facts,

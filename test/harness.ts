@@ -14,7 +14,7 @@ import { createDeps, type Deps } from '../src/deps.js';
 import { createLogger } from '../src/http/logger.js';
 import { createInFlightRequests, type InFlightRequests } from '../src/http/in-flight.js';
 import { manualClock, type Clock } from '../src/shared/clock.js';
-import type { WebhookTimeouts } from '../src/webhooks/deliver.js';
+import type { WebhookTimeouts } from '../src/webhooks/service.js';
 import type { Resolver } from '../src/webhooks/target.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';

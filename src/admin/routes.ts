@@ -8,7 +8,7 @@ import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handle
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import { PaymentStateError } from '../payments/errors.js';
 import type { SettingsService } from '../settings/service.js';
-import { categorySchema } from '../ordering/schemas.js';
+import { categorySchema } from '../catalog/schemas.js';
 import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
 import { installUploadParsers, uploadedLines } from './upload.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { productSchema, categorySchema } from '../ordering/schemas.js';
+import { productSchema, categorySchema } from '../catalog/schemas.js';
 import { moneyInput } from '../shared/money.js';
 
 export const userView = z.object({

@@ -10,7 +10,7 @@ import type { OverridesService } from '../sync/overrides.js';
 import type { SyncService } from '../sync/service.js';
 import { ok, productIdParams } from './schemas.js';
 
-export type AdminSyncDeps = { cron: CronService; sync: SyncService; overrides: OverridesService; settings: SettingsService };
+export type AdminSyncDeps = { cron: CronService; sync: SyncService; sourceOverrides: OverridesService; settings: SettingsService };
 
 /** Reason -> number of source records (docs/operations.md, "A source site's catalogue sync that fails or leaves records out"). */
 const reasons = z.record(z.string(), z.number().int());
@@ -123,7 +123,7 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
         ...errs(),
       },
     },
-    handler: async () => ({ ok: true as const, data: await deps.overrides.list() }),
+    handler: async () => ({ ok: true as const, data: await deps.sourceOverrides.list() }),
   });
   r.put('/admin/v1/overrides/:id', {
     schema: {
@@ -134,7 +134,7 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
       body: overrideBody,
       response: { 200: ok(overrideView, 'The override as stored, under data.'), ...errs('invalid_request', 'not_found') },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.overrides.set(req.params.id, req.body) }),
+    handler: async (req) => ({ ok: true as const, data: await deps.sourceOverrides.set(req.params.id, req.body) }),
   });
   r.post('/admin/v1/overrides/:id/clear', {
     schema: {
@@ -150,7 +150,7 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
         ...errs('invalid_request', 'not_found'),
       },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.overrides.clear(req.params.id) }),
+    handler: async (req) => ({ ok: true as const, data: await deps.sourceOverrides.clear(req.params.id) }),
   });
   r.put('/admin/v1/category-overrides/:id', {
     schema: {
@@ -161,6 +161,6 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
       body: z.object({ name: z.string().max(200).nullable().optional(), hidden: z.boolean().nullable().optional() }),
       response: { 200: ok(categoryOverrideView, 'The category override as stored, under data.'), ...errs('invalid_request', 'not_found') },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.overrides.setCategory(req.params.id, req.body) }),
+    handler: async (req) => ({ ok: true as const, data: await deps.sourceOverrides.setCategory(req.params.id, req.body) }),
   });
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
-import { OUTBOX_STATUSES, type WebhooksService } from '../webhooks/deliver.js';
+import { OUTBOX_STATUSES, type WebhooksService } from '../webhooks/service.js';
 import { ok } from './schemas.js';
 
 export type AdminWebhookDeps = { webhooks: WebhooksService };

@@ -7,7 +7,7 @@ import type { PaymentsService } from '../payments/service.js';
 import type { SettingsService } from '../settings/service.js';
 import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
-import type { WebhooksService } from '../webhooks/deliver.js';
+import type { WebhooksService } from '../webhooks/service.js';
 import { SYNC_RUN_MARGIN_SECONDS, type SyncOutcome, type SyncService } from '../sync/service.js';
 import type { UpstreamOrders } from '../sync/upstream.js';
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { bearerToken, hasCredentialInQuery } from '../http/auth-util.js';
-import { AppError } from '../http/errors.js';
+import { AppError, type ErrorCode } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { AuthUser, UsersService } from '../users/service.js';
 import type { SignatureVerifier } from './signing.js';
@@ -98,3 +98,15 @@ export function installSignatureCheck(app: FastifyInstance, deps: { settings: Se
     });
   });
 }
+
+/** Errors every route of the ordering API can answer before its handler runs (auth, guard, rate limit, signature). */
+export const AUTH_ERRORS: ErrorCode[] = [
+  'missing_api_key',
+  'unauthorized',
+  'api_disabled',
+  'ip_not_allowed',
+  'maintenance',
+  'rate_limited',
+  'api_guard',
+  'invalid_signature',
+];

@@ -1,11 +1,11 @@
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import { AppError, errorResponses } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { FilesService } from '../files/service.js';
 import { z } from 'zod';
-import { userOf } from './auth.js';
+import { AUTH_ERRORS, userOf } from './auth.js';
 import type { DeliveryService } from './delivery.js';
 import {
   deliveryResponse,
@@ -30,17 +30,6 @@ export type OrderRoutesDeps = {
   upstream: UpstreamOrders;
 };
 
-export const ORDER_AUTH_ERRORS: ErrorCode[] = [
-  'missing_api_key',
-  'unauthorized',
-  'api_disabled',
-  'ip_not_allowed',
-  'maintenance',
-  'rate_limited',
-  'api_guard',
-  'invalid_signature',
-];
-
 /** Base of links we hand out (download_url): the public_base_url setting, else the address the client called. */
 export async function baseUrlOf(req: FastifyRequest, settings: SettingsService): Promise<string> {
   return (await settings.get('public_base_url')) || `${req.protocol}://${req.host}`;
@@ -60,7 +49,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       response: {
         200: orderCreateResponse,
         ...errorResponses(
-          ...ORDER_AUTH_ERRORS,
+          ...AUTH_ERRORS,
           'invalid_request',
           'missing_request_id',
           'order_failed',
@@ -115,7 +104,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       summary: 'Status of one of your orders',
       description: "By order_code, or by request_id to settle a retry after a timeout. Another key's order answers not_found.",
       querystring: orderStatusQuery,
-      response: { 200: orderStatusResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
+      response: { 200: orderStatusResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.delivery.status(userOf(req).id, req.query) }),
   });
@@ -127,7 +116,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       description:
         'A code order answers its codes with their usage status (used, used_at, status_label in display_timezone); a file order answers a download_url. The first delivery records that the codes were shown (a later refund keeps them out of stock).',
       querystring: orderCodeQuery,
-      response: { 200: deliveryResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found') },
+      response: { 200: deliveryResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
     handler: async (req) => ({
       ok: true as const,
@@ -144,7 +133,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       querystring: orderCodeQuery,
       response: {
         200: z.any().describe('the ZIP file (application/zip)'),
-        ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request', 'not_found'),
+        ...errorResponses(...AUTH_ERRORS, 'invalid_request', 'not_found'),
       },
     },
     handler: async (req, reply) => {
@@ -187,7 +176,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       description:
         'Your orders, newest first, one page at a time (page from 1, limit 1-100, default 20). Each order as order/status shows it.',
       querystring: ordersQuery,
-      response: { 200: ordersResponse, ...errorResponses(...ORDER_AUTH_ERRORS, 'invalid_request') },
+      response: { 200: ordersResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request') },
     },
     handler: async (req) => {
       const page = await deps.delivery.list(userOf(req).id, req.query.page, req.query.limit);

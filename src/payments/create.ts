@@ -35,7 +35,7 @@ export type CreateDeps = {
 
 const validation = (message: string, path: string): AppError => fieldError('VALIDATION_ERROR', path, message);
 
-export function createCreate(deps: CreateDeps) {
+export function createIdempotentCreate(deps: CreateDeps) {
   const { db, clock, settings, methods, prepare, lifecycle, byPaymentId } = deps;
   /**
    * Creates a request exactly once per (client, Idempotency-Key): the key record and the request commit together;

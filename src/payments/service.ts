@@ -5,7 +5,7 @@ import { paymentRequests, paymentTransitions } from '../db/schema/index.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { DomainMetrics } from '../shared/metrics.js';
-import { createCreate } from './create.js';
+import { createIdempotentCreate } from './create.js';
 import { PaymentStateError } from './errors.js';
 import { createLifecycle } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
@@ -44,7 +44,7 @@ export function createPaymentsService(deps: PaymentsDeps) {
   return {
     prepare,
     transition: lifecycle.transition,
-    create: createCreate({ ...deps, prepare, lifecycle, byPaymentId }),
+    create: createIdempotentCreate({ ...deps, prepare, lifecycle, byPaymentId }),
     /** Status read: finishes a pending preparation and answers expired once expires_at has passed. */
     async status(clientId: number, paymentId: string): Promise<PaymentView> {
       const p = await byPaymentId(clientId, paymentId);

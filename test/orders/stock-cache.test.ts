@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STOCK_MAX_AGE_MS } from '../../src/catalog/public.js';
-import { productsResponse } from '../../src/ordering/schemas.js';
+import { productsResponse } from '../../src/catalog/schemas.js';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 
 /** Orders change only stock: the cached product page is kept, and its stock follows within STOCK_MAX_AGE_MS. */

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PER_CLIENT_IN_FLIGHT } from '../../src/webhooks/deliver.js';
+import { PER_CLIENT_IN_FLIGHT } from '../../src/webhooks/service.js';
 import type { Resolver } from '../../src/webhooks/target.js';
 import { createTestApp, offlineResolver, type TestApp } from '../harness.js';
 import { makeMethod } from '../payments/helpers.js';

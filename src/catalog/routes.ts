@@ -1,0 +1,51 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { errorResponses } from '../http/errors.js';
+import { AUTH_ERRORS } from '../ordering/auth.js';
+import type { CatalogService, ProductPage } from './service.js';
+import { categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
+
+const serializeProductsPage = (page: ProductPage) => JSON.stringify(productsResponse.parse({ ok: true, ...page }));
+
+/** The public catalogue of the ordering API (categories, products, product); registered inside its authenticated scope. */
+export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: CatalogService }): void {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.get('/api/v1/categories', {
+    schema: {
+      operationId: 'listCategories',
+      summary: 'List categories',
+      description: 'Local categories and the source-site categories the intermediary shows.',
+      response: { 200: categoriesResponse, ...errorResponses(...AUTH_ERRORS) },
+    },
+    handler: async () => ({ ok: true as const, data: await deps.catalog.listCategories() }),
+  });
+
+  r.get('/api/v1/products', {
+    schema: {
+      operationId: 'listProducts',
+      summary: 'List products (paginated, cached)',
+      description:
+        'Visible products. Every catalogue change (product, category, override, sync) is reflected at once; the stock of a code product may lag an order by up to 2 seconds.',
+      querystring: productsQuery,
+      response: { 200: productsResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request') },
+    },
+    // The page is serialised through its response schema once when built; a cache hit sends the stored bytes as they
+    // are (a Buffer payload skips the route's serializer and needs no encoding or measuring per request).
+    handler: async (req, reply) => {
+      const bytes = await deps.catalog.productsPage(req.query, serializeProductsPage);
+      return reply.type('application/json; charset=utf-8').send(bytes as never);
+    },
+  });
+
+  r.get('/api/v1/product', {
+    schema: {
+      operationId: 'getProduct',
+      summary: 'One product',
+      description: 'Descriptions 1 and 2, quantity bounds, stock and selling price of one visible product.',
+      querystring: productQuery,
+      response: { 200: productResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request', 'not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.catalog.getProduct(req.query.id) }),
+  });
+}

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { AppError, errorBody, errorStatus, type ErrorDetail } from './errors.js';
+import { DomainError } from '../shared/domain-error.js';
 import { isDatabaseOutage, OUTAGE_RETRY_AFTER_S } from './outage.js';
 import { createValidatorCompiler } from './validation.js';
 
@@ -72,10 +73,32 @@ export function installErrorVocabulary(app: FastifyInstance, vocab: ErrorVocabul
   app.setValidatorCompiler(createValidatorCompiler(vocab));
 }
 
+/**
+ * A domain error the scope's `translate` left as it is, in the family's codes: not_found 404, conflict 409, invalid
+ * 400 (its field in details), busy 503 with Retry-After, upstream_failed 502.
+ */
+export function domainErrorAnswer(err: DomainError, vocab: ErrorVocabulary): AppError {
+  switch (err.kind) {
+    case 'not_found':
+      return new AppError(vocab.notFound, err.message);
+    case 'conflict':
+      return new AppError('conflict', err.message);
+    case 'invalid':
+      return err.info.path
+        ? new AppError(vocab.validation, err.message, { details: [{ path: err.info.path, message: err.message }] })
+        : new AppError(vocab.validation, err.message);
+    case 'busy':
+      return new AppError('unavailable', err.message, { headers: { 'Retry-After': String(err.info.retryAfterSeconds ?? 1) } });
+    case 'upstream_failed':
+      return new AppError('sync_failed', err.message);
+  }
+}
+
 /** The one handler that writes the error envelope; 5xx are logged with the request id and never leaked. */
 function errorHandlerFor(vocab: ErrorVocabulary) {
   return (raw: FastifyError | AppError | Error, req: FastifyRequest, reply: FastifyReply) => {
-    const err = vocab.translate ? vocab.translate(raw) : raw;
+    const translated = vocab.translate ? vocab.translate(raw) : raw;
+    const err = translated instanceof DomainError ? domainErrorAnswer(translated, vocab) : translated;
     if (err instanceof AppError) {
       if (err.status >= 500 && err.code !== 'maintenance' && err.code !== 'not_ready')
         req.log.error({ err: { code: err.code, message: err.message } }, 'request failed');

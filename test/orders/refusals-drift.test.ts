@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { ORDER_REFUSALS, REFUSAL_MESSAGES, SQL_REFUSALS } from '../../src/ordering/refusals.js';
+import { MONEY_LIMIT } from '../../src/shared/money.js';
+import { functionFiles, splitStatements, withoutComments } from '../helpers/sql-functions.js';
+
+/**
+ * The order refusals crossing from SQL to TypeScript are one closed list (src/ordering/refusals.ts): the reasons the
+ * SQL functions raise with SQLSTATE RG001 are read from their files (src/db/functions/, which
+ * test/foundation/sql-functions.test.ts holds to the migrations and the installed functions) and compared with it.
+ */
+
+/**
+ * RG001 reasons that are not order refusals: `not_local` tells src/ordering/service.ts to take the source path. The
+ * order function that replaces order_create_local no longer raises it; the test fails once no file raises it, so
+ * that this entry goes with it.
+ */
+const NOT_REFUSALS = ['not_local'];
+
+/** The one form a refusal is raised in: the reason as a plain literal, ERRCODE RG001, and at most a DETAIL or HINT. */
+const REFUSAL_RAISE = /^RAISE\s+EXCEPTION\s+'([a-z][a-z0-9_]*)'\s+USING\s+ERRCODE\s*=\s*'RG001'(?:\s*,\s*(?:DETAIL|HINT)\s*=[^;]*)?;$/;
+
+/** The reasons raised with RG001 in each function file, and every statement using RG001 in another form. */
+function raisedRefusals(): { reasons: Map<string, string[]>; otherForms: string[] } {
+  const reasons = new Map<string, string[]>();
+  const otherForms: string[] = [];
+  for (const f of functionFiles()) {
+    // Statements of the body, comments left out: a reason named in a comment is not raised.
+    for (const s of splitStatements(f.statements.flatMap((st) => st.dollarBodies).join('\n'))) {
+      const uses = (s.code.match(/RG001/gi) ?? []).length;
+      if (uses === 0) continue;
+      const raise = /\bRAISE\b[\s\S]*$/i.exec(s.code)?.[0];
+      const m = raise && uses === 1 ? REFUSAL_RAISE.exec(raise) : null;
+      if (m) reasons.set(m[1]!, [...(reasons.get(m[1]!) ?? []), f.file]);
+      else otherForms.push(`${f.file}.sql: ${s.code.slice(0, 200)}`);
+    }
+  }
+  return { reasons, otherForms };
+}
+
+describe('order refusals: SQL against TypeScript', () => {
+  const { reasons, otherForms } = raisedRefusals();
+
+  it('every RG001 raise names its reason as a literal, in the one form', () => {
+    expect(otherForms, "RG001 outside the form RAISE EXCEPTION '<reason>' USING ERRCODE = 'RG001' [, DETAIL = ...]").toEqual([]);
+  });
+
+  it('the reasons the SQL functions raise with RG001 are SQL_REFUSALS, no more, no fewer', () => {
+    expect(reasons.size, 'no RG001 raise found in src/db/functions/: the parser or the files are wrong').toBeGreaterThan(0);
+    const raised = [...reasons.keys()].filter((r) => !NOT_REFUSALS.includes(r)).sort();
+    expect(raised, 'RG001 reasons of src/db/functions/*.sql against SQL_REFUSALS of src/ordering/refusals.ts').toEqual(
+      [...SQL_REFUSALS].sort(),
+    );
+  });
+
+  it('the reasons allowed as not refusals are still raised (remove them from NOT_REFUSALS when not)', () => {
+    for (const r of NOT_REFUSALS) {
+      expect(reasons.has(r), `no function raises ${r} any more: remove it from NOT_REFUSALS in this test`).toBe(true);
+      expect(ORDER_REFUSALS as readonly string[]).not.toContain(r);
+    }
+  });
+
+  it('every reason of ORDER_REFUSALS has a message, and SQL_REFUSALS are order refusals', () => {
+    expect(Object.keys(REFUSAL_MESSAGES).sort()).toEqual([...ORDER_REFUSALS].sort());
+    for (const r of ORDER_REFUSALS) expect(REFUSAL_MESSAGES[r].trim(), `message of ${r}`).not.toBe('');
+    for (const r of SQL_REFUSALS) expect(ORDER_REFUSALS as readonly string[]).toContain(r);
+  });
+});
+
+/** A numeric literal's value as text (no sign, no leading zeros, no zero fraction, no `_`), for an exact comparison. */
+function literalValue(lit: string): string {
+  const [int, frac = ''] = lit.replaceAll('_', '').split('.');
+  return int!.replace(/^0+(?=\d)/, '') + (/[1-9]/.test(frac) ? `.${frac.replace(/0+$/, '')}` : '');
+}
+
+const TOTAL = String.raw`[A-Za-z_][\w.]*total\w*`;
+const OP = String.raw`>=|<=|<>|!=|>|<|=`;
+const LITERAL = String.raw`'?(\d[\d_]*(?:\.\d+)?)'?(?:\s*::\s*\w+(?:\s*\(\s*\d+\s*(?:,\s*\d+\s*)?\))?)?`;
+const TOTAL_VS_LITERAL = new RegExp(String.raw`\b(${TOTAL})\s*(?:${OP})\s*${LITERAL}`, 'gi');
+const LITERAL_VS_TOTAL = new RegExp(String.raw`(?<![\w.])${LITERAL}\s*(?:${OP})\s*(${TOTAL})\b`, 'gi');
+
+describe('the money limit: SQL against TypeScript', () => {
+  it('every comparison of a total with a literal other than 0 compares it with MONEY_LIMIT', () => {
+    const found: { file: string; text: string; value: string }[] = [];
+    for (const f of functionFiles()) {
+      const code = withoutComments(f.statements.flatMap((s) => s.dollarBodies).join('\n'));
+      for (const m of code.matchAll(TOTAL_VS_LITERAL)) found.push({ file: f.file, text: m[0], value: literalValue(m[2]!) });
+      for (const m of code.matchAll(LITERAL_VS_TOTAL)) found.push({ file: f.file, text: m[0], value: literalValue(m[1]!) });
+    }
+    const limits = found.filter((c) => c.value !== '0');
+    // The order function turns a total numeric(18,2) cannot hold into insufficient_balance: without such a comparison
+    // this test would compare nothing.
+    expect(limits.length, 'no function compares a total with a literal limit').toBeGreaterThan(0);
+    for (const c of limits) expect(c.value, `${c.file}.sql: ${c.text}`).toBe(MONEY_LIMIT);
+  });
+});

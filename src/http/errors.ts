@@ -56,7 +56,7 @@ export type ErrorDetail = { path: string; message: string };
 export type AppErrorOptions = {
   details?: ErrorDetail[];
   reason?: string;
-  /** Overrides the code's status where DESIGN allows two (order_failed: 502 when the source site failed). */
+  /** Overrides the code's status where the contract allows two (order_failed: 502 when the source site failed). */
   status?: number;
   headers?: Record<string, string>;
   extra?: Record<string, unknown>;

@@ -3,7 +3,7 @@ import type pino from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { createLogger, lazyChildLogger } from '../../src/http/logger.js';
 
-// Issue 10 item 3: a request's logger is made real only when it writes, so a request that logs nothing makes no pino
+// docs/decisions.md, "The request's logger is lazy": a request's logger is made real only when it writes, so a request that logs nothing makes no pino
 // child; what it does write is the same as a real child's (bindings, redaction, level).
 
 function capture(level: string) {

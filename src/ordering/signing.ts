@@ -35,9 +35,9 @@ export function createSignatureVerifier(deps: { db: Db; clock: Clock }) {
   const burn = deps.db
     .insert(apiNonces)
     .values({
-      userId: sql.placeholder('userId') as unknown as number,
-      nonce: sql.placeholder('nonce') as unknown as string,
-      expiresAt: sql`${sql.placeholder('expiresAt')}::timestamptz` as unknown as Date,
+      userId: sql.placeholder('userId'),
+      nonce: sql.placeholder('nonce'),
+      expiresAt: sql<Date>`${sql.placeholder('expiresAt')}::timestamptz`,
     })
     .onConflictDoNothing()
     .returning({ nonce: apiNonces.nonce })

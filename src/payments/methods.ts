@@ -136,7 +136,7 @@ export function createMethodsService(deps: { db: Db }) {
             active,
             // Deactivating the default leaves no default until the admin names one.
             isDefault: patch.make_default ? true : active ? m.isDefault : false,
-            updatedAt: sql`now()` as unknown as Date,
+            updatedAt: sql<Date>`now()`,
           })
           .where(eq(paymentMethods.id, m.id))
           .returning();

@@ -271,10 +271,10 @@ describe('ordering API authentication', () => {
       const spy = vi.spyOn(db, 'select').mockImplementation(((...args: Parameters<typeof realSelect>) => {
         const builder = realSelect(...args);
         const from = builder.from.bind(builder);
-        (builder as unknown as { from: (tbl: Table) => unknown }).from = (tbl: Table) => {
+        builder.from = ((tbl: Table) => {
           tables.push(getTableName(tbl));
           return from(tbl as never);
-        };
+        }) as typeof builder.from;
         return builder;
       }) as typeof db.select);
       try {

@@ -1,5 +1,4 @@
 import { Writable } from 'node:stream';
-import type pino from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { createLogger, lazyChildLogger } from '../../src/http/logger.js';
 
@@ -14,7 +13,7 @@ function capture(level: string) {
       cb();
     },
   });
-  return { logger: createLogger(level, stream as unknown as pino.DestinationStream), lines };
+  return { logger: createLogger(level, stream), lines };
 }
 
 describe('lazy request logger', () => {

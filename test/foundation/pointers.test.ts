@@ -37,7 +37,7 @@ describe('pointers stay inside the repository', () => {
   it('the pattern finds a design section, an issue number and a spec endpoint number, and not a docs/ pointer', () => {
     const hits = ['DES' + 'IGN 5', 'the DES' + 'IGN', 'is' + 'sue 9', 'Is' + 'sue 10 item 2', 'spec endpoint' + ' 10'];
     for (const text of hits) expect(OUTSIDE.test(text), text).toBe(true);
-    const clean = ['docs/payments.md, section 7', 'the contract (docs/contract.md)', 'tissue 3', 'design 5'];
+    const clean = ['docs/payments.md, section 7', 'the contract (docs/contract.md)', 'tis' + 'sue 3', 'design 5'];
     for (const text of clean) expect(OUTSIDE.test(text), text).toBe(false);
   });
 

@@ -29,7 +29,7 @@ export default tseslint.config(
     files: ['bench/**', 'bin/**', 'src/admin/cli.ts', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
-  // The two public APIs share only the platform (http/, shared/, db/): neither imports the other (issue 11).
+  // The two public APIs share only the platform (http/, shared/, db/): neither imports the other (docs/decisions.md, "Platform pieces live in `src/http/`").
   {
     files: ['src/payments/**'],
     rules: {

@@ -108,7 +108,7 @@ export async function run(): Promise<void> {
       headers: { authorization: `Bearer ${user.api_key}` },
     });
     let bytes = 0;
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.byteLength;
+    for await (const chunk of res.body!) bytes += chunk.byteLength;
     const seconds = (performance.now() - t1) / 1000;
     clearInterval(sampler);
     peak = Math.max(peak, rssOf(server.pid!));

@@ -6,7 +6,7 @@ import { ROOT } from './table/procs.js';
 import { rows, type Row } from './table/rows.js';
 
 /**
- * The performance table (issue 10): each row is ours against the machine's own limit measured in the same run, on
+ * The performance table (docs/PERFORMANCE.md): each row is ours against the machine's own limit measured in the same run, on
  * PostgreSQL, the server under test in a child process. Prints the table and writes it, with the command and the
  * machine, between the markers of docs/PERFORMANCE.md (the rest of that file is prose kept by hand).
  * BENCH_ROWS=products,balance runs only those rows; BENCH_CONNECTIONS sets the connection count (default 50).

@@ -96,7 +96,7 @@ export type Env = z.output<typeof envSchema>;
 
 export type Config = Env & {
   dataDir: string;
-  /** Defaults of runtime settings (DESIGN 6): built-in, or the upper-case environment variable (CURRENCY=USD). */
+  /** Defaults of runtime settings (docs/configuration.md, "Runtime settings"): built-in, or the upper-case environment variable (CURRENCY=USD). */
   settingDefaults: Record<SettingKey, string>;
 };
 

@@ -49,7 +49,7 @@ export type DepsSeams = {
   ownsDatabase?: boolean;
   /** Name resolution of webhook targets (tests answer what a rebinding name would, without leaving 127.0.0.1). */
   webhookResolver?: Resolver;
-  /** Connect and total timeouts of a webhook attempt (tests shorten them; default DESIGN 5's 5 s and 15 s). */
+  /** Connect and total timeouts of a webhook attempt (tests shorten them; default 5 s and 15 s, docs/payments.md section 7). */
   webhookTimeouts?: WebhookTimeouts;
   /** Bound of the database read behind /readyz and /metrics (tests shorten it; default FACTS_TIMEOUT_MS, 2 s). */
   factsTimeoutMs?: number;

@@ -1,5 +1,5 @@
 /**
- * Drill (issue 9): a database outage under order load, on a throwaway PostgreSQL cluster of its own (initdb into a
+ * Drill (docs/operations.md, "Drills"): a database outage under order load, on a throwaway PostgreSQL cluster of its own (initdb into a
  * temp folder, its own port), so the machine's PostgreSQL is never touched. All backends are terminated mid-load,
  * then the cluster is stopped for 5 s and started again. The server must never exit, answer 503 meanwhile (never
  * hang, never 500), serve again within 5 s of the database's return, and every 2xx order must exist with balance and

@@ -1,5 +1,5 @@
 /**
- * Drill (issue 9): 200 aborted downloads of a 30 MB file and 20 malformed uploads against a server process; afterwards
+ * Drill (docs/operations.md, "Drills"): 200 aborted downloads of a 30 MB file and 20 malformed uploads against a server process; afterwards
  * it holds the same number of descriptors (±5) and an RSS within 50 MB of where it started, and /api/v1/balance
  * answers in under 1 s. Database: DRILL_PG_URL (a database of its own is created under it and dropped), else the
  * embedded one. Bounded: about a minute. Run: npx tsx scripts/drills/resource-sweep.ts

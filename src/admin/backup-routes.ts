@@ -6,7 +6,7 @@ import { errorResponses, type ErrorCode } from '../http/errors.js';
 import { allowSilence } from '../http/server-options.js';
 import type { BackupService } from '../ops/backup.js';
 
-export type AdminBackupDeps = { backup: BackupService };
+export type AdminBackupDeps = { backup: Pick<BackupService, 'prepare'> };
 
 const backupQuery = z.object({
   with_secrets: z

@@ -1,4 +1,4 @@
-/** The CLI's commands, one file per noun under cli/ (names are contract, DESIGN 6); cli.ts runs them. */
+/** The CLI's commands, one file per noun under cli/ (the names are contract: docs/contract.md, "Admin"); cli.ts runs them. */
 import type { Command } from './cli/kit.js';
 import { userCommands } from './cli/user.js';
 import { categoryCommands } from './cli/category.js';

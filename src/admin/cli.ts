@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { CliError, COMMANDS, usageError, type Command, type HttpCall, type Opts } from './cli-commands.js';
 
 /**
- * reseller-admin (DESIGN 6): a thin client of the admin HTTP API. JSON `data` on stdout and exit 0; on failure one
+ * reseller-admin (docs/contract.md, "Admin"): a thin client of the admin HTTP API. JSON `data` on stdout and exit 0; on failure one
  * line `{"ok":false,"error","message"}` on stderr and exit 1. The commands themselves live in cli-commands.ts.
  */
 
@@ -145,7 +145,7 @@ function connection(env: CliIo['env']): Connection {
   return { base: url.href.replace(/\/+$/, ''), shown: shown.href.replace(/\/+$/, ''), ...adminToken(env) };
 }
 
-/** ADMIN_TOKEN, else the file the server generates at first start (DESIGN 6); and which of the two it was. */
+/** ADMIN_TOKEN, else the file the server generates at first start (README.md, "Start"); and which of the two it was. */
 function adminToken(env: CliIo['env']): { token: string; tokenSource: string } {
   const fromEnv = env.ADMIN_TOKEN?.trim();
   const file = path.resolve(env.DATA_DIR?.trim() || './data', 'admin-token');

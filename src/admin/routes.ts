@@ -58,7 +58,7 @@ export type AdminDeps = AdminAuditDeps &
 const ADMIN_ERRORS: ErrorCode[] = ['admin_unauthorized', 'forbidden'];
 const ACTOR = 'admin-api';
 
-/** The admin HTTP API (DESIGN 6): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */
+/** The admin HTTP API (docs/contract.md, "Admin"): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   documentRoutes(app, API_DOCS.admin);
   installErrorVocabulary(app, {

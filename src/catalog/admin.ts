@@ -163,7 +163,7 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
             ...(patch.description2 !== undefined ? { description2: sanitizeDescription(patch.description2) } : {}),
             ...(patch.hidden !== undefined ? { hidden: patch.hidden } : {}),
             ...(patch.sort !== undefined ? { sort: patch.sort } : {}),
-            updatedAt: sql`now()` as unknown as Date,
+            updatedAt: sql<Date>`now()`,
           })
           .where(eq(products.id, id));
         return adminView(await productRow(id, tx, markup));

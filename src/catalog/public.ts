@@ -32,7 +32,7 @@ export type ProductsQuery = {
 
 /**
  * How stale the stock of a local code product on a cached page may be. Orders change only stock, so they do not
- * drop the cached pages (issue 10 item 2): the stock of the code products on a page is re-read at most this often.
+ * drop the cached pages (docs/decisions.md, "Orders do not drop the product cache"): the stock of the code products on a page is re-read at most this often.
  */
 export const STOCK_MAX_AGE_MS = 2_000;
 

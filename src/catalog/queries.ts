@@ -122,7 +122,7 @@ export function productView(r: ShownRow, hiddenAsUnavailable = true): ProductVie
   let stock: number;
   let status: ProductView['status'];
   if (r.sourceId !== null) {
-    // Stock and status of the last sync: the source decides at order time (DESIGN 4).
+    // Stock and status of the last sync: the source decides at order time (docs/tables.md, `products`).
     stock = r.sourceStock ?? 0;
     status = (
       ['in_stock', 'out_of_stock', 'unavailable'].includes(r.sourceStatus ?? '') ? r.sourceStatus : 'unavailable'

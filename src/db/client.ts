@@ -80,7 +80,7 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
     cb
       ? connect((err, client, done) => cb(err && (markFromDatabase(err) as Error), client, done))
       : (connect() as Promise<pg.PoolClient>).catch((err: unknown) => Promise.reject(markFromDatabase(err)))) as typeof pool.connect;
-  const db = drizzlePg({ client: pool, schema }) as unknown as Db;
+  const db = drizzlePg({ client: pool, schema });
   let listener: pg.Client | null = null;
   let closed = false;
   let retryMs = 500;
@@ -195,7 +195,7 @@ export async function openPglite(opts: {
     loadDataDir: opts.loadDataDir,
     ...(opts.dataDir ? { startParams: PGLITE_START_PARAMS } : {}),
   });
-  const db = drizzlePglite({ client, schema }) as unknown as Db;
+  const db = drizzlePglite({ client, schema });
   return {
     kind: 'pglite',
     db,

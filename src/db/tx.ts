@@ -9,13 +9,13 @@ import type { Db } from './client.js';
  * whose row belongs to the merge that changes the catalogue).
  */
 export async function withTx<T>(db: Db, fn: (tx: Db) => Promise<T>, opts?: { audit?: 'skip' }): Promise<T> {
-  if (db instanceof PgTransaction) return fn(db as unknown as Db);
+  if (isTransaction(db)) return fn(db);
   const audit = opts?.audit === 'skip' ? null : claimAuditRow();
-  if (!audit) return db.transaction(async (tx) => fn(tx as unknown as Db));
+  if (!audit) return db.transaction(async (tx) => fn(tx));
   try {
     const result = await db.transaction(async (tx) => {
-      const r = await fn(tx as unknown as Db);
-      await audit.write(tx as unknown as Db);
+      const r = await fn(tx);
+      await audit.write(tx);
       return r;
     });
     audit.committed();
@@ -24,6 +24,11 @@ export async function withTx<T>(db: Db, fn: (tx: Db) => Promise<T>, opts?: { aud
     audit.rolledBack();
     throw err;
   }
+}
+
+/** A boolean, not a type guard: `instanceof` would narrow `db` to PgTransaction<any>, which is no longer a Db. */
+function isTransaction(db: Db): boolean {
+  return db instanceof PgTransaction;
 }
 
 /** Rows of a raw `db.execute(sql...)`: both drivers answer an object with `rows`. */

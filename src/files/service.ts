@@ -22,7 +22,7 @@ function safeFilename(name: string): string {
 /**
  * A stored file opened only when the archive first reads it, and closed when destroyed: archiver's own lazy file
  * entries stay open and paused for ever when the archive is aborted mid-file, one descriptor and its buffers per
- * aborted download (issue 9).
+ * aborted download (docs/operations.md, "Uploads and downloads that go wrong").
  */
 class LazyFile extends Readable {
   private src: fs.ReadStream | null = null;

@@ -5,7 +5,7 @@ export function bearerToken(header: string | undefined): string | undefined {
   return m ? m[1] : undefined;
 }
 
-/** Query parameter names that would put a credential in a URL (refused, DESIGN 3). */
+/** Query parameter names that would put a credential in a URL (refused: docs/errors.md, `missing_api_key`). */
 const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'key', 'token', 'access_token', 'x-api-key']);
 
 // Every name in CREDENTIAL_PARAMS contains "key" or "token"; "%" could spell either in an encoded name, and a

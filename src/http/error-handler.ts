@@ -18,9 +18,9 @@ export type ErrorVocabulary = {
   translate?: (err: Error) => Error;
 };
 
-/** The ordering API's codes (DESIGN 3), also those of admin, bank feeds, cron and ops, and of anything outside a family. */
+/** The ordering API's codes (docs/errors.md, "Ordering API codes"), also those of admin, bank feeds, cron and ops, and of anything outside a family. */
 export const DEFAULT_VOCABULARY: ErrorVocabulary = { validation: 'invalid_request', notFound: 'not_found', rateLimited: 'rate_limited' };
-/** The payment API's codes (DESIGN 5). */
+/** The payment API's codes (docs/errors.md, "Payment API codes"). */
 export const PAYMENT_VOCABULARY: ErrorVocabulary = {
   validation: 'VALIDATION_ERROR',
   notFound: 'PAYMENT_NOT_FOUND',

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
-/** The closed list of error codes and their HTTP status (DESIGN 3 and 5; the extra ones are documented in docs/errors.md). */
+/** The closed list of error codes and their HTTP status (docs/errors.md: the contract's codes and the extra ones). */
 export const errorStatus = {
-  // ordering API (DESIGN 3, contract)
+  // ordering API (contract: docs/errors.md, "Ordering API codes")
   missing_api_key: 401,
   unauthorized: 401,
   api_disabled: 403,
@@ -19,17 +19,17 @@ export const errorStatus = {
   not_found: 404,
   request_id_conflict: 409,
   internal_error: 500,
-  // catalogue sync (DESIGN 4): a failed run, which changed nothing
+  // catalogue sync (contract): a failed run, which changed nothing
   sync_failed: 502,
   // operations and admin
   payload_too_large: 413,
   not_ready: 503,
-  // issue 9: the database (or another dependency) is unreachable for this request; Retry-After says when to try again
+  // the database (or another dependency) is unreachable for this request; Retry-After says when to try again
   unavailable: 503,
   admin_unauthorized: 401,
   forbidden: 403,
   conflict: 409,
-  // payment API (DESIGN 5, contract)
+  // payment API (contract: docs/errors.md, "Payment API codes")
   API_AUTH_HEADERS_MISSING: 401,
   API_KEY_INVALID: 401,
   API_SIGNATURE_ALG_INVALID: 400,
@@ -45,7 +45,7 @@ export const errorStatus = {
   PAYMENT_NOT_FOUND: 404,
   PAYMENT_METHOD_INVALID: 400,
   RATE_LIMITED: 429,
-  // payment API, beyond DESIGN 5 (docs/errors.md): a second open request for one merchant_invoice_id
+  // payment API, beyond the contract (docs/errors.md): a second open request for one merchant_invoice_id
   PAYMENT_INVOICE_PENDING: 409,
 } as const satisfies Record<string, number>;
 
@@ -56,7 +56,7 @@ export type ErrorDetail = { path: string; message: string };
 export type AppErrorOptions = {
   details?: ErrorDetail[];
   reason?: string;
-  /** Overrides the code's status where DESIGN allows two (order_failed: 502 when the source site failed). */
+  /** Overrides the code's status where the contract allows two (order_failed: 502 when the source site failed). */
   status?: number;
   headers?: Record<string, string>;
   extra?: Record<string, unknown>;

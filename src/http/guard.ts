@@ -113,7 +113,7 @@ function redisStore(redis: Redis, prefix: string, clock: Clock): Store {
 }
 
 /**
- * api_guard (DESIGN 3): a key or address that keeps going past its rate limit, or keeps failing authentication,
+ * api_guard (docs/errors.md, `api_guard`): a key or address that keeps going past its rate limit, or keeps failing authentication,
  * within a minute is refused for guard_seconds. Shared through Redis when configured; while Redis is down it counts
  * and guards per process rather than taking the API down or letting every guess through.
  */

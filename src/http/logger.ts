@@ -146,5 +146,6 @@ class LazyChild {
 /** Fastify's childLoggerFactory: a lazy child (above); a route's own log level needs the real child at once. */
 export function lazyChildLogger(parent: Logger, bindings: Record<string, unknown>, opts: Record<string, unknown>): Logger {
   const child = new LazyChild(parent, bindings, opts);
+  // LazyChild has the methods Fastify calls on a request's logger, not every member of pino's Logger type.
   return (opts && Object.keys(opts).length > 0 ? child.real() : child) as unknown as Logger;
 }

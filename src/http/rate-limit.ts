@@ -8,7 +8,7 @@ export type RateLimitOptions = {
   /** The limit per minute, read on every request (a settings change applies at once). */
   max: () => Promise<number>;
   keyGenerator: (req: FastifyRequest) => string;
-  /** The code of the API family's vocabulary (rate_limited for ordering, RATE_LIMITED for payments, DESIGN 5). */
+  /** The code of the API family's vocabulary (rate_limited for ordering, RATE_LIMITED for payments: docs/errors.md). */
   code: 'rate_limited' | 'RATE_LIMITED';
   redis?: Redis;
   /** Redis key prefix of this family's counters. */

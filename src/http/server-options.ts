@@ -40,7 +40,7 @@ export function allowSilence(req: IncomingMessage, ms: number): void {
   if (typeof req.socket?.setTimeout === 'function') req.socket.setTimeout(ms);
 }
 
-/** What Node's parser refused, as the envelope: status and code (DESIGN 3 names no timeout code; 408 reuses invalid_request). */
+/** What Node's parser refused, as the envelope: status and code (the contract names no timeout code, so 408 reuses invalid_request: docs/decisions.md, "Error codes of a refused HTTP request"). */
 function clientErrorAnswer(code: string | undefined): { status: number; error: ErrorCode; message: string } {
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
     return { status: 408, error: 'invalid_request', message: 'The request was not received in time' };

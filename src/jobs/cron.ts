@@ -109,7 +109,7 @@ export function createCronService(deps: {
       try {
         sync = await syncNow(false);
       } catch (err) {
-        // The other jobs ran before the sync: a failed sync still reports them (an extra field beside DESIGN 4's three).
+        // The other jobs ran before the sync: a failed sync still reports them (an extra field: docs/decisions.md, "A failed sync still reports the other jobs").
         if (err instanceof AppError && err.code === 'sync_failed') throw new AppError('sync_failed', err.message, { extra: { jobs } });
         throw err;
       }

@@ -29,7 +29,7 @@ const cronResponse = z
   })
   .describe('What the jobs did: the catalogue sync fields, and the other jobs under jobs.');
 
-/** The scheduler's endpoint (spec endpoint 10), authenticated by the cron_token setting, not by an API key. */
+/** The scheduler's endpoint (docs/contract.md, "The cron endpoint"), authenticated by the cron_token setting, not by an API key. */
 export async function cronRoutes(
   app: FastifyInstance,
   deps: { cron: CronService; settings: SettingsService; guard: Guard },

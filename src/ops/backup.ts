@@ -38,7 +38,7 @@ export type BackupManifest = {
 
 export type MissingFile = { product_file_id: number; storage_name: string };
 
-export type EmbeddedSource = { client: PGlite; pgdata: string };
+export type EmbeddedSource = { client: Pick<PGlite, 'transaction'>; pgdata: string };
 
 export type BackupDeps = {
   /** The embedded database this process owns, or null (PostgreSQL, or a database handed in by a test). */

@@ -79,7 +79,7 @@ const dialect = new PgDialect();
  * ($client). The embedded database runs in this process and has no connection to lose.
  */
 async function factsRows(db: Db, timeoutMs: number | undefined): Promise<FactsRow[]> {
-  const client = (db as unknown as { $client?: unknown }).$client;
+  const client = '$client' in db ? db.$client : undefined;
   if (timeoutMs === undefined || !(client instanceof pg.Pool)) return rowsOf<FactsRow>(await db.execute(FACTS_QUERY));
   const q = dialect.sqlToQuery(FACTS_QUERY);
   try {

@@ -70,15 +70,24 @@ export function createMetrics(deps: MetricsDeps) {
   for (const r of SYNC_RESULTS) syncRuns.inc({ result: r }, 0);
 
   const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: [registry] });
-  const outbox = gauge('rg_webhook_outbox', 'Webhook events waiting (pending) or given up (dead) in the outbox', ['state']);
-  const oldestPending = gauge('rg_webhook_outbox_oldest_pending_seconds', 'Age of the oldest pending webhook event, 0 when none');
-  const syncLast = gauge('rg_sync_last_success_timestamp_seconds', 'End of the last successful catalogue sync (Unix seconds), 0 when none');
-  const syncFailures = gauge(
+  /** The names of the gauges read from the database: a scrape leaves them out when the database does not answer. */
+  const dbGaugeNames = new Set<string>();
+  const dbGauge = (name: string, help: string, labelNames: string[] = []) => {
+    dbGaugeNames.add(name);
+    return gauge(name, help, labelNames);
+  };
+  const outbox = dbGauge('rg_webhook_outbox', 'Webhook events waiting (pending) or given up (dead) in the outbox', ['state']);
+  const oldestPending = dbGauge('rg_webhook_outbox_oldest_pending_seconds', 'Age of the oldest pending webhook event, 0 when none');
+  const syncLast = dbGauge(
+    'rg_sync_last_success_timestamp_seconds',
+    'End of the last successful catalogue sync (Unix seconds), 0 when none',
+  );
+  const syncFailures = dbGauge(
     'rg_sync_consecutive_failures',
     'Failed sync runs since the last successful one; 0 when intermediary mode is off',
   );
-  const syncEnabled = gauge('rg_sync_enabled', '1 when intermediary mode is on (source_url set)');
-  const stuck = gauge('rg_upstream_orders_stuck', 'Pending source orders flagged stuck (upstream_stuck_minutes passed)');
+  const syncEnabled = dbGauge('rg_sync_enabled', '1 when intermediary mode is on (source_url set)');
+  const stuck = dbGauge('rg_upstream_orders_stuck', 'Pending source orders flagged stuck (upstream_stuck_minutes passed)');
   const pool = gauge('rg_db_pool_connections', 'Database pool connections (total, idle) and queries waiting for one', ['state']);
   const poolMax = gauge('rg_db_pool_max', 'Size limit of the database pool');
 
@@ -105,7 +114,6 @@ export function createMetrics(deps: MetricsDeps) {
     pool.set({ state: 'idle' }, p.idle);
     pool.set({ state: 'waiting' }, p.waiting);
     poolMax.set(p.max);
-    const dbGauges = [outbox, oldestPending, syncLast, syncFailures, syncEnabled, stuck];
     try {
       // One bounded read (ops/facts.ts), whether intermediary mode is on included: off, the sync gauges read 0.
       const f = await facts.get();
@@ -119,7 +127,7 @@ export function createMetrics(deps: MetricsDeps) {
       stuck.set(f.stuckOrders);
     } catch {
       // No stale values: an absent series says "unknown"; whether the database answers is /readyz's to tell.
-      return withoutMetrics(await registry.metrics(), new Set(dbGauges.map((g) => (g as unknown as { name: string }).name)));
+      return withoutMetrics(await registry.metrics(), dbGaugeNames);
     }
     return registry.metrics();
   }

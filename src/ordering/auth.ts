@@ -73,7 +73,7 @@ async function authenticate(req: FastifyRequest, deps: { users: UsersService }):
 const ORDER_CREATE_PATH = '/api/v1/order/create';
 
 /**
- * Request signing (DESIGN 3): mandatory on order creation when `require_signature` is on, and verified on any
+ * Request signing (docs/signing.md, "When a signature is checked"): mandatory on order creation when `require_signature` is on, and verified on any
  * ordering route whenever one of the headers is sent. Runs before validation, on the raw body.
  */
 export function installSignatureCheck(app: FastifyInstance, deps: { settings: SettingsService; verify: SignatureVerifier }): void {

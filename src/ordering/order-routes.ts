@@ -35,7 +35,7 @@ export async function baseUrlOf(req: FastifyRequest, settings: SettingsService):
   return (await settings.get('public_base_url')) || `${req.protocol}://${req.host}`;
 }
 
-/** Order endpoints (spec 5-7, 9); registered inside the ordering plugin, behind its auth and signing hooks. */
+/** Order endpoints (create, status, delivery, download, list); registered inside the ordering plugin, behind its auth and signing hooks. */
 export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
 

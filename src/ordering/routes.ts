@@ -33,7 +33,7 @@ export type OrderingDeps = {
   upstream: UpstreamOrders;
 };
 
-/** The ordering API (spec endpoints 1-9) behind the per-user key. */
+/** The ordering API (docs/contract.md, "Ordering API") behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
   installErrorVocabulary(app, DEFAULT_VOCABULARY);
   documentRoutes(app, API_DOCS.ordering);

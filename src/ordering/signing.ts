@@ -10,7 +10,7 @@ const SIG_RE = /^sha256=([0-9a-fA-F]{64})$/;
 
 export type SignedParts = { method: string; path: string; timestamp: string; nonce: string; rawBody: string };
 
-/** The signed text (DESIGN 3): METHOD \n PATH \n TIMESTAMP \n NONCE \n RAW_BODY. */
+/** The signed text (docs/signing.md, "The signed text"): METHOD \n PATH \n TIMESTAMP \n NONCE \n RAW_BODY. */
 export function signingText(p: SignedParts): string {
   return `${p.method.toUpperCase()}\n${p.path}\n${p.timestamp}\n${p.nonce}\n${p.rawBody}`;
 }
@@ -35,9 +35,9 @@ export function createSignatureVerifier(deps: { db: Db; clock: Clock }) {
   const burn = deps.db
     .insert(apiNonces)
     .values({
-      userId: sql.placeholder('userId') as unknown as number,
-      nonce: sql.placeholder('nonce') as unknown as string,
-      expiresAt: sql`${sql.placeholder('expiresAt')}::timestamptz` as unknown as Date,
+      userId: sql.placeholder('userId'),
+      nonce: sql.placeholder('nonce'),
+      expiresAt: sql<Date>`${sql.placeholder('expiresAt')}::timestamptz`,
     })
     .onConflictDoNothing()
     .returning({ nonce: apiNonces.nonce })

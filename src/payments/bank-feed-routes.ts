@@ -10,7 +10,7 @@ import { safeEqual } from '../shared/crypto.js';
 import { moneyInput } from '../shared/money.js';
 import { FEED_RESULTS, type BankFeedsService, type FeedResult } from './bank-feeds.js';
 
-/** Casso's signature timestamp must be this close to our clock (DESIGN 5). */
+/** Casso's signature timestamp must be this close to our clock (docs/payments.md, section 7.1). */
 const CASSO_TOLERANCE_MS = 300_000;
 
 /**
@@ -95,7 +95,7 @@ const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v) 
 const unauthorized = (message: string) => new AppError('unauthorized', message);
 
 /**
- * Incoming-transfer notifications from the shop's bank-feed services (DESIGN 5). Their own plugin: neither the
+ * Incoming-transfer notifications from the shop's bank-feed services (docs/payments.md, section 7.1). Their own plugin: neither the
  * ordering API key nor the payment API headers apply; each feed has its own credential, checked before validation.
  */
 export async function bankFeedRoutes(

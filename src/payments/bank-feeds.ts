@@ -60,7 +60,7 @@ export type TransactionView = {
   payment_id: string | null;
 };
 
-/** Bank feeds (DESIGN 5): every accepted notification stored once per (feed, transaction id); an exact match approves. */
+/** Bank feeds (docs/payments.md, section 7.1): every accepted notification stored once per (feed, transaction id); an exact match approves. */
 export function createBankFeedsService(deps: {
   db: Db;
   clock: Clock;

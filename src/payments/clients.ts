@@ -136,7 +136,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
     const [row] = await withTx(db, (tx) =>
       tx
         .update(payClients)
-        .set({ ...set, updatedAt: sql`now()` as unknown as Date })
+        .set({ ...set, updatedAt: sql<Date>`now()` })
         .where(eq(payClients.id, c.id))
         .returning(),
     );
@@ -184,7 +184,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
             webhookSecretEnc: cipher.encrypt(newWebhookSecret()),
             allowPrivateTargets: input.allow_private_targets ?? c.allowPrivateTargets,
             approvedAt: clock.now(),
-            updatedAt: sql`now()` as unknown as Date,
+            updatedAt: sql<Date>`now()`,
           })
           .where(eq(payClients.id, c.id))
           .returning();

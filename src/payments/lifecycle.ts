@@ -25,7 +25,7 @@ export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<Dom
 
   /**
    * Moves a request to `to` if the lifecycle allows it; the trigger records the transition and, on approval, the
-   * outbox row. A request past its expires_at is expired first (DESIGN 5: expiry happens at expires_at, whether or
+   * outbox row. A request past its expires_at is expired first (docs/payments.md, section 5: expiry happens at expires_at, whether or
    * not anyone read it), so an overdue request can no longer be approved or cancelled. `clientId` limits the lookup
    * to that client's requests.
    */

@@ -69,7 +69,7 @@ export function createMethodsService(deps: { db: Db }) {
       return withTx(db, async (tx) => {
         const exists = await tx.select({ id: paymentMethods.id }).from(paymentMethods).where(eq(paymentMethods.code, input.code)).limit(1);
         if (exists[0]) throw new AppError('conflict', `A payment method ${input.code} already exists`);
-        // Active only when asked (DESIGN 6: `pay method create ... [--activate]`).
+        // Active only when asked (`pay method create ... [--activate]`, README.md "Payment top-up API").
         const active = input.activate ?? false;
         const [current] = await tx
           .select({ id: paymentMethods.id })
@@ -136,7 +136,7 @@ export function createMethodsService(deps: { db: Db }) {
             active,
             // Deactivating the default leaves no default until the admin names one.
             isDefault: patch.make_default ? true : active ? m.isDefault : false,
-            updatedAt: sql`now()` as unknown as Date,
+            updatedAt: sql<Date>`now()`,
           })
           .where(eq(paymentMethods.id, m.id))
           .returning();

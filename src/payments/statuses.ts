@@ -1,4 +1,4 @@
-/** Every status of a payment request (DESIGN 5); the schema's CHECK and the partial index are written from these lists. */
+/** Every status of a payment request (docs/payments.md, section 5); the schema's CHECK and the partial index are written from these lists. */
 export const PAYMENT_STATUSES = [
   'preparing_payment',
   'pending_payment',
@@ -23,7 +23,7 @@ export const EXPIRING_STATUSES = ['pending_payment', 'payment_reported'] as cons
 export const SHOWS_PAYMENT = ['pending_payment', 'payment_reported', 'approved'] as const satisfies readonly PaymentStatus[];
 
 /**
- * Allowed transitions (DESIGN 5). The database trigger (payment_requests_check_transition) enforces the same table
+ * Allowed transitions (docs/payments.md, section 5). The database trigger (payment_requests_check_transition) enforces the same table
  * for SQL updates; test/payments/transitions.test.ts proves the two agree on both drivers.
  */
 export const TRANSITIONS = {

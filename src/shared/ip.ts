@@ -30,7 +30,7 @@ export function parseIpRule(entry: string): IpRule | null {
 export type IpMatcher = { readonly empty: boolean; allows(ip: string): boolean };
 
 /**
- * Builds a matcher over an allowlist; an empty list allows every address (DESIGN: allowlist empty = any address).
+ * Builds a matcher over an allowlist; an empty list allows every address (docs/tables.md, `users`).
  * An entry that does not parse (written by SQL, say) matches nothing: a list of only bad entries fails closed.
  */
 export function createIpMatcher(entries: readonly string[]): IpMatcher {

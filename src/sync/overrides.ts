@@ -106,7 +106,7 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
         if (rows.length > 0)
           await tx
             .update(products)
-            .set({ updatedAt: sql`now()` as unknown as Date })
+            .set({ updatedAt: sql<Date>`now()` })
             .where(eq(products.sourceId, sourceId));
         return rows;
       });
@@ -154,7 +154,7 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
         // Hiding a category changes what its products show: bump them for delta readers.
         await tx
           .update(products)
-          .set({ updatedAt: sql`now()` as unknown as Date })
+          .set({ updatedAt: sql<Date>`now()` })
           .where(and(isNotNull(products.sourceId), eq(products.categoryId, Number(publicId))));
         return r;
       });

@@ -42,7 +42,7 @@ export function createReconciler(deps: { db: Db; settings: SettingsService; logg
       .limit(STUCK_BATCH);
     const flagged = await db
       .update(orders)
-      .set({ upstreamStuckAt: sql`now()` as unknown as Date })
+      .set({ upstreamStuckAt: sql<Date>`now()` })
       .where(and(inArray(orders.id, due), eq(orders.status, 'pending'), isNull(orders.upstreamStuckAt)))
       .returning({ orderCode: orders.orderCode, issue: orders.upstreamIssue });
     for (const f of flagged) {

@@ -196,8 +196,8 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
       .update(orders)
       // Whole milliseconds: the value comes back as a JS Date and must compare equal when the lease is given back.
       .set({
-        upstreamLeaseUntil: sql`date_trunc('milliseconds', now() + make_interval(secs => ${seconds}))` as unknown as Date,
-        upstreamAttemptedAt: sql`now()` as unknown as Date,
+        upstreamLeaseUntil: sql<Date>`date_trunc('milliseconds', now() + make_interval(secs => ${seconds}))`,
+        upstreamAttemptedAt: sql<Date>`now()`,
       })
       .where(and(eq(orders.id, orderId), eq(orders.status, 'pending'), leaseFree))
       .returning();

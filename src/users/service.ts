@@ -98,7 +98,7 @@ export function createUsersService(deps: UsersDeps) {
       auditNote({ target: `user:${row.id}` });
       const [u] = await tx
         .update(users)
-        .set({ ...set, updatedAt: sql`now()` as unknown as Date })
+        .set({ ...set, updatedAt: sql<Date>`now()` })
         .where(eq(users.id, row.id))
         .returning();
       return u;
@@ -177,7 +177,7 @@ export function createUsersService(deps: UsersDeps) {
         auditNote({ target: `user:${user.id}` });
         const [row] = await tx
           .update(users)
-          .set({ balance: sql`${users.balance} + ${amount}::numeric`, updatedAt: sql`now()` as unknown as Date })
+          .set({ balance: sql`${users.balance} + ${amount}::numeric`, updatedAt: sql<Date>`now()` })
           // The sum is checked unbounded before it is stored: numeric(18,2) holds less than 10^16.
           .where(
             sql`${users.id} = ${user.id} AND ${users.balance} + ${amount}::numeric >= 0 AND ${users.balance} + ${amount}::numeric < ${MONEY_LIMIT}::numeric`,

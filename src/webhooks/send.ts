@@ -4,12 +4,12 @@ import { timeoutSignal } from '../shared/abort.js';
 import { hmacSha256Hex } from '../shared/crypto.js';
 import { TargetRefusedError } from './target.js';
 
-/** Total time one attempt may take, connection included (issue 8). */
+/** Total time one attempt may take, connection included (docs/payments.md, section 7). */
 const TOTAL_TIMEOUT_MS = 15_000;
 /** How much of the receiver's answer is kept with the attempt. */
 const RESPONSE_EXCERPT_BYTES = 1024;
 
-/** X-Webhook-Signature (DESIGN 5): lowercase hex HMAC-SHA256 of TIMESTAMP "." RAW_BODY, keyed with the webhook secret. */
+/** X-Webhook-Signature (docs/payments.md, section 7): lowercase hex HMAC-SHA256 of TIMESTAMP "." RAW_BODY, keyed with the webhook secret. */
 function webhookSignature(secret: string, timestamp: string, rawBody: string): string {
   return hmacSha256Hex(secret, `${timestamp}.${rawBody}`);
 }

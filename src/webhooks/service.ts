@@ -35,7 +35,7 @@ const DRAIN_BUDGET_MS = 50_000;
 
 export type DrainReport = { attempted: number; delivered: number; failed: number; dead: number; error?: string };
 
-/** Connect (name resolution included) and total time of one attempt; injected by tests, else DESIGN 5's 5 s and 15 s. */
+/** Connect (name resolution included) and total time of one attempt; injected by tests, else 5 s and 15 s (docs/payments.md, section 7). */
 export type WebhookTimeouts = { connectMs?: number; totalMs?: number };
 
 export type WebhooksDeps = {
@@ -65,7 +65,7 @@ const failed = (error: string, outcome: 'retry' | 'refused' = 'retry'): AttemptR
 const REFUSED_HINT = 'not retried: fix the client (pay client update --webhook-url or --allow-private-targets) and resend the event';
 
 /**
- * Webhook delivery from the outbox (DESIGN 5): attempted as soon as an event row commits (the trigger's NOTIFY), due
+ * Webhook delivery from the outbox (docs/payments.md, section 7): attempted as soon as an event row commits (the trigger's NOTIFY), due
  * retries on every cron call, each attempt claimed by exactly one process, recorded, and scheduled by
  * webhook_retry_schedule until delivered or dead.
  */

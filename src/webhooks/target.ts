@@ -3,7 +3,7 @@ import { BlockList, isIP } from 'node:net';
 import { Agent, buildConnector } from 'undici';
 import { normalizeIp } from '../shared/ip.js';
 
-/** Connect timeout of a webhook delivery (DESIGN 5 / issue 8); name resolution is bounded by the same figure. */
+/** Connect timeout of a webhook delivery (docs/payments.md, section 7); name resolution is bounded by the same figure. */
 export const CONNECT_TIMEOUT_MS = 5_000;
 
 export type ResolvedAddress = { address: string; family: number };

@@ -5,7 +5,7 @@ import { sha256Hex } from '../../src/shared/crypto.js';
 import { ADMIN_TOKEN, bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
 import { expectError, query } from '../helpers/assert.js';
 
-// Admin HTTP API for users (DESIGN 6): who may call it, what it returns, and what it leaves in the database.
+// Admin HTTP API for users (docs/contract.md, "Admin"): who may call it, what it returns, and what it leaves in the database.
 
 const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installAuditHook } from '../../src/admin/audit-routes.js';
 import { registerAdminBackupRoutes } from '../../src/admin/backup-routes.js';
 import { PRUNE_BATCH } from '../../src/audit/service.js';
-import type { BackupService, PreparedBackup } from '../../src/ops/backup.js';
+import type { PreparedBackup } from '../../src/ops/backup.js';
 import { withTx } from '../../src/db/tx.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, makeUser, type TestApp } from '../harness.js';
@@ -189,7 +189,7 @@ describe('audit trail', () => {
       ),
       cleanup: () => cleaned++,
     });
-    registerAdminBackupRoutes(app, { backup: { prepare } as unknown as BackupService }, []);
+    registerAdminBackupRoutes(app, { backup: { prepare } }, []);
     try {
       const before = await rows();
       const res = await app.inject({ method: 'GET', url: '/admin/v1/backup?with_secrets=true' });

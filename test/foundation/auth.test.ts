@@ -4,7 +4,7 @@ import { sha256Hex } from '../../src/shared/crypto.js';
 import { bearer, createTestApp, createTestDatabase, makeUser, type TestApp, type TestAppOptions } from '../harness.js';
 import { eventually, expectError, query } from '../helpers/assert.js';
 
-// Ordering-API authentication (spec "Authentication", DESIGN 2 and 3): which error, which status, in which order,
+// Ordering-API authentication (docs/errors.md, "Ordering API codes"): which error, which status, in which order,
 // and the key cache that must never outlive a change.
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -271,10 +271,10 @@ describe('ordering API authentication', () => {
       const spy = vi.spyOn(db, 'select').mockImplementation(((...args: Parameters<typeof realSelect>) => {
         const builder = realSelect(...args);
         const from = builder.from.bind(builder);
-        (builder as unknown as { from: (tbl: Table) => unknown }).from = (tbl: Table) => {
+        builder.from = ((tbl: Table) => {
           tables.push(getTableName(tbl));
           return from(tbl as never);
-        };
+        }) as typeof builder.from;
         return builder;
       }) as typeof db.select);
       try {

@@ -73,8 +73,8 @@ describe.skipIf(onPostgres())('backup of attached files (embedded database only)
   it('holds the transaction queue only to link attached files: no attached file is opened inside it; a missing one is listed', async () => {
     // The queue is the transaction callback (docs/decisions.md "Backup and restore"): mark its span.
     let inLock = false;
-    const client = {
-      transaction: (cb: Parameters<PGlite['transaction']>[0]) =>
+    const client: Pick<PGlite, 'transaction'> = {
+      transaction: (cb) =>
         db.client.transaction(async (tx) => {
           inLock = true;
           try {
@@ -83,7 +83,7 @@ describe.skipIf(onPostgres())('backup of attached files (embedded database only)
             inLock = false;
           }
         }),
-    } as unknown as PGlite;
+    };
     const filesDir = path.join(root, 'files');
     const openedInLock: string[] = [];
     const realOpen = fs.openSync;

@@ -22,7 +22,7 @@ async function cli(argv: string[], env: Record<string, string>) {
   let out = '';
   let err = '';
   const code = await runCli(argv, { env, stdout: (s) => void (out += s), stderr: (s) => void (err += s) });
-  return { code, out, err, json: () => JSON.parse(out) as Record<string, unknown> };
+  return { code, out, err, json: <T = Record<string, unknown>>() => JSON.parse(out) as T };
 }
 
 type Row = Record<string, unknown>;
@@ -232,7 +232,7 @@ describe.skipIf(onPostgres())(
         // Each backup handed out is in the audit trail, by the CLI, with whether it held the secrets (the refused one is not).
         const audited = await cli(['audit', 'list', '--action', 'backup.create'], env);
         expect(audited.code).toBe(0);
-        const rows = audited.json() as unknown as { actor: string; summary: { with_secrets: boolean } }[];
+        const rows = audited.json<{ actor: string; summary: { with_secrets: boolean } }[]>();
         expect(rows.map((r) => [r.actor, r.summary.with_secrets])).toEqual([
           ['cli', false],
           ['cli', false],

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { query } from '../helpers/assert.js';
 
-// The public catalogue (DESIGN 3): categories, products (paginated, cached), product. One app for the file; every
+// The public catalogue (docs/contract.md, "Ordering API"): categories, products (paginated, cached), product. One app for the file; every
 // test makes its own user, category and products, so that filtering by its category isolates it from the others.
 let t: TestApp;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import { runCli } from '../../src/admin/cli.js';
 import { ADMIN_TOKEN } from '../harness.js';
 
-/** runCli against a listening test app, with the output contract of DESIGN 6 asserted on every call. */
+/** runCli against a listening test app, with the output contract of docs/contract.md, "Admin", asserted on every call. */
 export function cliKit(adminUrl: () => string) {
   async function cli(argv: string[]) {
     let out = '';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { cliKit } from './cli-kit.js';
 
-/** The command names of DESIGN 6 this version adds; --help must list each of them once. */
+/** The command names (README.md, "Admin CLI") this version adds; --help must list each of them once. */
 const NEW_COMMANDS = [
   'order show',
   'order list',
@@ -108,7 +108,7 @@ describe('reseller-admin CLI: orders, product files, code usage and the guard', 
       const help = await cli(['--help']);
       expect({ code: help.code, err: help.err }).toEqual({ code: 0, err: '' });
       for (const name of NEW_COMMANDS) expect(help.out.split('\n').filter((l) => l.startsWith(`  ${name} `))).toHaveLength(1);
-      // Every command DESIGN 6 names is built: help no longer lists any as unavailable.
+      // Every command the contract names is built: help no longer lists any as unavailable.
       expect(help.out).not.toContain('Not available in this version');
 
       const order = await cli(['order', '--help']);

@@ -5,7 +5,7 @@ import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { cliKit } from './cli-kit.js';
 
-/** The `pay` command names of DESIGN 6 this version implements; --help must list each of them once. */
+/** The `pay` command names (README.md, "Admin CLI") this version implements; --help must list each of them once. */
 const PAY_COMMANDS = [
   'pay method create',
   'pay method list',
@@ -785,7 +785,7 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
       });
       expect(status).toEqual({ status: 200, body: { ok: true, ...view('approved') } });
 
-      // Approval wrote the payment.approved webhook to the outbox, in the body DESIGN 5 gives.
+      // Approval wrote the payment.approved webhook to the outbox, in the body docs/payments.md section 7 gives.
       const rows = await outbox(created.payment_id);
       expect(rows).toEqual([
         { event_id: expect.stringMatching(/^evt_[0-9a-f]{24}$/), event: 'payment.approved', status: 'pending', body: expect.any(String) },

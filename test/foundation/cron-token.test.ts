@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GUARD_AUTH_FAILURES_PER_MINUTE } from '../../src/http/guard.js';
 import { createTestApp, type TestApp } from '../harness.js';
 
-// Issue 9 item 10: a cron token an attacker could guess is refused when it is set, and guessing is counted per
+// docs/decisions.md, "Cron token": a cron token an attacker could guess is refused when it is set, and guessing is counted per
 // address by the guard, as failed API keys are.
 
 const TOKEN = 'cron-token-0123456789abcdef';

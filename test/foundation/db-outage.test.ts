@@ -17,7 +17,7 @@ import {
 } from '../harness.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
-// Issue 9 item 1: PostgreSQL connections that die (backends terminated, the server gone) must not kill the process.
+// docs/operations.md, "Database outage": PostgreSQL connections that die (backends terminated, the server gone) must not kill the process.
 // Affected requests answer 503 `unavailable` with Retry-After, nothing is half-written, and the pool and /readyz
 // recover by themselves. PostgreSQL only: PGlite runs inside the process and has no connection to lose.
 

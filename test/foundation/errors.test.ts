@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
 import { ADMIN_TOKEN, bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
 
-// The error envelope and its statuses (DESIGN 2 and 3): {ok:false, error, message, details?}, X-Request-Id on every
+// The error envelope and its statuses (docs/errors.md): {ok:false, error, message, details?}, X-Request-Id on every
 // response, no SQL, stack or secret in a body or a log line.
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -20,6 +20,7 @@ function fakeDb(row = ROW) {
   const held: ((v: unknown) => void)[] = [];
   let reads = 0;
   let hold = false;
+  // A one-method fake: Db's execute answers drizzle's PgRaw query object, which a test cannot build.
   const db = {
     execute: () => {
       reads++;

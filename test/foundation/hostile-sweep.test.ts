@@ -5,7 +5,7 @@ import { rowsOf } from '../../src/db/tx.js';
 import { ADMIN_TOKEN, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, paySign, type PayCreds } from '../payments/helpers.js';
 
-// Issue 9 drill "hostile-client sweep": every route of /openapi.json gets wrong types, huge and negative numbers,
+// A hostile-client sweep: every route of /openapi.json gets wrong types, huge and negative numbers,
 // 1 MB strings, NUL, invalid UTF-8, injection strings, duplicate and __proto__ keys, wrong content types, and missing
 // or doubled credentials. Never a 5xx, every error is the envelope, and no row count or balance changes.
 // Path parameters are always hostile (never a real id) and bodies start from {} plus one hostile field, so that no

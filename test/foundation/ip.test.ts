@@ -66,7 +66,7 @@ describe('normalizeIp', () => {
 });
 
 describe('createIpMatcher', () => {
-  it('an empty list allows every address (DESIGN 3: allowlist empty = any address)', () => {
+  it('an empty list allows every address (docs/tables.md, `users`: empty = any address)', () => {
     const m = createIpMatcher([]);
     expect(m.empty).toBe(true);
     for (const ip of ['127.0.0.1', '203.0.113.9', '::1', '2001:db8::5', '::ffff:10.0.0.1']) expect(m.allows(ip)).toBe(true);
@@ -136,7 +136,7 @@ describe('createIpMatcher', () => {
   });
 
   it('fails closed: a list made only of unusable entries (e.g. written by SQL) allows nobody, it does not mean "any"', () => {
-    // allowed_ips is documented for SQL edits (DESIGN 6); a typo there must not open the key to every address.
+    // allowed_ips is documented for SQL edits (docs/tables.md); a typo there must not open the key to every address.
     const m = createIpMatcher(['10.0.0.0/33']);
     expect(m.allows('203.0.113.9')).toBe(false);
     expect(m.allows('10.0.0.1')).toBe(false);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLanes, LaneWaitEnded } from '../../src/shared/lanes.js';
 
-// Per-reseller lanes of order creation (issue 10): at most `limit` calls of a key at once, the others in arrival order.
+// Per-reseller lanes of order creation (docs/decisions.md, "Per-reseller lanes for orders"): at most `limit` calls of a key at once, the others in arrival order.
 
 function gate() {
   let open!: () => void;

@@ -1,9 +1,8 @@
 import { Writable } from 'node:stream';
-import type pino from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { createLogger, lazyChildLogger } from '../../src/http/logger.js';
 
-// Issue 10 item 3: a request's logger is made real only when it writes, so a request that logs nothing makes no pino
+// docs/decisions.md, "The request's logger is lazy": a request's logger is made real only when it writes, so a request that logs nothing makes no pino
 // child; what it does write is the same as a real child's (bindings, redaction, level).
 
 function capture(level: string) {
@@ -14,7 +13,7 @@ function capture(level: string) {
       cb();
     },
   });
-  return { logger: createLogger(level, stream as unknown as pino.DestinationStream), lines };
+  return { logger: createLogger(level, stream), lines };
 }
 
 describe('lazy request logger', () => {

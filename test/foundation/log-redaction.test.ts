@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { eventually } from '../helpers/assert.js';
 
-// Issue 9 item 8 and issue 11 item 2: logged URLs keep only the values of known harmless query parameters, and
+// Logged URLs (docs/decisions.md, "Logs") keep only the values of known harmless query parameters, and
 // redaction hides delivered codes but not the error codes an operator needs (SQLSTATE, errno, the AppError code).
 
 describe('log redaction', () => {

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, makeUser, type TestApp } from '../harness.js';
 import { raw, type RawAnswer } from '../helpers/raw-http.js';
 
-// Issue 9 item 7: requests Node or Fastify refuse before any route runs still answer the error envelope.
-// Issue 9 item 4: a client that trickles or stops its request is cut off at the configured limits (short here).
+// docs/decisions.md, "Error codes of a refused HTTP request": requests Node or Fastify refuse before any route runs still answer the error envelope.
+// docs/operations.md, "Socket timeouts": a client that trickles or stops its request is cut off at the configured limits (short here).
 
 function expectEnvelope(a: RawAnswer, status: number, code: string): void {
   expect(a.status, a.headers + a.body).toBe(status);

@@ -25,7 +25,7 @@ type OpenApiDoc = {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-// The ordering routes of DESIGN 1, the operations routes (src/ops/routes.ts) and the admin routes of
+// The ordering routes of the contract (docs/contract.md), the operations routes (src/ops/routes.ts) and the admin routes of
 // src/admin/routes.ts, as the document must name them; routes added since are covered by the registered-routes check.
 const EXPECTED: [string, string][] = [
   ['post', '/api/v1/order/create'],
@@ -190,7 +190,7 @@ describe('OpenAPI document', () => {
           .sort()[0] ?? '200';
       const content = op.responses?.[success]?.content ?? {};
       expect.soft(Object.keys(content).length, `${where} documents its ${success} body`).toBeGreaterThan(0);
-      // A JSON success body is the {ok: true, ...} envelope (DESIGN 2); a download documents its own media type.
+      // A JSON success body is the {ok: true, ...} envelope (docs/contract.md, "Both APIs"); a download documents its own media type.
       const json = content['application/json']?.schema;
       if (json) expect.soft((json.properties as Record<string, Schema> | undefined)?.ok?.enum, `${where} 200 ok:true`).toEqual([true]);
     }
@@ -221,7 +221,7 @@ describe('OpenAPI document', () => {
         continue;
       }
       if (path.startsWith('/api/v1/bank-feeds/')) {
-        // Bank feeds authenticate with the feed's own credential, never an API key (DESIGN 5).
+        // Bank feeds authenticate with the feed's own credential, never an API key (docs/payments.md, section 7.1).
         expect(names, `${method} ${path}`).toEqual([path.endsWith('/sepay') ? 'sepayApiKey' : 'cassoSignature']);
         expect(Object.keys(op.responses ?? {}), `${method} ${path}`).toEqual(expect.arrayContaining(['200', '400', '401']));
         continue;
@@ -249,7 +249,7 @@ describe('OpenAPI document', () => {
     ] as const) {
       expect(doc.paths[path]?.[method]?.requestBody?.content?.['application/json']?.schema, `${method} ${path}`).toBeDefined();
     }
-    // The upload takes multipart (field `file`) or text/plain (DESIGN 6); `consumes` alone is an OpenAPI 2 notion.
+    // The upload takes multipart (field `file`) or text/plain (docs/errors.md, `unsupported_media_type`); `consumes` alone is an OpenAPI 2 notion.
     const codes = doc.paths['/admin/v1/products/{id}/codes']?.post;
     expect.soft(Object.keys(codes?.requestBody?.content ?? {}).sort(), 'code list upload').toEqual(['multipart/form-data', 'text/plain']);
     const files = doc.paths['/admin/v1/products/{id}/files']?.post;

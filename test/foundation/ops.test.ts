@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../harness.js';
 import { lines, listeningLine, START_TIMEOUT_MS, startServer, waitFor, type Server } from '../helpers/server-process.js';
 
-// Operations (DESIGN 1): /healthz, /readyz, and the real server process: start-up log, DATA_DIR lock, SIGTERM.
+// Operations (docs/operations.md, "Health endpoints"): /healthz, /readyz, and the real server process: start-up log, DATA_DIR lock, SIGTERM.
 
 describe('/healthz and /readyz', () => {
   let t: TestApp;

@@ -8,7 +8,7 @@ async function restricted(filePath: string, code: string): Promise<string[]> {
   return result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
 }
 
-describe('module seams (issue 11)', () => {
+describe('module seams (eslint.config.js)', () => {
   it('payments/ may not import ordering/, nor ordering/ payments/; both may import the platform', async () => {
     expect(
       await restricted('src/payments/probe.ts', "import { userOf } from '../ordering/auth.js';\nexport const x = userOf;\n"),

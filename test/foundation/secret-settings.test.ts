@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { sql } from 'drizzle-orm';
-import type pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/app.js';
@@ -214,7 +213,7 @@ describe('secret settings at rest', () => {
         LOG_LEVEL: 'warn',
         PGLITE_SNAPSHOT_DIR: cache,
       });
-      const deps = await createDeps(config, { logger: createLogger('warn', { write: () => {} } as unknown as pino.DestinationStream) });
+      const deps = await createDeps(config, { logger: createLogger('warn', { write: () => {} }) });
       const app = await buildApp(deps);
       try {
         const admin = (method: 'GET' | 'PUT', url: string, payload?: unknown) =>

@@ -5,7 +5,7 @@ import { settingDefs, settingKeys } from '../../src/settings/registry.js';
 import { bearer, createTestApp, createTestDatabase, makeUser, type TestApp, type TestAppOptions } from '../harness.js';
 import { eventually, expectError, query } from '../helpers/assert.js';
 
-// Runtime settings (DESIGN 6): admin view, validation, defaults from the environment, and how fast a change reaches
+// Runtime settings (docs/configuration.md): admin view, validation, defaults from the environment, and how fast a change reaches
 // every process. Observable effects: `maintenance` (503 on the public API) and `products_max_limit` (the `limit`
 // echoed by GET /api/v1/products).
 

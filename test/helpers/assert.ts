@@ -5,7 +5,7 @@ import { rowsOf } from '../../src/db/tx.js';
 import type { TestApp } from '../harness.js';
 
 /**
- * The whole error envelope (DESIGN 2) with its HTTP status, and nothing else in the body: `extra` names the further
+ * The whole error envelope (docs/errors.md, "The envelope") with its HTTP status, and nothing else in the body: `extra` names the further
  * fields the answer must carry (details, reason, payment_id). Errors are always JSON.
  */
 export function expectError(res: LightMyRequestResponse, status: number, code: string, extra: Record<string, unknown> = {}): void {

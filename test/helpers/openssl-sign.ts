@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 
 export type OpensslSignParts = { method: string; path: string; timestamp: string | number; nonce: string; body: string };
 
-/** The text a client signs (DESIGN 3): METHOD \n PATH \n TIMESTAMP \n NONCE \n RAW_BODY, joined by LF, nothing after the body. */
+/** The text a client signs (docs/signing.md, "The signed text"): METHOD \n PATH \n TIMESTAMP \n NONCE \n RAW_BODY, joined by LF, nothing after the body. */
 export function opensslSigningText(p: OpensslSignParts): string {
   return [p.method, p.path, String(p.timestamp), p.nonce, p.body].join('\n');
 }

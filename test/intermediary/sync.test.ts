@@ -105,7 +105,7 @@ describe('catalogue sync from a source site (two app instances)', () => {
     await s.source.adminData('PATCH', `/admin/v1/products/${src.a.id}`, { name: 'renamed' });
     const res = await s.cron();
     expect(res.statusCode).toBe(502);
-    // DESIGN 4's three fields exactly, and the report of the other jobs, which ran before the sync.
+    // The envelope's three fields exactly (docs/errors.md, `sync_failed`), and the report of the other jobs, which ran before the sync.
     expect(res.json()).toEqual({
       ok: false,
       error: 'sync_failed',

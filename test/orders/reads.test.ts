@@ -52,7 +52,7 @@ describe('order reads: status, delivery, list', () => {
     await t?.close();
   });
 
-  it('GET /order/status by order_code and by request_id answers exactly the DESIGN shape', async () => {
+  it('GET /order/status by order_code and by request_id answers exactly the contract shape', async () => {
     const f = await fixture(t);
     const code = await order(t, f, 2, 'read-status-1');
     const [row] = rowsOf<{ created_at: string | Date; updated_at: string | Date }>(

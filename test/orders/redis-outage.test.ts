@@ -5,7 +5,7 @@ import { describeNeeding } from '../helpers/dependency.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { redisAnswers } from '../helpers/redis.js';
 
-// Issue 9 drill "Redis outage": with REDIS_URL set, losing Redis keeps the API serving, rate limits keep counting per
+// docs/operations.md, "Redis outage": with REDIS_URL set, losing Redis keeps the API serving, rate limits keep counting per
 // process, and the outage is logged once (not once per reconnect attempt). Needs Redis on 127.0.0.1:6379; the test
 // reaches it through a TCP relay that it can cut, so the machine's Redis is never stopped.
 

@@ -71,7 +71,7 @@ async function withRefundBeforeMark<T>(
   read: () => Promise<T>,
 ): Promise<{ res: T; refunded: ReturnType<typeof refund> }> {
   type Builder = { set(v: unknown): { where(w: unknown): unknown } };
-  const db = t.deps.db as unknown as { update(table: unknown): Builder };
+  const db: { update(table: unknown): Builder } = t.deps.db;
   const original = db.update;
   let refunded: ReturnType<typeof refund> | undefined;
   db.update = function (this: unknown, table: unknown): Builder {

@@ -6,7 +6,7 @@ import { rowsOf } from '../../src/db/tx.js';
 import { ADMIN_TOKEN, createTestApp, makeCategory, makeProduct, makeUser, bearer, onPostgres, type TestApp } from '../harness.js';
 import { raw, type RawAnswer } from '../helpers/raw-http.js';
 
-// Issue 9 item 3: a malformed multipart upload answers 400 within the body timeout, rolls back, leaves no `.part`
+// docs/operations.md, "Uploads and downloads that go wrong": a malformed multipart upload answers 400 within the body timeout, rolls back, leaves no `.part`
 // file, and never holds a transaction that stalls the rest of the server.
 
 const B = 'zzz';

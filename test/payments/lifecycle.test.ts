@@ -57,7 +57,7 @@ async function sqlError(t: TestApp, statement: ReturnType<typeof sql>): Promise<
 }
 
 const CREATED: Transition[] = [
-  { from_status: null, to_status: 'preparing_payment', actor: expect.any(String) as unknown as string },
+  { from_status: null, to_status: 'preparing_payment', actor: expect.any(String) },
   { from_status: 'preparing_payment', to_status: 'pending_payment', actor: 'system:prepare' },
 ];
 

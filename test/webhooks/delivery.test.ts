@@ -56,7 +56,7 @@ describe('webhook delivery from the outbox', () => {
     const got = r.received[0]!;
     const [row] = await outboxOf(t, c.id);
     const shown = await t.adminData<{ body: string; attempt_log: unknown[] }>('GET', `/admin/v1/pay/webhooks/${row!.event_id}`);
-    // The stored bytes, exactly, with the four headers of DESIGN 5.
+    // The stored bytes, exactly, with the four headers of docs/payments.md section 7.
     expect(got.body).toBe(shown.body);
     const ts = Math.floor(t.clock.now().getTime() / 1000);
     expect(got.headers).toMatchObject({

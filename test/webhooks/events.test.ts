@@ -45,10 +45,10 @@ describe('opt-in events and the pay webhook commands', () => {
     await cron(t); // the sweep expires it; the expired event is written by the same trigger
     expect(await outboxOf(t, plain.id)).toEqual([]);
     await until(async () => (await outboxOf(t, subscribed.id)).length === 3, 'three events');
-    const events = await t.adminData<{ event: string; payment_id: string }[]>('GET', '/admin/v1/pay/webhooks');
+    const events = await t.adminData<{ event: string; payment_id: string; client_id: number }[]>('GET', '/admin/v1/pay/webhooks');
     expect(events.filter((e) => e.payment_id === expiring.payment_id).map((e) => e.event)).toEqual(['payment.expired']);
     const mine = events
-      .filter((e) => (e as unknown as { client_id: number }).client_id === subscribed.id)
+      .filter((e) => e.client_id === subscribed.id)
       .map((e) => e.event)
       .sort();
     expect(mine).toEqual(['payment.cancelled', 'payment.expired', 'payment.rejected']);

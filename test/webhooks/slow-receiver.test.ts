@@ -23,7 +23,7 @@ describe('a slow receiver holds up no other client', () => {
   let t: TestApp;
   const open: { close(): Promise<void> }[] = [];
   beforeAll(async () => {
-    // DESIGN 5's own timeouts (15 s total): the hanging receiver below is released by the test, never timed out.
+    // The default timeouts (15 s total, docs/payments.md section 7): the hanging receiver below is released by the test, never timed out.
     t = await createTestApp();
     await makeMethod(t, 'SLOW');
   });
@@ -61,7 +61,7 @@ describe('a slow receiver holds up no other client', () => {
   });
 });
 
-describe('webhook timeouts (injected, shorter than DESIGN 5)', () => {
+describe('webhook timeouts (injected, shorter than the 5 s and 15 s defaults)', () => {
   let t: TestApp;
   const never: Resolver = () => new Promise(() => undefined);
   const open: { close(): Promise<void> }[] = [];

@@ -45,7 +45,7 @@ async function backup(file: string, opts: { withSecrets: boolean; force: boolean
   try {
     idle = setTimeout(() => abort.abort(), IDLE_MS);
     try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      for await (const chunk of res.body!) {
         idle.refresh();
         const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
         if (head.length < 1 << 20) head = Buffer.concat([head, buf.subarray(0, (1 << 20) - head.length)]);

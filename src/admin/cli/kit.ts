@@ -102,7 +102,7 @@ export function int(opts: Opts, name: string): number | undefined {
   return Number(v);
 }
 
-/** "a, b" -> ["a","b"]; "" -> [] (an empty allowlist means any address, DESIGN 6). */
+/** "a, b" -> ["a","b"]; "" -> [] (an empty allowlist means any address: docs/tables.md, `users`). */
 export function list(v: string): string[] {
   return v
     .split(',')

@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm';
 import { paymentRequests, webhookOutbox } from './payments.js';
 
 /**
- * Every finished webhook attempt (DESIGN 5): when, the HTTP status (null when no answer came), how long it took, the
+ * Every finished webhook attempt (docs/tables.md, `webhook_attempts`): when, the HTTP status (null when no answer came), how long it took, the
  * first 1 KiB of the answer and the error. Removed with its outbox row by the retention clean-up.
  */
 export const webhookAttempts = pgTable(

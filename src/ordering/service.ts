@@ -115,22 +115,25 @@ export function createOrderService(deps: OrderServiceDeps) {
       if (existing) return replayOf(existing, input);
       throw new OrderRefused('product_unavailable');
     }
-    // Read before the lane: a settings reload inside the order would wait for a second pool connection, and with every
-    // connection held by an order waiting the same way, the pool deadlocks until its connection timeout.
-    const markup = await deps.settings.get('price_markup_percent');
     const orderCode = newOrderCode();
     const args = {
       userId,
       requestId,
       productId,
       quantity: input.quantity,
-      markup,
       orderCode,
       codesMessage: codesMessage(input.quantity),
       filesMessage: FILES_MESSAGE,
       sourceMessage: SOURCE_MESSAGE,
     };
-    const order = await inLane(userId, () => createOrder(args), opts.signal);
+    // The markup is read in the lane (which every call reaches synchronously, shared/lanes.ts) but before the order's
+    // statement, never inside it: a settings reload within a transaction would wait for a second pool connection, and
+    // with every connection held by an order waiting the same way, the pool deadlocks until its connection timeout.
+    const order = await inLane(
+      userId,
+      async () => createOrder({ ...args, markup: await deps.settings.get('price_markup_percent') }),
+      opts.signal,
+    );
     // No catalogue event: an order changes only stock, which cached pages re-read on their own (catalog/public.ts).
     return order.orderCode === orderCode ? { order, replay: false } : replayOf(order, input);
   }

@@ -102,8 +102,8 @@ export const balance: RowFn = async (ctx) => {
 };
 
 /**
- * PostgreSQL alone running the one statement an order sends (order_create_local, the statement of
- * src/ordering/create-local.ts) for the same reseller and product, from pgbench with as many connections as the
+ * PostgreSQL alone running the one statement an order sends (order_create, the statement of
+ * src/ordering/create-order-fn.ts) for the same reseller and product, from pgbench with as many connections as the
  * server sends a reseller's orders at once (ORDERS_IN_FLIGHT_PER_USER): the database's own speed on our transaction,
  * next to its speed on TPC-B's.
  */
@@ -111,8 +111,9 @@ async function orderStatementLimit(ctx: BenchContext): Promise<{ tps: number; cl
   const productId = Number(await ctx.codeProduct(ctx.seconds * 4000));
   const clients = Number(process.env.ORDERS_IN_FLIGHT_PER_USER ?? 3);
   const statement =
-    `SELECT order_code FROM order_create_local(${Number(ctx.user.id)}, 'pgb-' || md5(random()::text), ${productId}, 1, ` +
-    `'OD' || md5(random()::text), 'Order completed: 1 code(s) delivered', 'Order completed: files ready to download');`;
+    `SELECT order_code FROM order_create(${Number(ctx.user.id)}, 'pgb-' || md5(random()::text), ${productId}, 1, 0, ` +
+    `'OD' || md5(random()::text), 'Order completed: 1 code(s) delivered', 'Order completed: files ready to download', ` +
+    `'Order placed with the source site');`;
   const r = await pgbenchStatement(ctx.dbUrl, statement, clients, ctx.seconds);
   return { tps: r.tps, clients };
 }

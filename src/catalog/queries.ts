@@ -1,7 +1,7 @@
 import { and, eq, gt, not, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, products, sourceCategoryOverrides, sourceOverrides } from '../db/schema/index.js';
-import { MONEY_LIMIT, moneyOut } from '../shared/money.js';
+import { moneyOut } from '../shared/money.js';
 
 /**
  * The one read path of the public catalogue: local products and the source cache, merged with the admin overrides.
@@ -38,23 +38,24 @@ const stockExpr = sql<number>`(SELECT count(*)::int FROM codes c WHERE c.product
 const hasFilesExpr = sql<boolean>`EXISTS (SELECT 1 FROM product_files f WHERE f.product_id = "products"."id")`;
 
 /**
- * Source price x (1 + markup/100), rounded up to the whole currency unit, then + the adjustment, never below 0; a
- * fixed price replaces all of it. numeric throughout: no float touches money. A result numeric(18,2) cannot hold (a
- * huge source price, a markup raised after the sync) is NULL, never an overflow error: such a product is not visible
- * (`visibleAt`; docs/decisions.md, "A shown price that does not fit").
+ * The price the public sees, as the SQL function product_shown_price computes it (src/db/functions/, its one text, which
+ * the order function applies too): markup, override adjustment or fixed price, numeric throughout. NULL when
+ * numeric(18,2) cannot hold it: such a product is not visible (`visibleAt`; docs/decisions.md, "A shown price that does
+ * not fit"). The planner inlines the function, so the catalogue queries plan as if the expression were written here.
  */
 export function shownPrice(markup: string): SQL<string | null> {
-  const raw = sql`(CASE WHEN ${products.sourceId} IS NULL THEN ${products.price}
-    ELSE GREATEST(0, COALESCE(${o.fixedPrice}, CEIL(${products.price} * (100 + ${markup}::numeric) / 100) + COALESCE(${o.priceAdjust}, 0))) END)`;
-  return sql<string | null>`(CASE WHEN ${raw} < ${MONEY_LIMIT}::numeric THEN ${raw}::numeric(18,2) END)`;
+  return sql<
+    string | null
+  >`product_shown_price(${products.sourceId}, ${products.price}, ${o.fixedPrice}, ${o.priceAdjust}, ${markup}::numeric)`;
 }
 
-/** What makes a product invisible to the public: hidden locally or by override, gone upstream, or in an invisible category. */
-export const visible: SQL = sql`(NOT ${products.hidden} AND NOT ${products.missing} AND NOT COALESCE(${o.hidden}, false)
-  AND NOT ${categories.missing} AND NOT COALESCE(${co.hidden}, false))`;
+const visibilityFlags = sql`${products.hidden}, ${products.missing}, ${o.hidden}, ${categories.missing}, ${co.hidden}`;
 
-/** Visible, and its price at this markup can be shown: what the public lists, reads and orders. */
-export const visibleAt = (markup: string): SQL => sql`(${visible} AND ${shownPrice(markup)} IS NOT NULL)`;
+/** What makes a product invisible to the public (SQL function product_visible): hidden, gone, or in an invisible category. */
+export const visible: SQL = sql`product_visible(${visibilityFlags})`;
+
+/** Visible, and its price at this markup can be shown (SQL function product_visible_at): what the public lists, reads and orders. */
+export const visibleAt = (markup: string): SQL => sql`product_visible_at(${visibilityFlags}, ${shownPrice(markup)})`;
 
 /**
  * When the shown data last changed: the row itself, its override, or (source products) the markup setting, whose

@@ -2,12 +2,12 @@ import { and, asc, desc, eq, isNotNull, isNull, not } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { codes, orders, products, users } from '../db/schema/index.js';
 import { selectShown } from '../catalog/queries.js';
-import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { moneyOut } from '../shared/money.js';
 import { formatDisplayTime } from '../shared/time-format.js';
+import { OrderNotFound } from './errors.js';
 import type { OrderRow } from './service.js';
 
 export type OrderStatus = 'pending' | 'success' | 'failed' | 'refunded';
@@ -86,7 +86,7 @@ export function createDeliveryService(deps: DeliveryDeps) {
       .from(orders)
       .where(and(eq(orders.userId, userId), where))
       .limit(1);
-    if (!rows[0]) throw new AppError('not_found', 'No such order for this key');
+    if (!rows[0]) throw new OrderNotFound('No such order for this key');
     return rows[0];
   }
 
@@ -168,7 +168,7 @@ export function createDeliveryService(deps: DeliveryDeps) {
     /** Admin: any order by code, with its owner and codes. */
     async adminShow(orderCode: string) {
       const rows = await db.select().from(orders).where(eq(orders.orderCode, orderCode)).limit(1);
-      if (!rows[0]) throw new AppError('not_found', `No order ${JSON.stringify(orderCode)}`);
+      if (!rows[0]) throw new OrderNotFound(`No order ${JSON.stringify(orderCode)}`);
       const order = await refresh(rows[0]);
       const [owner] = await db.select({ name: users.name }).from(users).where(eq(users.id, order.userId));
       const state = upstreamState(order);

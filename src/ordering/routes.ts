@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { CatalogService } from '../catalog/service.js';
 import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
-import { errorResponses } from '../http/errors.js';
+import { AppError, errorResponses } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import type { UsersService } from '../users/service.js';
@@ -17,6 +17,7 @@ import type { Redis } from 'ioredis';
 import type { Guard } from '../http/guard.js';
 import { installOrderingRateLimit } from './rate-limit.js';
 import { balanceResponse } from './schemas.js';
+import { OrderRefused, RequestIdConflict } from './errors.js';
 import { registerCatalogRoutes } from '../catalog/routes.js';
 
 export type OrderingDeps = {
@@ -33,9 +34,19 @@ export type OrderingDeps = {
   upstream: UpstreamOrders;
 };
 
+/**
+ * The ordering API's answers to the order service's own refusals (docs/errors.md): `order_failed` 422 with its reason,
+ * `request_id_conflict` 409. The other domain errors (not found, lane full) are kinds every scope answers alike.
+ */
+export function translateOrderingError(err: Error): Error {
+  if (err instanceof OrderRefused) return new AppError('order_failed', err.message, { reason: err.reason });
+  if (err instanceof RequestIdConflict) return new AppError('request_id_conflict', err.message);
+  return err;
+}
+
 /** The ordering API (docs/contract.md, "Ordering API") behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
-  installErrorVocabulary(app, DEFAULT_VOCABULARY);
+  installErrorVocabulary(app, { ...DEFAULT_VOCABULARY, translate: translateOrderingError });
   documentRoutes(app, API_DOCS.ordering);
   installOrderingAuth(app, deps);
   await installOrderingRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });

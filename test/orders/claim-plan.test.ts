@@ -4,7 +4,7 @@ import { rowsOf, withTx } from '../../src/db/tx.js';
 import { createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 
 /**
- * The code claim of order_create_local (migration 0011) must read the partial index of available codes, whatever the
+ * The code claim of order_create (src/db/functions/order_create.sql) must read the partial index of available codes, whatever the
  * planner believes. Here its statistics are the worst case: taken while every code was available, so that walking the
  * primary key in id order looks as if its first row matched, while in fact the 5,000 oldest codes are sold
  * (a walk in id order would cross them all, on every order). The claim
@@ -39,7 +39,7 @@ describe('code claim plan', () => {
 
     // The claim as the database holds it: the text of the function installed by the migrations, not a copy.
     const [fn] = rowsOf<{ src: string; config: string[] | null }>(
-      await t.deps.db.execute(sql`SELECT prosrc AS src, proconfig AS config FROM pg_proc WHERE proname = 'order_create_local'`),
+      await t.deps.db.execute(sql`SELECT prosrc AS src, proconfig AS config FROM pg_proc WHERE proname = 'order_create'`),
     );
     const claim = /\(\s*(SELECT k\.id FROM codes k[\s\S]*?SKIP LOCKED)\s*\)/.exec(fn!.src)?.[1];
     expect(claim).toBeDefined();
@@ -68,7 +68,7 @@ describe('code claim plan', () => {
     // And the function itself takes the 3 oldest available codes.
     const [o] = rowsOf<{ id: number; status: string }>(
       await t.deps.db.execute(
-        sql`SELECT id, status FROM order_create_local(${user.id}::int, NULL, ${Number(p.id)}::int, 3, 'OD-claim-plan', 'm', 'f')`,
+        sql`SELECT id, status FROM order_create(${user.id}::int, NULL, ${Number(p.id)}::int, 3, 0, 'OD-claim-plan', 'm', 'f', 's')`,
       ),
     );
     expect(o?.status).toBe('success');

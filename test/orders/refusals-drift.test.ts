@@ -9,13 +9,6 @@ import { functionFiles, splitStatements, withoutComments } from '../helpers/sql-
  * test/foundation/sql-functions.test.ts holds to the migrations and the installed functions) and compared with it.
  */
 
-/**
- * RG001 reasons that are not order refusals: `not_local` tells src/ordering/service.ts to take the source path. The
- * order function that replaces order_create_local no longer raises it; the test fails once no file raises it, so
- * that this entry goes with it.
- */
-const NOT_REFUSALS = ['not_local'];
-
 /** The one form a refusal is raised in: the reason as a plain literal, ERRCODE RG001, and at most a DETAIL or HINT. */
 const REFUSAL_RAISE = /^RAISE\s+EXCEPTION\s+'([a-z][a-z0-9_]*)'\s+USING\s+ERRCODE\s*=\s*'RG001'(?:\s*,\s*(?:DETAIL|HINT)\s*=[^;]*)?;$/;
 
@@ -46,17 +39,10 @@ describe('order refusals: SQL against TypeScript', () => {
 
   it('the reasons the SQL functions raise with RG001 are SQL_REFUSALS, no more, no fewer', () => {
     expect(reasons.size, 'no RG001 raise found in src/db/functions/: the parser or the files are wrong').toBeGreaterThan(0);
-    const raised = [...reasons.keys()].filter((r) => !NOT_REFUSALS.includes(r)).sort();
+    const raised = [...reasons.keys()].sort();
     expect(raised, 'RG001 reasons of src/db/functions/*.sql against SQL_REFUSALS of src/ordering/refusals.ts').toEqual(
       [...SQL_REFUSALS].sort(),
     );
-  });
-
-  it('the reasons allowed as not refusals are still raised (remove them from NOT_REFUSALS when not)', () => {
-    for (const r of NOT_REFUSALS) {
-      expect(reasons.has(r), `no function raises ${r} any more: remove it from NOT_REFUSALS in this test`).toBe(true);
-      expect(ORDER_REFUSALS as readonly string[]).not.toContain(r);
-    }
   });
 
   it('every reason of ORDER_REFUSALS has a message, and SQL_REFUSALS are order refusals', () => {

@@ -1,14 +1,25 @@
--- A local order (codes or files) in one round trip: the refusals it raises with SQLSTATE RG001 are the closed list of
--- src/ordering/refusals.ts (test/orders/refusals-drift.test.ts); its code claim stays on codes_available_idx
--- (test/orders/claim-plan.test.ts). docs/decisions.md, "Local orders in one SQL function".
-CREATE OR REPLACE FUNCTION order_create_local(
+-- Order creation in one statement, for every product (docs/decisions.md, "One order function"). Its rules are the
+-- catalogue's own: product_visible_at and product_shown_price at the markup the caller read from the settings. A
+-- local code or file product is claimed and ends `success`; a source product (not of type service) ends `pending`
+-- with p_source_message, and the caller forwards it to the source site after the commit (src/sync/upstream.ts).
+-- A refusal raises SQLSTATE RG001 with its reason as message (one of SQL_REFUSALS, src/ordering/refusals.ts) and a
+-- detail: the statement rolls back whole.
+-- Order of writes: the order row first (a racing duplicate request_id waits on its unique index and replays), then
+-- the codes (SKIP LOCKED), and the balance last, so that the user's row is locked only until the commit that follows
+-- at once. The claim is pinned to the partial index codes_available_idx: with one product holding most codes, the
+-- planner's estimate made walking the primary key in id order look as cheap, and every order then crossed all the
+-- codes sold before it. Ordering by (product_id, id) under a range condition is an order only that index provides
+-- (test/orders/claim-plan.test.ts).
+CREATE OR REPLACE FUNCTION order_create(
   p_user_id integer,
   p_request_id text,
   p_product_id integer,
   p_quantity integer,
+  p_markup numeric,
   p_order_code text,
   p_codes_message text,
-  p_files_message text
+  p_files_message text,
+  p_source_message text
 ) RETURNS SETOF orders
 LANGUAGE plpgsql
 AS $$
@@ -27,21 +38,26 @@ BEGIN
     END IF;
   END IF;
 
-  SELECT p.name, p.type, p.price, p.min_qty, p.max_qty, p.source_id,
-         (NOT p.hidden AND NOT p.missing AND NOT c.missing AND NOT COALESCE(co.hidden, false)) AS visible,
+  SELECT COALESCE(po.name, p.name) AS name, p.type, sp.price, p.min_qty, p.max_qty, p.source_id,
+         product_visible_at(p.hidden, p.missing, po.hidden, c.missing, co.hidden, sp.price) AS visible,
          EXISTS (SELECT 1 FROM product_files f WHERE f.product_id = p.id) AS has_files
     INTO v_prod
     FROM products p
     JOIN categories c ON c.id = p.category_id
+    LEFT JOIN source_overrides po ON po.source_id = p.source_id
     LEFT JOIN source_category_overrides co ON co.source_id = c.source_id
+    CROSS JOIN LATERAL (SELECT product_shown_price(p.source_id, p.price, po.fixed_price, po.price_adjust, p_markup) AS price) sp
    WHERE p.id = p_product_id;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'product_unavailable' USING ERRCODE = 'RG001';
   END IF;
-  IF v_prod.source_id IS NOT NULL THEN
-    RAISE EXCEPTION 'not_local' USING ERRCODE = 'RG001';
-  END IF;
-  v_fulfilment := CASE WHEN v_prod.type = 'code' THEN 'codes' WHEN v_prod.type = 'file' AND v_prod.has_files THEN 'files' ELSE 'none' END;
+  -- A local file product sells its attached files: with none attached yet there is nothing to deliver. A service
+  -- product is fulfilled by hand, never through the API (src/catalog/queries.ts, fulfilmentOf).
+  v_fulfilment := CASE
+    WHEN v_prod.source_id IS NOT NULL THEN CASE WHEN v_prod.type = 'service' THEN 'none' ELSE 'source' END
+    WHEN v_prod.type = 'code' THEN 'codes'
+    WHEN v_prod.type = 'file' AND v_prod.has_files THEN 'files'
+    ELSE 'none' END;
   IF NOT v_prod.visible OR v_fulfilment = 'none' THEN
     RAISE EXCEPTION 'product_unavailable' USING ERRCODE = 'RG001';
   END IF;
@@ -49,14 +65,15 @@ BEGIN
     RAISE EXCEPTION 'quantity_out_of_range' USING ERRCODE = 'RG001', DETAIL = format('allowed %s-%s', v_prod.min_qty, v_prod.max_qty);
   END IF;
   -- Unbounded numeric: a total numeric(18,2) cannot hold is more than any balance, not a database error.
-  v_total := v_prod.price::numeric * p_quantity;
+  v_total := v_prod.price * p_quantity;
   IF v_total >= 10000000000000000::numeric THEN
     RAISE EXCEPTION 'insufficient_balance' USING ERRCODE = 'RG001';
   END IF;
 
   INSERT INTO orders (order_code, user_id, request_id, product_id, product_name, product_type, quantity, unit_price, total, status, message)
-  VALUES (p_order_code, p_user_id, p_request_id, p_product_id, v_prod.name, v_prod.type, p_quantity, v_prod.price, v_total, 'success',
-          CASE WHEN v_fulfilment = 'codes' THEN p_codes_message ELSE p_files_message END)
+  VALUES (p_order_code, p_user_id, p_request_id, p_product_id, v_prod.name, v_prod.type, p_quantity, v_prod.price, v_total,
+          CASE WHEN v_fulfilment = 'source' THEN 'pending' ELSE 'success' END,
+          CASE v_fulfilment WHEN 'codes' THEN p_codes_message WHEN 'files' THEN p_files_message ELSE p_source_message END)
   ON CONFLICT (user_id, request_id) DO NOTHING
   RETURNING * INTO v_order;
   IF NOT FOUND THEN

@@ -127,6 +127,21 @@ describe('the server process (node --import tsx src/main.ts)', () => {
     expect(ready.status).toBe(200);
   }, 60_000);
 
+  it('refuses a port in use before it opens the database: exit code 3, one clear line, no data folder created', async () => {
+    const port = new URL(base).port;
+    const fresh = path.join(dir, 'second-data');
+    const second = startServer(dir, { DATA_DIR: fresh, PORT: port, HOST: '127.0.0.1' });
+    const code = await second.exit;
+    expect(code).toBe(3);
+    expect(second.stderr()).toBe(
+      `Port ${port} on 127.0.0.1 is already in use (another server?): stop what holds it, or start with another PORT (e.g. PORT=3001 npm start)\n`,
+    );
+    // Nothing on disk, so no initdb and no migrations ran: the check comes before DATA_DIR is made, locked or filled.
+    expect(fs.existsSync(fresh)).toBe(false);
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+  }, 60_000);
+
   it('stops on SIGTERM: exit code 0, a "stopped" log line, the DATA_DIR lock released', async () => {
     expect(fs.existsSync(path.join(dataDir, 'server.lock'))).toBe(true);
     first!.child.kill('SIGTERM');

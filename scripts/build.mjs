@@ -73,7 +73,7 @@ if (full) fs.rmSync(DIST, { recursive: true, force: true });
 const info = path.join(DIST, '.tsbuildinfo');
 if (full || !fs.existsSync(info) || newest(path.join(ROOT, 'src')) > fs.statSync(info).mtimeMs)
   console.error(
-    `reseller-gateway: compiling src/ to dist/ (${full ? 'a full build: about 20 s, longer on a busy machine' : 'changed sources: a few seconds'})`,
+    `reseller-gateway: compiling src/ to dist/ (${full ? 'a full build: about 20 s, longer on a busy machine' : 'the sources changed: up to 20 s, longer on a busy machine'})`,
   );
 const r = spawnSync(process.execPath, [tsc, '-b', CONFIG], { cwd: ROOT, stdio: 'inherit' });
 if (r.status !== 0) {

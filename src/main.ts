@@ -16,7 +16,9 @@ const FORCE_MARGIN_MS = 2_000;
  */
 async function holdPort(port: number, host: string): Promise<net.Server | null> {
   if (port === 0) return null;
-  const server = net.createServer();
+  // A connection that arrives meanwhile is reset at once: a client (a readiness probe) retries instead of hanging,
+  // and close() below never waits for it.
+  const server = net.createServer((socket) => socket.destroy());
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -55,8 +55,26 @@ if (!fs.existsSync(path.join(ROOT, 'src'))) {
   process.exit(1);
 }
 
+/** The newest modification time of a file under dir (0 when there is none). */
+function newest(dir) {
+  let t = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    t = Math.max(t, e.isDirectory() ? newest(p) : fs.statSync(p).mtimeMs);
+  }
+  return t;
+}
+
 // tsc -b trusts its .tsbuildinfo: an output file deleted by hand is not noticed, so a partial dist/ is built again whole.
-if (clean || !built) fs.rmSync(DIST, { recursive: true, force: true });
+const full = clean || !built;
+if (full) fs.rmSync(DIST, { recursive: true, force: true });
+// A compile takes seconds (a full one about 20 s of CPU): say so first, so that an install or a start never looks hung.
+// A check with nothing to compile (about a second) stays silent.
+const info = path.join(DIST, '.tsbuildinfo');
+if (full || !fs.existsSync(info) || newest(path.join(ROOT, 'src')) > fs.statSync(info).mtimeMs)
+  console.error(
+    `reseller-gateway: compiling src/ to dist/ (${full ? 'a full build: about 20 s, longer on a busy machine' : 'the sources changed: up to 20 s, longer on a busy machine'})`,
+  );
 const r = spawnSync(process.execPath, [tsc, '-b', CONFIG], { cwd: ROOT, stdio: 'inherit' });
 if (r.status !== 0) {
   console.error(`reseller-gateway: the build failed (tsc exit ${r.status ?? r.signal}); dist/ may be incomplete.`);

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { ConfigError, loadConfig } from './config.js';
 import { buildApp } from './app.js';
 import { AppSecretMismatchError, createDeps } from './deps.js';
@@ -7,6 +8,35 @@ import { shutdown } from './ops/shutdown.js';
 
 /** Past SHUTDOWN_TIMEOUT_MS, what the closing itself may take before the process exits regardless. */
 const FORCE_MARGIN_MS = 2_000;
+
+/**
+ * Holds PORT on HOST while the database opens, so that a port in use fails the start at once, before anything is
+ * created on disk (a first start on a fresh DATA_DIR takes seconds to a minute); freed just before Fastify listens.
+ * PORT 0 (a port the system picks) cannot be in use: nothing to hold.
+ */
+async function holdPort(port: number, host: string): Promise<net.Server | null> {
+  if (port === 0) return null;
+  // A connection that arrives meanwhile is reset at once: a client (a readiness probe) retries instead of hanging,
+  // and close() below never waits for it.
+  const server = net.createServer((socket) => socket.destroy());
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ port, host, exclusive: true }, resolve);
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'EADDRINUSE'
+        ? 'is already in use (another server?)'
+        : code === 'EACCES'
+          ? 'needs privileges this process does not have'
+          : `cannot be opened (${code ?? (err as Error).message})`;
+    process.stderr.write(`Port ${port} on ${host} ${why}: stop what holds it, or start with another PORT (e.g. PORT=3001 npm start)\n`);
+    process.exit(3);
+  }
+  return server;
+}
 
 async function main(): Promise<void> {
   try {
@@ -25,6 +55,7 @@ async function main(): Promise<void> {
     throw err;
   }
 
+  const heldPort = await holdPort(config.PORT, config.HOST);
   let deps;
   try {
     deps = await createDeps(config);
@@ -42,6 +73,7 @@ async function main(): Promise<void> {
   }
   const requests = createInFlightRequests();
   const app = await buildApp(deps, { requests });
+  await new Promise((resolve) => (heldPort ? heldPort.close(resolve) : resolve(undefined)));
   await app.listen({ port: config.PORT, host: config.HOST });
   // Webhook events a stopped process left due (docs/operations.md, "Shutdown") go out now, not at the next cron call.
   deps.webhooks.kick();

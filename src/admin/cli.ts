@@ -13,6 +13,11 @@ export type CliIo = {
   env: Record<string, string | undefined>;
   stdout: (s: string) => void;
   stderr: (s: string) => void;
+  /**
+   * Where a line before a step that takes seconds goes (a terminal's stderr); absent: nowhere, so that a script that
+   * reads stderr gets only warnings and the error envelope.
+   */
+  progress?: (line: string) => void;
   fetch?: typeof fetch;
 };
 
@@ -297,6 +302,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       const data = await r.command.run(r.args, r.opts, {
         open: (p, init) => open(p, init, conn(), io.fetch ?? globalThis.fetch),
         warn: (m) => io.stderr(`warning: ${m}\n`),
+        progress: (m) => io.progress?.(m),
       });
       io.stdout(JSON.stringify(data, null, 2) + '\n');
       return 0;
@@ -314,6 +320,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const conn = connection(io.env);
     token = conn.token;
     const fetchFn = io.fetch ?? globalThis.fetch;
+    if (r.command.progress) io.progress?.(r.command.progress);
     const outcome = await send(call, conn, fetchFn, await timeoutOf(call, conn, fetchFn));
     if (!outcome.ok) return fail(refusedToken(outcome.envelope, conn));
     const data = r.command.output ? r.command.output(outcome.data) : outcome.data;
@@ -341,6 +348,7 @@ export async function main(): Promise<void> {
     env: process.env,
     stdout: (s) => void process.stdout.write(s),
     stderr: (s) => void process.stderr.write(s),
+    progress: process.stderr.isTTY ? (line) => void process.stderr.write(`${line}\n`) : undefined,
   });
 }
 

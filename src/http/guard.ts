@@ -8,6 +8,14 @@ export const GUARD_VIOLATIONS_PER_MINUTE = 10;
 /** Failed authentications from one address within one minute that trip the guard for that address. */
 export const GUARD_AUTH_FAILURES_PER_MINUTE = 20;
 
+/**
+ * The api_guard refusal's message: why, when it ends by itself, and how the shop's admin lifts it at once (the admin
+ * CLI's `guard clear`, or POST /admin/v1/guard/clear), so that a reseller locked out by mistake knows whom to ask.
+ */
+export function guardedMessage(why: string, waitSeconds: number): string {
+  return `Temporarily restricted after ${why}; retry in ${waitSeconds} s, or ask the shop's admin to lift it now (npm run admin -- guard clear)`;
+}
+
 export type GuardSubject = `key:${number}` | `ip:${string}`;
 
 type Store = {

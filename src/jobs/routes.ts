@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { AppError, errorBodySchema, errorResponses } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
-import type { Guard } from '../http/guard.js';
+import { guardedMessage, type Guard } from '../http/guard.js';
 import { allowSilence, LONG_ACTION_MARGIN_SECONDS } from '../http/server-options.js';
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
@@ -58,7 +58,7 @@ export async function cronRoutes(
       // Guessing the token counts against the address as a failed API key does (only while a token is set).
       const wait = expected ? await deps.guard.retryAfter(`ip:${req.ip}`) : null;
       if (wait !== null)
-        throw new AppError('api_guard', `Temporarily restricted after repeated wrong tokens; retry in ${wait} s`, {
+        throw new AppError('api_guard', guardedMessage('repeated wrong tokens', wait), {
           headers: { 'Retry-After': String(wait) },
         });
       if (!expected) throw new AppError('unauthorized', 'The cron endpoint is off until cron_token is set', { status: 403 });

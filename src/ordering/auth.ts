@@ -4,7 +4,7 @@ import { AppError, type ErrorCode } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { AuthUser, UsersService } from '../users/service.js';
 import type { SignatureVerifier } from './signing.js';
-import type { Guard, GuardSubject } from '../http/guard.js';
+import { guardedMessage, type Guard, type GuardSubject } from '../http/guard.js';
 import { maintenanceError } from '../http/maintenance.js';
 
 declare module 'fastify' {
@@ -46,7 +46,7 @@ const AUTH_FAILURES = new Set(['missing_api_key', 'unauthorized', 'ip_not_allowe
 async function assertNotGuarded(guard: Guard, subject: GuardSubject): Promise<void> {
   const wait = await guard.retryAfter(subject);
   if (wait !== null) {
-    throw new AppError('api_guard', `Temporarily restricted after abnormal traffic; retry in ${wait} s`, {
+    throw new AppError('api_guard', guardedMessage('abnormal traffic', wait), {
       headers: { 'Retry-After': String(wait) },
     });
   }

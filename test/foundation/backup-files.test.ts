@@ -20,8 +20,14 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 async function cli(argv: string[]) {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { env: {}, stdout: (s) => void (out += s), stderr: (s) => void (err += s) });
-  return { code, out, err };
+  const shown: string[] = [];
+  const code = await runCli(argv, {
+    env: {},
+    stdout: (s) => void (out += s),
+    stderr: (s) => void (err += s),
+    progress: (line) => void shown.push(line),
+  });
+  return { code, out, err, shown };
 }
 
 describe.skipIf(onPostgres())('backup of attached files (embedded database only)', () => {
@@ -134,6 +140,7 @@ describe.skipIf(onPostgres())('backup of attached files (embedded database only)
     const dir = path.join(root, 'restored');
     const r = await cli(['restore', gz, '--data-dir', dir]);
     expect({ code: r.code, err: r.err.replace(/^warning: .*\n/, '') }).toEqual({ code: 0, err: '' });
+    expect(r.shown).toEqual([`restoring ${gz} into ${dir} (seconds to minutes, with the size of the archive)...`]);
     expect(JSON.parse(r.out)).toMatchObject({ data_dir: dir, files: 3, missing_files: [{ product_file_id: 4, storage_name: lost }] });
     for (const [name, bytes] of content) expect(fs.readFileSync(path.join(dir, 'files', name)).equals(bytes)).toBe(true);
     expect(fs.existsSync(path.join(dir, 'pgdata', 'PG_VERSION'))).toBe(true);

@@ -479,6 +479,20 @@ describe('reseller-admin CLI', () => {
       });
       expect(seeded.try.every((c) => c.startsWith('curl ') && c.includes(seeded.user.api_key))).toBe(true);
     });
+
+    it('demo seed says it started on a terminal (progress), and nothing more on stderr for a script', async () => {
+      const shown: string[] = [];
+      let out = '';
+      let err = '';
+      const code = await runCli(['demo', 'seed'], {
+        env: { ADMIN_URL: adminUrl, ADMIN_TOKEN },
+        stdout: (s) => void (out += s),
+        stderr: (s) => void (err += s),
+        progress: (line) => void shown.push(line),
+      });
+      expect({ code, err, shown }).toEqual({ code: 0, err: '', shown: ['seeding the demo data (a few seconds)...'] });
+      expect(JSON.parse(out)).toMatchObject({ user: { name: 'demo' } });
+    });
   });
 
   describe('connection', () => {

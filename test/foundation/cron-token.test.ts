@@ -43,8 +43,13 @@ describe('cron token strength and guessing', () => {
     }
     const guarded = await t.request({ method: 'GET', url: `/api-sync-cron.php?token=${TOKEN}`, remoteAddress: attacker });
     expect(guarded.statusCode).toBe(429);
-    expect(guarded.json()).toMatchObject({ ok: false, error: 'api_guard' });
-    expect(Number(guarded.headers['retry-after'])).toBeGreaterThan(0);
+    const wait = Number(guarded.headers['retry-after']);
+    expect(wait).toBeGreaterThan(0);
+    expect(guarded.json()).toEqual({
+      ok: false,
+      error: 'api_guard',
+      message: `Temporarily restricted after repeated wrong tokens; retry in ${wait} s, or ask the shop's admin to lift it now (npm run admin -- guard clear)`,
+    });
     const scheduler = await t.request({ method: 'GET', url: `/api-sync-cron.php?token=${TOKEN}` });
     expect(scheduler.statusCode).toBe(200);
     expect(await t.adminData('GET', '/admin/v1/guard')).toEqual([expect.objectContaining({ subject: `ip:${attacker}` })]);

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -126,6 +127,55 @@ describe('the server process (node --import tsx src/main.ts)', () => {
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
   }, 60_000);
+
+  it('refuses a port in use before it opens the database: exit code 3, one clear line, no data folder created', async () => {
+    const port = new URL(base).port;
+    const fresh = path.join(dir, 'second-data');
+    const second = startServer(dir, { DATA_DIR: fresh, PORT: port, HOST: '127.0.0.1' });
+    const code = await second.exit;
+    expect(code).toBe(3);
+    expect(second.stderr()).toBe(
+      `Port ${port} on 127.0.0.1 is already in use (another server?): stop what holds it, or start with another PORT (e.g. PORT=3001 npm start)\n`,
+    );
+    // Nothing on disk, so no initdb and no migrations ran: the check comes before DATA_DIR is made, locked or filled.
+    expect(fs.existsSync(fresh)).toBe(false);
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+  }, 60_000);
+
+  it(
+    'resets a connection made while the database opens, and then serves (a probe retries instead of hanging)',
+    async () => {
+      const free = net.createServer();
+      await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
+      const port = (free.address() as net.AddressInfo).port;
+      await new Promise((r) => free.close(r));
+      const third = startServer(dir, { DATA_DIR: path.join(dir, 'third-data'), PORT: String(port), HOST: '127.0.0.1' });
+      const socketOf = () =>
+        new Promise<net.Socket | null>((resolve) => {
+          const socket = net.connect(port, '127.0.0.1');
+          socket.once('connect', () => resolve(socket));
+          socket.once('error', () => resolve(null));
+        });
+      let held: net.Socket | null = null;
+      try {
+        // The first connection that gets through lands on the held port (the database opens for seconds after it). It
+        // stays open on this side: a held port that kept it would never close, and the server would never listen.
+        while (!held) {
+          held = await socketOf();
+          // Polling a child process's port: real time, as the process runs on the real clock.
+          if (!held) await new Promise((r) => setTimeout(r, 20));
+        }
+        await waitFor('the start-up log', () => listeningLine(third), third, START_TIMEOUT_MS);
+        expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+      } finally {
+        held?.destroy();
+        third.child.kill('SIGKILL');
+        await third.exit;
+      }
+    },
+    START_TIMEOUT_MS + 30_000,
+  );
 
   it('stops on SIGTERM: exit code 0, a "stopped" log line, the DATA_DIR lock released', async () => {
     expect(fs.existsSync(path.join(dataDir, 'server.lock'))).toBe(true);

@@ -59,7 +59,12 @@ describe('rate limits and api_guard (in-memory counters)', () => {
       await t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) });
     const guarded = await t.request({ method: 'GET', url: '/api/v1/categories', headers: bearer(user.api_key) });
     expect(guarded.statusCode).toBe(429);
-    expect(guarded.json()).toMatchObject({ ok: false, error: 'api_guard' });
+    expect(guarded.json()).toEqual({
+      ok: false,
+      error: 'api_guard',
+      message:
+        "Temporarily restricted after abnormal traffic; retry in 300 s, or ask the shop's admin to lift it now (npm run admin -- guard clear)",
+    });
     expect(Number(guarded.headers['retry-after'])).toBe(300);
     expect(await t.adminData('GET', '/admin/v1/guard')).toEqual([
       { subject: `key:${user.id}`, until: expect.any(String), seconds_left: 300 },

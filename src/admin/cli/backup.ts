@@ -33,6 +33,7 @@ async function backup(file: string, opts: { withSecrets: boolean; force: boolean
   if (!fs.existsSync(dir)) throw usageError(`The folder ${dir} does not exist`);
   const tmp = path.join(dir, `.${path.basename(target)}.${process.pid}.${randomBytes(3).toString('hex')}.part`);
   const abort = new AbortController();
+  ctx.progress(`backing up into ${file}: the server copies its database first, then streams the archive (seconds to minutes)...`);
   let idle = setTimeout(() => abort.abort(), IDLE_MS);
   const res = await ctx
     .open(`/admin/v1/backup?with_secrets=${opts.withSecrets}`, { signal: abort.signal })
@@ -115,6 +116,7 @@ export const backupCommands: readonly Command[] = [
     run: async ({ FILE }, o, ctx) => {
       const dir = required(o, 'data-dir', ' (the new data folder to create)');
       let result;
+      ctx.progress(`restoring ${FILE} into ${dir} (seconds to minutes, with the size of the archive)...`);
       try {
         result = await restoreArchive(FILE, dir);
       } catch (err) {

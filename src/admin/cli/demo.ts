@@ -7,6 +7,7 @@ export const demoCommands: readonly Command[] = [
     verb: 'seed',
     usage: '',
     summary: 'demo user, categories, products and codes, with curl commands to try',
+    progress: 'seeding the demo data (a few seconds)...',
     call: () => post('/admin/v1/demo/seed'),
   }),
 ];

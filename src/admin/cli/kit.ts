@@ -49,6 +49,8 @@ export type Command = {
   run?(args: Record<string, string>, opts: Opts, ctx: RunContext): Promise<unknown>;
   /** What of `data` to print; all of it when absent. */
   output?: (data: unknown) => unknown;
+  /** A line printed on stderr before a call that takes seconds, so that the terminal does not look hung. */
+  progress?: string;
 };
 
 /** What a `run` command gets from cli.ts: an authenticated request to the admin API, and stderr for warnings. */
@@ -56,6 +58,8 @@ export type RunContext = {
   /** GET/POST on the admin API; a refused or failed answer throws the CliError the CLI prints. */
   open(path: string, init: { signal: AbortSignal }): Promise<Response>;
   warn(message: string): void;
+  /** A line on stderr before a step that takes seconds. */
+  progress(message: string): void;
 };
 
 /** A command that runs itself rather than being one JSON call. */

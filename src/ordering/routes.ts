@@ -36,7 +36,7 @@ export type OrderingDeps = {
 /** The ordering API (spec endpoints 1-9) behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
   installErrorVocabulary(app, DEFAULT_VOCABULARY);
-  documentRoutes(app, API_DOCS.ordering);
+  documentRoutes(app, API_DOCS.ordering, AUTH_ERRORS);
   installOrderingAuth(app, deps);
   await installOrderingRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });
   installSignatureCheck(app, { settings: deps.settings, verify: deps.verifySignature });

@@ -42,7 +42,7 @@ const AUTH_ERRORS: ErrorCode[] = [
 
 /** The payment top-up API (its own plugin and auth; mounted under PAYMENT_BASE_PATH). */
 export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
-  documentRoutes(app, API_DOCS.payments);
+  documentRoutes(app, API_DOCS.payments, AUTH_ERRORS);
   // DESIGN 5: an unknown request is PAYMENT_NOT_FOUND, a refused transition VALIDATION_ERROR.
   installErrorVocabulary(app, {
     ...PAYMENT_VOCABULARY,

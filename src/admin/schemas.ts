@@ -14,7 +14,9 @@ export const userView = z.object({
   updated_at: z.string(),
 });
 
-export const ipsInput = z.array(z.string().max(64)).max(200);
+export const ipsInput = z
+  .array(z.string().max(64).describe('an IPv4 or IPv6 address, or a CIDR range such as 203.0.113.0/24; another text: 400 invalid_request'))
+  .max(200);
 
 export const userCreateBody = z.object({
   name: z.string().trim().min(1).max(100),

@@ -107,7 +107,17 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
       summary: 'Create a payment request',
       description:
         'Create a top-up request (event payment.request.create). Requires Idempotency-Key (1-255 chars, stable across retries): the same key and body answer the original payment (header Idempotent-Replayed: true).',
-      headers: paymentHeaders.extend({ 'idempotency-key': z.string().optional().describe('required; 1-255 characters') }),
+      // Required: preValidation answers IDEMPOTENCY_KEY_MISSING (blank) or VALIDATION_ERROR (over 255) before zod sees it.
+      headers: paymentHeaders.extend({
+        'idempotency-key': z
+          .string()
+          .min(1)
+          .max(255)
+          .meta({
+            description: 'stable across retries of one creation; missing or blank: 400 IDEMPOTENCY_KEY_MISSING',
+            example: 'inv-1001-try',
+          }),
+      }),
       body: createPaymentBody,
       response: {
         201: paymentResponse,

@@ -121,6 +121,20 @@ export function documentRoutes(app: FastifyInstance, docs: RouteDocs, scopeError
   });
 }
 
+/** The headers every answer carries (src/app.ts), and Retry-After where a 429 or 503 tells when to come back. */
+function responseHeaders(status: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    'X-Request-Id': {
+      required: true,
+      description: 'the request id (the caller X-Request-Id when sane, else generated); quote it when reporting a problem',
+      schema: { type: 'string' },
+    },
+  };
+  if (status === '429' || status === '503')
+    out['Retry-After'] = { description: 'seconds to wait before retrying, when known', schema: { type: 'string', pattern: '^[0-9]+$' } };
+  return out;
+}
+
 /**
  * What the zod schemas cannot say in OpenAPI 3: request bodies of the upload routes (multipart/text, read as streams,
  * not validated as JSON), the ZIP answer of order-download and the text of /metrics. Error answers stay JSON envelopes.
@@ -133,6 +147,11 @@ export function patchOpenApi<T>(doc: T): T {
       'multipart/form-data': { schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary' } } } },
     },
   };
+  for (const item of Object.values(paths))
+    for (const op of Object.values(item)) {
+      const responses = (op as { responses?: Record<string, { headers?: Record<string, unknown> }> }).responses ?? {};
+      for (const [status, res] of Object.entries(responses)) res.headers = { ...responseHeaders(status), ...res.headers };
+    }
   const codes = paths['/admin/v1/products/{id}/codes']?.post;
   if (codes) {
     codes.requestBody = {

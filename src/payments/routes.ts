@@ -51,6 +51,16 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
         ? new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message)
         : err,
   });
+  // The document names each route's event (its config.payEvent) as the one value of X-API-Event, so that a generated
+  // client can sign; the auth hook refuses another event before validation (API_EVENT_INVALID).
+  app.addHook('onRoute', (route) => {
+    const event = (route.config as { payEvent?: string } | undefined)?.payEvent;
+    const schema = route.schema as { headers?: unknown } | undefined;
+    if (event && schema?.headers instanceof z.ZodObject)
+      schema.headers = schema.headers.extend({
+        'x-api-event': z.string().meta({ enum: [event], description: `${event}; another event: 400 API_EVENT_INVALID` }),
+      });
+  });
   installPaymentAuth(app, deps);
   await installRateLimit(app, {
     code: 'RATE_LIMITED',
@@ -109,14 +119,10 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
         'Create a top-up request (event payment.request.create). Requires Idempotency-Key (1-255 chars, stable across retries): the same key and body answer the original payment (header Idempotent-Replayed: true).',
       // Required: preValidation answers IDEMPOTENCY_KEY_MISSING (blank) or VALIDATION_ERROR (over 255) before zod sees it.
       headers: paymentHeaders.extend({
-        'idempotency-key': z
-          .string()
-          .min(1)
-          .max(255)
-          .meta({
-            description: 'stable across retries of one creation; missing or blank: 400 IDEMPOTENCY_KEY_MISSING',
-            example: 'inv-1001-try',
-          }),
+        'idempotency-key': z.string().min(1).max(255).meta({
+          description: 'stable across retries of one creation; missing or blank: 400 IDEMPOTENCY_KEY_MISSING',
+          example: 'inv-1001-try',
+        }),
       }),
       body: createPaymentBody,
       response: {

@@ -73,13 +73,16 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       description:
         'An access request (status requested): the domain is a domain name (an IP address is refused, invalid_request) and the webhook URL must be on it or a subdomain of it (a dot boundary; case and a final dot do not count).',
       body: z.object({
-        name: z.string().min(1).max(100),
-        domain: z
+        name: z.string().min(1).max(100).meta({ example: 'Shop' }),
+        domain: z.string().min(1).max(253).meta({
+          description: 'a domain name such as shop.example.com (a scheme, a path, case and a final dot are dropped); an IP address: 400',
+          example: 'shop.example.com',
+        }),
+        webhook_url: z
           .string()
           .min(1)
-          .max(253)
-          .describe('a domain name such as shop.example.com (a scheme, a path, case and a final dot are dropped); an IP address: 400'),
-        webhook_url: z.string().min(1).max(2000),
+          .max(2000)
+          .meta({ description: 'an http(s) URL on the domain or a subdomain of it', example: 'https://hooks.shop.example.com/pay' }),
         ips: ipsInput.optional(),
       }),
       response: { 200: ok(clientView, 'The new client (status requested), under data.'), ...errs('invalid_request') },

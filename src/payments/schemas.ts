@@ -80,6 +80,7 @@ export const paymentHeaders = z.object({
   'x-api-event': z.string().describe('the event of this endpoint (its description names it); another event: 400 API_EVENT_INVALID'),
   'x-api-signature': z.string().meta({
     pattern: '^[0-9a-fA-F]{64}$',
+    example: '5d41402abc4b2a76b9719d911017c592ae1f7f4e2f6b7d8c9a0b1c2d3e4f5a6b',
     description: 'lowercase hex HMAC-SHA256 of EVENT + "\\n" + RAW_BODY with the API secret; a wrong one: 401 API_SIGNATURE_INVALID',
   }),
   'x-api-signature-alg': z.literal('HMAC-SHA256'),

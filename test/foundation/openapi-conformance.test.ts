@@ -51,6 +51,8 @@ type Draft = {
   body?: { type: string; payload: string | Buffer; contentType?: string };
   /** Leave out these headers after signing (a required credential header left out). */
   drop?: string[];
+  /** Send no credentials at all. */
+  anonymous?: boolean;
 };
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
@@ -268,7 +270,7 @@ describe('every operation of the served document answers as documented', () => {
     const payload = d.body?.payload;
     if (d.body) headers['content-type'] = d.body.contentType ?? 'application/json';
     const raw = typeof payload === 'string' ? payload : '';
-    for (const scheme of Object.keys(op.security?.[0] ?? {})) {
+    for (const scheme of d.anonymous ? [] : Object.keys(op.security?.[0] ?? {})) {
       if (scheme === 'bearerAuth') headers.authorization = `Bearer ${fixtures.buyerKey}`;
       if (scheme === 'adminToken') headers.authorization = `Bearer ${ADMIN_TOKEN}`;
       if (scheme === 'cronToken' && !query.has('token')) query.set('token', CRON_TOKEN);
@@ -318,6 +320,7 @@ describe('every operation of the served document answers as documented', () => {
   function invalidDrafts(valid: Draft, op: Operation): [string, Draft][] {
     const out: [string, Draft][] = [];
     const clone = (): Draft => JSON.parse(JSON.stringify({ ...valid, body: undefined })) as Draft;
+    if ((op.security ?? []).length > 0) out.push(['without credentials', { ...valid, anonymous: true }]);
     const withBody = (d: Draft, payload: string): Draft => ({ ...d, body: { type: 'json', payload } });
     for (const p of op.parameters ?? []) {
       const where = `${p.in} ${p.name}`;
@@ -413,6 +416,20 @@ describe('every operation of the served document answers as documented', () => {
         else expect(res.statusCode, `${where}: the documented example must succeed: ${res.body.slice(0, 300)}`).toBeLessThan(300);
         expectDocumented(`${where} example`, op, res);
       });
+      // A parameter at its documented maxLength is valid as to length: the server must not refuse it as invalid (400).
+      for (const p of op.parameters ?? []) {
+        if (p.schema.maxLength === undefined || p.schema.pattern || p.schema.enum || p.name === 'x-api-key') continue;
+        const d: Draft = { ...(JSON.parse(JSON.stringify({ ...valid, body: undefined })) as Draft), body: valid.body };
+        const bag = p.in === 'path' ? 'path' : p.in === 'query' ? 'query' : 'headers';
+        d[bag][p.name] = 'x'.repeat(p.schema.maxLength);
+        const at = await send(path, op, d);
+        check(`${where} ${p.in} ${p.name} at its maxLength`, () => {
+          expect(at.statusCode, `${where} ${p.in} ${p.name} at its maxLength ${p.schema.maxLength}: ${at.body.slice(0, 200)}`).not.toBe(
+            400,
+          );
+          expectDocumented(`${where} ${p.name} at its maxLength`, op, at);
+        });
+      }
       // A method Fastify does not route on this path: 405 with Allow naming the documented method.
       const other = await send(path, op, { ...valid, method: 'QUERY', body: undefined });
       check(`${where} QUERY`, () => {

@@ -316,6 +316,15 @@ describe('every operation of the served document answers as documented', () => {
     }
   }
 
+  /** The statuses that refuse an invalid request of this kind (the payment API checks its headers before validation). */
+  function refusalStatuses(what: string): number[] {
+    if (what === 'without credentials') return [401, 403];
+    if (what === 'a body of an unparsed media type') return [415];
+    if (what === 'a JSON body over the body limit') return [413];
+    if (/header x-api-/.test(what)) return [400, 401];
+    return [400];
+  }
+
   /** Invalid requests generated from the document: each must be refused (4xx) with a documented answer. */
   function invalidDrafts(valid: Draft, op: Operation): [string, Draft][] {
     const out: [string, Draft][] = [];
@@ -401,11 +410,9 @@ describe('every operation of the served document answers as documented', () => {
       for (const [what, d] of invalidDrafts(valid, op)) {
         const res = await send(path, op, d);
         check(`${where} ${what}`, () => {
-          expect(
+          expect(refusalStatuses(what), `${where} ${what}: answered ${res.statusCode}: ${res.body.slice(0, 200)}`).toContain(
             res.statusCode,
-            `${where} ${what}: answered ${res.statusCode}, must be refused: ${res.body.slice(0, 200)}`,
-          ).toBeGreaterThanOrEqual(400);
-          expect(res.statusCode, `${where} ${what}: answered ${res.statusCode}`).toBeLessThan(500);
+          );
           expectDocumented(`${where} ${what}`, op, res);
         });
       }

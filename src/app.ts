@@ -95,7 +95,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
         title: 'reseller-gateway',
         version: opts.version ?? '0.1.0',
         description:
-          'Reseller ordering API (per-user API key), payment top-up API (signed per client), admin API (ADMIN_TOKEN) and the scheduler endpoint. Every error body is {ok:false, error, message, details?, reason?}.',
+          'Reseller ordering API (per-user API key), payment top-up API (signed per client), admin API (ADMIN_TOKEN) and the scheduler endpoint. Every error body is {ok:false, error, message, details?, reason?}; docs/errors.md lists the codes. Any other method on a documented path (QUERY, DELETE, PROPFIND, ...) answers 405 method_not_allowed with an Allow header naming the methods it serves; an unknown path answers 404 (not_found, or PAYMENT_NOT_FOUND under the payment API). Every answer carries X-Request-Id.',
       },
       // Relative: the document describes the server that serves it, whatever address it is reached on.
       servers: [{ url: '/', description: 'this server' }],

@@ -48,6 +48,12 @@ const adminPayment = z.object({
   description: z.string(),
   transitions: z.array(z.object({ from_status: z.string().nullable(), to_status: z.string(), actor: z.string(), at: z.string() })),
 });
+/** The checks of src/payments/methods.ts (the service answers invalid_request), as the document says them. */
+const METHOD_RULES = {
+  code: { pattern: '^[A-Za-z0-9_-]{1,32}$', example: 'vcb' },
+  bank_bin: { pattern: '^[0-9]{6}$', description: 'the 6-digit NAPAS BIN of the bank', example: '970436' },
+  account_number: { pattern: '^[0-9A-Za-z]{1,19}$', description: '1-19 letters or digits', example: '0123456789' },
+};
 const idParams = z.object({ id: z.string().min(1).max(12) });
 const codeParams = z.object({ code: z.string().min(1).max(32) });
 const paymentParams = z.object({ payment_id: z.string().min(1).max(64) });
@@ -67,9 +73,16 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       description:
         'An access request (status requested): the domain is a domain name (an IP address is refused, invalid_request) and the webhook URL must be on it or a subdomain of it (a dot boundary; case and a final dot do not count).',
       body: z.object({
-        name: z.string().min(1).max(100),
-        domain: z.string().min(1).max(253),
-        webhook_url: z.string().min(1).max(2000),
+        name: z.string().min(1).max(100).meta({ example: 'Shop' }),
+        domain: z.string().min(1).max(253).meta({
+          description: 'a domain name such as shop.example.com (a scheme, a path, case and a final dot are dropped); an IP address: 400',
+          example: 'shop.example.com',
+        }),
+        webhook_url: z
+          .string()
+          .min(1)
+          .max(2000)
+          .meta({ description: 'an http(s) URL on the domain or a subdomain of it', example: 'https://hooks.shop.example.com/pay' }),
         ips: ipsInput.optional(),
       }),
       response: { 200: ok(clientView, 'The new client (status requested), under data.'), ...errs('invalid_request') },
@@ -180,12 +193,12 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       tags,
       description: 'A bank-transfer method; --activate makes it active (and default when there is none, or with make_default).',
       body: z.object({
-        code: z.string().min(1).max(32),
+        code: z.string().min(1).max(32).meta(METHOD_RULES.code),
         name: z.string().max(100).optional(),
-        bank_bin: z.string().min(1).max(16),
+        bank_bin: z.string().min(1).max(16).meta(METHOD_RULES.bank_bin),
         bank_code: z.string().max(32).optional(),
         bank_name: z.string().min(1).max(100),
-        account_number: z.string().min(1).max(32),
+        account_number: z.string().min(1).max(32).meta(METHOD_RULES.account_number),
         account_name: z.string().min(1).max(100),
         activate: z.boolean().optional(),
         make_default: z.boolean().optional(),
@@ -213,10 +226,10 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       params: codeParams,
       body: z.object({
         name: z.string().max(100).optional(),
-        bank_bin: z.string().max(16).optional(),
+        bank_bin: z.string().max(16).meta(METHOD_RULES.bank_bin).optional(),
         bank_code: z.string().max(32).optional(),
         bank_name: z.string().max(100).optional(),
-        account_number: z.string().max(32).optional(),
+        account_number: z.string().max(32).meta(METHOD_RULES.account_number).optional(),
         account_name: z.string().max(100).optional(),
         active: z.boolean().optional(),
         make_default: z.boolean().optional(),

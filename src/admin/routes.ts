@@ -60,7 +60,7 @@ const ACTOR = 'admin-api';
 
 /** The admin HTTP API (docs/contract.md, "Admin"): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
-  documentRoutes(app, API_DOCS.admin);
+  documentRoutes(app, API_DOCS.admin, ADMIN_ERRORS);
   installErrorVocabulary(app, {
     ...DEFAULT_VOCABULARY,
     translate: (err) =>

@@ -14,7 +14,10 @@ export const userView = z.object({
   updated_at: z.string(),
 });
 
-export const ipsInput = z.array(z.string().max(64)).max(200);
+export const ipsInput = z
+  .array(z.string().max(64).describe('an IPv4 or IPv6 address, or a CIDR range such as 203.0.113.0/24; another text: 400 invalid_request'))
+  .max(200)
+  .meta({ example: ['203.0.113.7', '198.51.100.0/24'] });
 
 export const userCreateBody = z.object({
   name: z.string().trim().min(1).max(100),
@@ -84,7 +87,9 @@ export const settingView = z.object({
   help: z.string(),
 });
 export const settingKeyParams = z.object({ key: z.string().min(1).max(64) });
-export const settingSetBody = z.object({ value: z.string().max(4096).describe('empty string resets to the default') });
+export const settingSetBody = z.object({
+  value: z.string().max(4096).meta({ description: 'empty string resets to the default', example: '50' }),
+});
 
 export const demoSeedResult = z.object({
   user: userView,

@@ -39,8 +39,13 @@ export const productsQuery = z.object({
       'must be an ISO 8601 time with a zone, e.g. 2026-11-25T10:00:00.000Z',
     )
     .transform((v) => new Date(v))
+    .meta({
+      // The refine above, as the document can say it.
+      pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}:?[0-9]{2})$',
+      example: '2026-11-25T10:00:00.000Z',
+    })
     .optional()
-    .describe('only products whose shown data changed after this time (delta listing)'),
+    .describe('only products whose shown data changed after this time (delta listing): ISO 8601 with a zone (Z or ±hh:mm)'),
   include_missing: z
     .enum(['true', 'false'])
     .transform((v) => v === 'true')

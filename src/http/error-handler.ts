@@ -132,10 +132,18 @@ function errorHandlerFor(vocab: ErrorVocabulary) {
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
         return sendError(reply, 400, vocab.validation, 'Content-Length does not match the body');
       case 'FST_REQ_FILE_TOO_LARGE':
+        return sendError(reply, 413, 'payload_too_large', 'Upload is too large');
+      // More parts than an upload takes (src/admin/upload.ts: one file, ten fields) is a malformed form, not a large one.
       case 'FST_FILES_LIMIT':
+        return sendError(
+          reply,
+          400,
+          vocab.validation,
+          'The form has more than one file part; send one file, as the multipart field `file`',
+        );
       case 'FST_PARTS_LIMIT':
       case 'FST_FIELDS_LIMIT':
-        return sendError(reply, 413, 'payload_too_large', 'Upload is too large');
+        return sendError(reply, 400, vocab.validation, 'The form has too many fields; send one file, as the multipart field `file`');
       default:
         break;
     }
@@ -159,7 +167,11 @@ function errorHandlerFor(vocab: ErrorVocabulary) {
   };
 }
 
-/** 404 for unknown paths, 405 with Allow for a known path called with another method. */
+/**
+ * 404 for unknown paths, 405 with Allow for a known path called with another method (docs/errors.md, "Methods"). Any
+ * method is answered this way, QUERY included: the answer is given in onRequest, before Fastify reads a body, so a
+ * method that takes one (QUERY without a Content-Type, or a large body) never turns into a 400 or 413.
+ */
 export function installNotFound(app: FastifyInstance, paymentPrefix: string): void {
   const patterns: { re: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
@@ -175,7 +187,7 @@ export function installNotFound(app: FastifyInstance, paymentPrefix: string): vo
     if (found) methods.forEach((m) => found.methods.add(m));
     else patterns.push({ re: new RegExp(source), methods: new Set(methods) });
   });
-  app.setNotFoundHandler((req, reply) => {
+  const answer = (req: FastifyRequest, reply: FastifyReply) => {
     const pathOnly = req.url.split('?')[0] ?? req.url;
     const allowed = new Set<string>();
     for (const p of patterns) if (p.re.test(pathOnly)) p.methods.forEach((m) => allowed.add(m));
@@ -190,5 +202,10 @@ export function installNotFound(app: FastifyInstance, paymentPrefix: string): vo
       );
     }
     return sendError(reply, 404, preRoutingVocabulary(pathOnly, paymentPrefix).notFound, `No route for ${req.method} ${pathOnly}`);
+  };
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!req.is404) return done();
+    void answer(req, reply);
   });
+  app.setNotFoundHandler(answer);
 }

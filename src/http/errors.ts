@@ -107,15 +107,39 @@ export function errorBody(
   };
 }
 
-/** OpenAPI responses for the given error codes, grouped by status, each described by the codes it can carry. */
-export function errorResponses(...codes: ErrorCode[]): Record<number, z.ZodType> {
+/** An error answer a route can give: a code at its usual status, or at the status the route gives it instead. */
+export type ErrorAnswer = ErrorCode | readonly [ErrorCode, number];
+
+// Any route may meet a database outage (503 unavailable), a shutdown (503 not_ready, src/app.ts) or a bug (500).
+const ALWAYS: ErrorAnswer[] = ['unavailable', 'not_ready', 'internal_error'];
+const ERROR_PREFIX = 'error: ';
+
+function errorSchemaFor(codes: string[]): z.ZodType {
+  return errorBodySchema.describe(`${ERROR_PREFIX}${[...new Set(codes)].join(', ')}`);
+}
+
+/** OpenAPI responses for the given error answers, grouped by status, each described by the codes it can carry. */
+export function errorResponses(...answers: ErrorAnswer[]): Record<number, z.ZodType> {
+  return withErrorAnswers({}, answers);
+}
+
+/**
+ * `response` with the given error answers added: a status it already documents as the envelope gets the codes added
+ * to its description; a status with its own schema (an extended envelope) is kept as it is.
+ */
+export function withErrorAnswers(response: Record<number, z.ZodType>, answers: ErrorAnswer[]): Record<number, z.ZodType> {
   const byStatus = new Map<number, string[]>();
-  // Any route may meet a database outage (503 unavailable) or a bug (500).
-  for (const code of [...codes, 'unavailable' as const, 'internal_error' as const]) {
-    const s = errorStatus[code];
-    byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
+  for (const a of [...answers, ...ALWAYS]) {
+    const [code, status] = typeof a === 'string' ? [a, errorStatus[a]] : a;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  const out: Record<number, z.ZodType> = {};
-  for (const [status, list] of byStatus) out[status] = errorBodySchema.describe(`error: ${[...new Set(list)].join(', ')}`);
+  const out = { ...response };
+  for (const [status, codes] of byStatus) {
+    const existing = out[status];
+    const description = existing?.description;
+    if (existing && !description?.startsWith(ERROR_PREFIX)) continue;
+    const known = description ? description.slice(ERROR_PREFIX.length).split(', ') : [];
+    out[status] = errorSchemaFor([...known, ...codes]);
+  }
   return out;
 }

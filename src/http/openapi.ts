@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import type { z } from 'zod';
+import { withErrorAnswers, type ErrorAnswer } from './errors.js';
 
 /** One OpenAPI security requirement: scheme names that must all be present (a list of them means "any one of"). */
 export type SecurityRequirement = Record<string, string[]>;
@@ -58,29 +60,79 @@ export const openApiTags = [
   { name: 'operations', description: 'Health checks and the scheduler endpoint.' },
 ];
 
-export type RouteDocs = { tags: string[]; security: SecurityRequirement[] };
+export type RouteDocs = {
+  tags: string[];
+  security: SecurityRequirement[];
+  /** The family's code for a request that fails its schema (DEFAULT_VOCABULARY or PAYMENT_VOCABULARY). */
+  validation: 'invalid_request' | 'VALIDATION_ERROR';
+};
 
 /** Tags and security of each API family: the one place a route gets them from (see documentRoutes). */
-export const API_DOCS: Record<'ordering' | 'payments' | 'admin' | 'operations' | 'cron', RouteDocs> = {
-  ordering: { tags: ['ordering'], security: [{ bearerAuth: [] }, { apiKeyHeader: [] }] },
-  payments: { tags: ['payments'], security: [{ payApiKey: [], paySignature: [] }] },
-  admin: { tags: ['admin'], security: [{ adminToken: [] }] },
+export const API_DOCS: Record<'ordering' | 'payments' | 'admin' | 'operations' | 'cron' | 'bankFeeds', RouteDocs> = {
+  ordering: { tags: ['ordering'], security: [{ bearerAuth: [] }, { apiKeyHeader: [] }], validation: 'invalid_request' },
+  payments: { tags: ['payments'], security: [{ payApiKey: [], paySignature: [] }], validation: 'VALIDATION_ERROR' },
+  admin: { tags: ['admin'], security: [{ adminToken: [] }], validation: 'invalid_request' },
   // Public: an empty list says so explicitly (no security at all would read as "forgotten").
-  operations: { tags: ['operations'], security: [] },
-  cron: { tags: ['operations'], security: [{ cronToken: [] }] },
+  operations: { tags: ['operations'], security: [], validation: 'invalid_request' },
+  cron: { tags: ['operations'], security: [{ cronToken: [] }], validation: 'invalid_request' },
+  // Each feed route names its own credential.
+  bankFeeds: { tags: ['bank feeds'], security: [], validation: 'invalid_request' },
 };
+
+/** Methods whose body Fastify reads (src/http/raw-body.ts parses JSON): they can answer 400, 413 and 415 before any route code. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/**
+ * The error answers a route gives before its own code runs, read from its schema: 400 in the family's code where
+ * params, query, headers or a body are validated or a body is parsed; 413 (JSON body over BODY_LIMIT_BYTES) and 415
+ * (not JSON) where a body is read; plus `scopeErrors`, what the scope's hooks answer (auth, rate limit, maintenance).
+ */
+export function impliedErrors(
+  route: { method: string | string[]; schema?: Record<string, unknown> },
+  validation: RouteDocs['validation'],
+  scopeErrors: readonly ErrorAnswer[] = [],
+): ErrorAnswer[] {
+  const methods = (Array.isArray(route.method) ? route.method : [route.method]).map((m) => String(m).toUpperCase());
+  const readsBody = methods.some((m) => BODY_METHODS.has(m));
+  const s = route.schema ?? {};
+  const validates = ['params', 'querystring', 'query', 'headers', 'body'].some((k) => s[k] !== undefined);
+  const out: ErrorAnswer[] = [...scopeErrors];
+  if (validates || readsBody) out.push(validation);
+  if (readsBody) out.push('payload_too_large', 'unsupported_media_type');
+  return out;
+}
 
 /**
  * Gives every route registered later in this plugin scope the family's security and, unless the route names its own,
- * its tags. A new route of the family is documented with the right credentials without repeating them.
+ * its tags, and documents the error answers its schema and scope imply (impliedErrors). A new route of the family is
+ * documented with the right credentials and errors without repeating them.
  */
-export function documentRoutes(app: FastifyInstance, docs: RouteDocs): void {
+export function documentRoutes(app: FastifyInstance, docs: RouteDocs, scopeErrors: readonly ErrorAnswer[] = []): void {
   app.addHook('onRoute', (route) => {
-    const schema = route.schema as { hide?: boolean; tags?: string[]; security?: SecurityRequirement[] } | undefined;
+    const schema = route.schema as
+      { hide?: boolean; tags?: string[]; security?: SecurityRequirement[]; response?: Record<number, z.ZodType> } | undefined;
     if (!schema || schema.hide) return;
     schema.tags ??= docs.tags;
     schema.security ??= docs.security;
+    schema.response = withErrorAnswers(
+      schema.response ?? {},
+      impliedErrors({ method: route.method, schema: schema as Record<string, unknown> }, docs.validation, scopeErrors),
+    );
   });
+}
+
+/** The headers every answer carries (src/app.ts), and Retry-After where a 429 or 503 tells when to come back. */
+function responseHeaders(status: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    'X-Request-Id': {
+      required: true,
+      description: 'the request id (the caller X-Request-Id when sane, else generated); quote it when reporting a problem',
+      schema: { type: 'string' },
+    },
+  };
+  if (status === '429' || status === '503')
+    out['Retry-After'] = { description: 'seconds to wait before retrying, when known', schema: { type: 'string', pattern: '^[0-9]+$' } };
+  return out;
 }
 
 /**
@@ -95,6 +147,11 @@ export function patchOpenApi<T>(doc: T): T {
       'multipart/form-data': { schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary' } } } },
     },
   };
+  for (const item of Object.values(paths))
+    for (const op of Object.values(item)) {
+      const responses = (op as { responses?: Record<string, { headers?: Record<string, unknown> }> }).responses ?? {};
+      for (const [status, res] of Object.entries(responses)) res.headers = { ...responseHeaders(status), ...res.headers };
+    }
   const codes = paths['/admin/v1/products/{id}/codes']?.post;
   if (codes) {
     codes.requestBody = {

@@ -35,7 +35,8 @@ export async function cronRoutes(
   deps: { cron: CronService; settings: SettingsService; guard: Guard },
 ): Promise<void> {
   installErrorVocabulary(app, DEFAULT_VOCABULARY);
-  documentRoutes(app, API_DOCS.cron);
+  // A wrong, missing or unset token answers 403 (the scheduler's contract), never 401.
+  documentRoutes(app, API_DOCS.cron, [['unauthorized', 403], 'api_guard']);
   app.withTypeProvider<ZodTypeProvider>().get('/api-sync-cron.php', {
     schema: {
       operationId: 'cron',
@@ -45,7 +46,7 @@ export async function cronRoutes(
       querystring: z.object({ token: z.string().max(256).optional() }),
       response: {
         200: cronResponse,
-        ...errorResponses('unauthorized', 'api_guard', 'sync_failed'),
+        ...errorResponses(['unauthorized', 403], 'api_guard', 'sync_failed'),
         // Declared here so that the serializer keeps `jobs`: the other jobs ran before the failed sync.
         502: errorBodySchema
           .extend({ jobs: z.record(z.string(), z.unknown()).optional().describe('the other due work, which ran before the sync') })

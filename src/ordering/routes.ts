@@ -47,7 +47,7 @@ export function translateOrderingError(err: Error): Error {
 /** The ordering API (docs/contract.md, "Ordering API") behind the per-user key. */
 export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): Promise<void> {
   installErrorVocabulary(app, { ...DEFAULT_VOCABULARY, translate: translateOrderingError });
-  documentRoutes(app, API_DOCS.ordering);
+  documentRoutes(app, API_DOCS.ordering, AUTH_ERRORS);
   installOrderingAuth(app, deps);
   await installOrderingRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });
   installSignatureCheck(app, { settings: deps.settings, verify: deps.verifySignature });

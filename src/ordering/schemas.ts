@@ -42,8 +42,9 @@ export const orderView = z.object({
 
 export const orderStatusQuery = z
   .object({
-    order_code: z.string().min(1).max(64).optional(),
-    request_id: z.string().regex(REQUEST_ID_RE).optional(),
+    // OpenAPI 3.0 cannot say "one of two query parameters": the descriptions say it (missing both: 400 invalid_request).
+    order_code: z.string().min(1).max(64).optional().describe('the order code; required unless request_id is given'),
+    request_id: z.string().regex(REQUEST_ID_RE).optional().describe('your request_id of the order; required unless order_code is given'),
   })
   .refine((q) => q.order_code !== undefined || q.request_id !== undefined, {
     message: 'order_code or request_id is required',

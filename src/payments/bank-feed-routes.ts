@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
+import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import { AppError, errorResponses } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
@@ -103,6 +104,7 @@ export async function bankFeedRoutes(
   deps: { settings: SettingsService; clock: Clock; bankFeeds: BankFeedsService },
 ): Promise<void> {
   installErrorVocabulary(app, DEFAULT_VOCABULARY);
+  documentRoutes(app, API_DOCS.bankFeeds, ['unauthorized']);
   const r = app.withTypeProvider<ZodTypeProvider>();
   const tags = ['bank feeds'];
 

@@ -42,7 +42,7 @@ const AUTH_ERRORS: ErrorCode[] = [
 
 /** The payment top-up API (its own plugin and auth; mounted under PAYMENT_BASE_PATH). */
 export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
-  documentRoutes(app, API_DOCS.payments);
+  documentRoutes(app, API_DOCS.payments, AUTH_ERRORS);
   // docs/errors.md: an unknown request is PAYMENT_NOT_FOUND, a refused transition VALIDATION_ERROR.
   installErrorVocabulary(app, {
     ...PAYMENT_VOCABULARY,
@@ -50,6 +50,16 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
       err instanceof PaymentStateError
         ? new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message)
         : err,
+  });
+  // The document names each route's event (its config.payEvent) as the one value of X-API-Event, so that a generated
+  // client can sign; the auth hook refuses another event before validation (API_EVENT_INVALID).
+  app.addHook('onRoute', (route) => {
+    const event = (route.config as { payEvent?: string } | undefined)?.payEvent;
+    const schema = route.schema as { headers?: unknown } | undefined;
+    if (event && schema?.headers instanceof z.ZodObject)
+      schema.headers = schema.headers.extend({
+        'x-api-event': z.string().meta({ enum: [event], description: `${event}; another event: 400 API_EVENT_INVALID` }),
+      });
   });
   installPaymentAuth(app, deps);
   await installRateLimit(app, {
@@ -107,7 +117,13 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
       summary: 'Create a payment request',
       description:
         'Create a top-up request (event payment.request.create). Requires Idempotency-Key (1-255 chars, stable across retries): the same key and body answer the original payment (header Idempotent-Replayed: true).',
-      headers: paymentHeaders.extend({ 'idempotency-key': z.string().optional().describe('required; 1-255 characters') }),
+      // Required: preValidation answers IDEMPOTENCY_KEY_MISSING (blank) or VALIDATION_ERROR (over 255) before zod sees it.
+      headers: paymentHeaders.extend({
+        'idempotency-key': z.string().min(1).max(255).meta({
+          description: 'stable across retries of one creation; missing or blank: 400 IDEMPOTENCY_KEY_MISSING',
+          example: 'inv-1001-try',
+        }),
+      }),
       body: createPaymentBody,
       response: {
         201: paymentResponse,

@@ -29,10 +29,27 @@ export const paymentResponse = z
   .describe('The payment request with its bank data, transfer note and VietQR code once payment_ready is true.');
 
 export const createPaymentBody = z.object({
-  merchant_invoice_id: z.string().min(1).max(64),
-  amount: moneyInput.refine((s) => compareMoney(s, '0') > 0, 'must be positive'),
-  description: z.string().max(255).optional(),
-  payment_method_code: z.string().min(1).max(32).optional(),
+  merchant_invoice_id: z.string().min(1).max(64).meta({ description: 'your invoice id; one open request per id', example: 'INV-1001' }),
+  amount: moneyInput
+    .refine((s) => compareMoney(s, '0') > 0, 'must be positive')
+    .meta({
+      // What the service checks (src/payments/create.ts): whole VND (VietQR transfers are in VND, the default currency)
+      // within the payment_min_amount and payment_max_amount settings, which the document cannot hold as numbers.
+      anyOf: [
+        { type: 'integer', minimum: 1 },
+        { type: 'string', pattern: '^[0-9]{1,16}$' },
+      ],
+      description:
+        'a whole number of VND (currency VND, the default; another currency allows 2 decimals), as a JSON integer or a digit string, from the payment_min_amount setting (default 10000) to payment_max_amount (default 500000000); outside: 400 VALIDATION_ERROR',
+      example: 50000,
+    }),
+  description: z.string().max(255).optional().meta({ example: 'Top-up for order 1001' }),
+  payment_method_code: z
+    .string()
+    .min(1)
+    .max(32)
+    .optional()
+    .meta({ description: 'an active method (GET /api/v1/payment-methods); without it, the default method' }),
 });
 
 export const paymentIdParams = z.object({ payment_id: z.string().min(1).max(64) });
@@ -60,7 +77,11 @@ export const methodsResponse = z
 
 export const paymentHeaders = z.object({
   'x-api-key': z.string().describe('API key'),
-  'x-api-event': z.string().describe('the event of this endpoint'),
-  'x-api-signature': z.string().describe('lowercase hex HMAC-SHA256 of EVENT + "\\n" + RAW_BODY with the API secret'),
+  'x-api-event': z.string().describe('the event of this endpoint (its description names it); another event: 400 API_EVENT_INVALID'),
+  'x-api-signature': z.string().meta({
+    pattern: '^[0-9a-fA-F]{64}$',
+    example: '5d41402abc4b2a76b9719d911017c592ae1f7f4e2f6b7d8c9a0b1c2d3e4f5a6b',
+    description: 'lowercase hex HMAC-SHA256 of EVENT + "\\n" + RAW_BODY with the API secret; a wrong one: 401 API_SIGNATURE_INVALID',
+  }),
   'x-api-signature-alg': z.literal('HMAC-SHA256'),
 });

@@ -7,14 +7,22 @@ export const MONEY_RE = /^-?\d{1,16}(\.\d{1,2})?$/;
 export const MONEY_LIMIT = '10000000000000000';
 
 /** Money in JSON input: a number or a numeric string with at most 2 decimals; kept as a canonical string. */
-export const moneyInput = z.union([z.number(), z.string()]).transform((v, ctx) => {
-  const s = typeof v === 'number' ? numberToPlain(v) : v.trim();
-  if (s === null || !MONEY_RE.test(s)) {
-    ctx.addIssue({ code: 'custom', message: 'must be an amount with at most 2 decimals' });
-    return z.NEVER;
-  }
-  return s;
-});
+export const moneyInput = z
+  .union([z.number(), z.string()])
+  .transform((v, ctx) => {
+    const s = typeof v === 'number' ? numberToPlain(v) : v.trim();
+    if (s === null || !MONEY_RE.test(s)) {
+      ctx.addIssue({ code: 'custom', message: 'must be an amount with at most 2 decimals' });
+      return z.NEVER;
+    }
+    return s;
+  })
+  .meta({
+    // The OpenAPI side of the rule above (the transform itself is not representable).
+    anyOf: [{ type: 'number' }, { type: 'string', pattern: MONEY_RE.source }],
+    description: 'an amount with at most 2 decimals, as a JSON number or a decimal string',
+    example: '125000',
+  });
 
 function numberToPlain(n: number): string | null {
   if (!Number.isFinite(n)) return null;

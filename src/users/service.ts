@@ -3,7 +3,6 @@ import type { Db } from '../db/client.js';
 import { balanceLedger, users } from '../db/schema/index.js';
 import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
-import { AppError, fieldError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { sha256Hex } from '../shared/crypto.js';
@@ -11,6 +10,7 @@ import type { EventBus } from '../shared/events.js';
 import { newApiKey } from '../shared/ids.js';
 import { checkedIpList } from '../http/ip-list.js';
 import { createIpMatcher, type IpMatcher } from '../shared/ip.js';
+import { DomainError } from '../shared/domain-error.js';
 import { MONEY_LIMIT, MONEY_RE, moneyOut } from '../shared/money.js';
 
 export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher };
@@ -83,7 +83,7 @@ export function createUsersService(deps: UsersDeps) {
             .limit(1)
         : await tx.select().from(users).where(eq(users.name, s)).limit(1);
     const row = rows[0];
-    if (!row) throw new AppError('not_found', `No user ${JSON.stringify(s)}`);
+    if (!row) throw new DomainError('not_found', `No user ${JSON.stringify(s)}`);
     return row;
   }
 
@@ -98,7 +98,7 @@ export function createUsersService(deps: UsersDeps) {
       auditNote({ target: `user:${row.id}` });
       const [u] = await tx
         .update(users)
-        .set({ ...set, updatedAt: sql`now()` as unknown as Date })
+        .set({ ...set, updatedAt: sql`now()` })
         .where(eq(users.id, row.id))
         .returning();
       return u;
@@ -112,24 +112,24 @@ export function createUsersService(deps: UsersDeps) {
     /** Creates a user with API enabled and a fresh key; an opening balance is a ledger movement like any other. */
     async create(input: { name: string; balance?: string; ips?: string[] }, actor: string): Promise<UserView> {
       const name = input.name.trim();
-      if (!name || name.length > 100) throw new AppError('invalid_request', 'name must be 1-100 characters');
+      if (!name || name.length > 100) throw new DomainError('invalid', 'name must be 1-100 characters');
       const ips = checkedIpList(input.ips ?? []);
       const balance = input.balance ?? '0';
       if (!MONEY_RE.test(balance) || balance.startsWith('-')) {
-        throw new AppError('invalid_request', 'balance must be a non-negative amount with at most 2 decimals', {
-          details: [{ path: 'body.balance', message: 'must be a non-negative amount with at most 2 decimals' }],
+        throw new DomainError('invalid', 'balance must be a non-negative amount with at most 2 decimals', {
+          fields: [{ path: 'body.balance', message: 'must be a non-negative amount with at most 2 decimals' }],
         });
       }
       const key = newApiKey();
       const row = await withTx(db, async (tx) => {
         const existing = await tx.select({ id: users.id }).from(users).where(eq(users.name, name)).limit(1);
-        if (existing.length > 0) throw new AppError('conflict', `A user named ${JSON.stringify(name)} already exists`);
+        if (existing.length > 0) throw new DomainError('conflict', `A user named ${JSON.stringify(name)} already exists`);
         const [created] = await tx
           .insert(users)
           .values({ name, apiKeyHash: sha256Hex(key), apiKeyEnc: cipher.encrypt(key), apiKeyHint: hintOf(key), balance, allowedIps: ips })
           .onConflictDoNothing({ target: users.name })
           .returning();
-        if (!created) throw new AppError('conflict', `A user named ${JSON.stringify(name)} already exists`);
+        if (!created) throw new DomainError('conflict', `A user named ${JSON.stringify(name)} already exists`);
         auditNote({ target: `user:${created.id}` });
         if (Number(balance) !== 0) {
           await tx
@@ -168,8 +168,8 @@ export function createUsersService(deps: UsersDeps) {
       outer: Db = db,
     ): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {
       if (!MONEY_RE.test(amount) || Number(amount) === 0) {
-        throw new AppError('invalid_request', 'amount must be a non-zero amount with at most 2 decimals (negative debits)', {
-          details: [{ path: 'body.amount', message: 'must be a non-zero amount with at most 2 decimals' }],
+        throw new DomainError('invalid', 'amount must be a non-zero amount with at most 2 decimals (negative debits)', {
+          fields: [{ path: 'body.amount', message: 'must be a non-zero amount with at most 2 decimals' }],
         });
       }
       return withTx(outer, async (tx) => {
@@ -177,22 +177,22 @@ export function createUsersService(deps: UsersDeps) {
         auditNote({ target: `user:${user.id}` });
         const [row] = await tx
           .update(users)
-          .set({ balance: sql`${users.balance} + ${amount}::numeric`, updatedAt: sql`now()` as unknown as Date })
+          .set({ balance: sql`${users.balance} + ${amount}::numeric`, updatedAt: sql`now()` })
           // The sum is checked unbounded before it is stored: numeric(18,2) holds less than 10^16.
           .where(
             sql`${users.id} = ${user.id} AND ${users.balance} + ${amount}::numeric >= 0 AND ${users.balance} + ${amount}::numeric < ${MONEY_LIMIT}::numeric`,
           )
           .returning({ balance: users.balance });
         if (!row && amount.startsWith('-'))
-          throw new AppError(
-            'invalid_request',
+          throw new DomainError(
+            'invalid',
             `Debit of ${amount.replace('-', '')} would take the balance below zero (balance ${moneyOut(user.balance)})`,
           );
         if (!row)
-          throw fieldError(
-            'invalid_request',
-            'body.amount',
+          throw new DomainError(
+            'invalid',
             `A credit of ${amount} would take the balance over the largest amount stored (${MONEY_LIMIT} excluded)`,
+            { path: 'body.amount' },
           );
         const [ledger] = await tx
           .insert(balanceLedger)
@@ -249,7 +249,7 @@ export function createUsersService(deps: UsersDeps) {
     },
     async balance(userId: number): Promise<number> {
       const rows = await balanceQuery.execute({ userId });
-      if (!rows[0]) throw new AppError('unauthorized', 'Unknown API key');
+      if (!rows[0]) throw new DomainError('unauthenticated', 'Unknown API key');
       return moneyOut(rows[0].balance);
     },
   };

@@ -56,12 +56,12 @@ export type AdminDeps = AdminAuditDeps &
   };
 
 const ADMIN_ERRORS: ErrorCode[] = ['admin_unauthorized', 'forbidden'];
+const ACTOR = 'admin-api';
 
 /** A payment that does not exist or whose state forbids the change, in the admin API's codes. */
 function paymentStateAnswer(err: Error): Error {
   return err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'not_found' : 'conflict', err.message) : err;
 }
-const ACTOR = 'admin-api';
 
 /** The admin HTTP API (DESIGN 6): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {

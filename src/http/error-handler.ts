@@ -17,7 +17,7 @@ export type ErrorVocabulary = {
   /** A credential that names no one: a domain error of kind `unauthenticated`. */
   unauthenticated: 'unauthorized' | 'API_KEY_INVALID';
   /** Returns the AppError of a domain error in this family's codes, or the error unchanged. */
-  translate?: (err: Error) => Error;
+  translate?: Translator;
 };
 
 /** The ordering API's codes (DESIGN 3), also those of admin, bank feeds, cron and ops, and of anything outside a family. */

@@ -8,8 +8,7 @@ import type { Cipher } from '../shared/crypto.js';
 import { sha256Hex } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
 import { newApiKey } from '../shared/ids.js';
-import { checkedIpList } from '../http/ip-list.js';
-import { createIpMatcher, type IpMatcher } from '../shared/ip.js';
+import { allowlistOf, createIpMatcher, type IpMatcher } from '../shared/ip.js';
 import { DomainError } from '../shared/domain-error.js';
 import { MONEY_LIMIT, MONEY_RE, moneyOut } from '../shared/money.js';
 
@@ -113,7 +112,7 @@ export function createUsersService(deps: UsersDeps) {
     async create(input: { name: string; balance?: string; ips?: string[] }, actor: string): Promise<UserView> {
       const name = input.name.trim();
       if (!name || name.length > 100) throw new DomainError('invalid', 'name must be 1-100 characters');
-      const ips = checkedIpList(input.ips ?? []);
+      const ips = allowlistOf(input.ips ?? []);
       const balance = input.balance ?? '0';
       if (!MONEY_RE.test(balance) || balance.startsWith('-')) {
         throw new DomainError('invalid', 'balance must be a non-negative amount with at most 2 decimals', {
@@ -157,7 +156,7 @@ export function createUsersService(deps: UsersDeps) {
       return update(ref, { apiEnabled: enabled });
     },
     async setIps(ref: string, ips: string[]): Promise<UserView> {
-      return update(ref, { allowedIps: checkedIpList(ips) });
+      return update(ref, { allowedIps: allowlistOf(ips) });
     },
     /** Moves the balance by a signed amount in SQL numeric, never below zero, with its ledger row in the same transaction. */
     async credit(

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,8 +13,8 @@ import {
   type ErrorVocabulary,
 } from '../../src/http/error-handler.js';
 import { DomainError } from '../../src/shared/domain-error.js';
-import { bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
-import { expectError } from '../helpers/assert.js';
+import { ADMIN_TOKEN, bearer, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { expectError, query } from '../helpers/assert.js';
 
 // Services refuse in domain terms; each API family's scope answers them in its own codes (docs/decisions.md, "Domain
 // errors"). An answer is the whole of an AppError: code, status, message, details and headers.
@@ -187,5 +189,33 @@ describe("a service's domain error, answered in the envelope of the scope that c
     const res = await get();
     expectError(res, 401, 'unauthorized');
     expect(res.json()).toEqual({ ok: false, error: 'unauthorized', message: 'Unknown API key' });
+  });
+});
+
+describe('a stored file past FILE_MAX_BYTES: the storage refuses too_large, the admin upload scope answers 413', () => {
+  let t: TestApp;
+  let base: string;
+  beforeAll(async () => {
+    t = await createTestApp({ env: { FILE_MAX_BYTES: '1024' } });
+    base = await t.listen();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('answers payload_too_large with the limit, and leaves neither a row nor a file', async () => {
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, type: 'file', price: 10 });
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(5000)]), 'big.bin');
+    const res = await fetch(`${base}/admin/v1/products/${p.id}/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: form,
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ ok: false, error: 'payload_too_large', message: 'File is larger than 1024 bytes' });
+    expect(await query(t, sql`SELECT id FROM product_files WHERE product_id = ${Number(p.id)}`)).toEqual([]);
+    expect(fs.readdirSync(path.join(t.deps.config.dataDir, 'files'))).toEqual([]);
   });
 });

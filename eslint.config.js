@@ -48,6 +48,35 @@ export default tseslint.config(
       ],
     },
   },
+  // Services refuse with DomainError; only the route scopes speak HTTP codes (docs/decisions.md, "Domain errors").
+  {
+    files: [
+      'src/audit/**',
+      'src/catalog/**',
+      'src/files/**',
+      'src/jobs/**',
+      'src/ops/**',
+      'src/settings/**',
+      'src/sync/**',
+      'src/users/**',
+      'src/webhooks/**',
+    ],
+    ignores: ['src/**/routes.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/http/errors.js'],
+              importNames: ['AppError', 'fieldError'],
+              message: 'A service throws a DomainError (shared/domain-error.ts); its route scope maps it to a code.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   // shared/ is a leaf: it imports packages and its own files, nothing else of the project.
   {
     files: ['src/shared/**'],

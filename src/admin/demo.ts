@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { CatalogService, ProductInput } from '../catalog/service.js';
-import { AppError } from '../http/errors.js';
+import { DomainError } from '../shared/domain-error.js';
 import type { UsersService } from '../users/service.js';
 
 const DEMO_USER = 'demo';
@@ -14,7 +14,7 @@ export async function seedDemo(deps: { users: UsersService; catalog: CatalogServ
   try {
     user = await deps.users.show(DEMO_USER);
   } catch (err) {
-    if (!(err instanceof AppError && err.code === 'not_found')) throw err;
+    if (!(err instanceof DomainError && err.kind === 'not_found')) throw err;
     user = await deps.users.create({ name: DEMO_USER, balance: '1000000' }, actor);
   }
   const existingCategories = await deps.catalog.listCategories();

@@ -3,7 +3,6 @@ import type { Db } from '../db/client.js';
 import { categories, codes, products } from '../db/schema/index.js';
 import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
-import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
@@ -11,6 +10,7 @@ import { MONEY_RE } from '../shared/money.js';
 import { foldForSearch, sanitizeDescription } from '../shared/text.js';
 import type { CategoryView } from './public.js';
 import { PRODUCT_TYPES, productView, selectShown, type ProductType } from './queries.js';
+import { DomainError } from '../shared/domain-error.js';
 
 export type ProductInput = {
   category_id: string;
@@ -29,7 +29,7 @@ const MAX_CODE_LENGTH = 512;
 const IMPORT_BATCH = 500;
 
 function parseId(raw: string, what: string): number {
-  if (!/^\d{1,9}$/.test(raw.trim())) throw new AppError('not_found', `No ${what} ${JSON.stringify(raw)}`);
+  if (!/^\d{1,9}$/.test(raw.trim())) throw new DomainError('not_found', `No ${what} ${JSON.stringify(raw)}`);
   return Number(raw.trim());
 }
 
@@ -41,21 +41,20 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
 
   async function requireCategory(id: number, tx: Db = db): Promise<void> {
     const rows = await tx.select({ id: categories.id }).from(categories).where(eq(categories.id, id)).limit(1);
-    if (!rows[0])
-      throw new AppError('invalid_request', `No category ${id}`, { details: [{ path: 'category_id', message: 'unknown category' }] });
+    if (!rows[0]) throw new DomainError('invalid', `No category ${id}`, { fields: [{ path: 'category_id', message: 'unknown category' }] });
   }
 
   function checkProductFields(p: Partial<ProductInput>): void {
     if (p.name !== undefined && (p.name.trim() === '' || p.name.length > 200))
-      throw new AppError('invalid_request', 'name must be 1-200 characters');
+      throw new DomainError('invalid', 'name must be 1-200 characters');
     if (p.price !== undefined && (!MONEY_RE.test(p.price) || p.price.startsWith('-')))
-      throw new AppError('invalid_request', 'price must be a non-negative amount with at most 2 decimals');
+      throw new DomainError('invalid', 'price must be a non-negative amount with at most 2 decimals');
     if (p.type !== undefined && !PRODUCT_TYPES.includes(p.type))
-      throw new AppError('invalid_request', `type must be one of ${PRODUCT_TYPES.join(', ')}`);
+      throw new DomainError('invalid', `type must be one of ${PRODUCT_TYPES.join(', ')}`);
     for (const k of ['min_qty', 'max_qty'] as const) {
       const v = p[k];
       if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 1_000_000))
-        throw new AppError('invalid_request', `${k} must be a whole number from 1 to 1000000`);
+        throw new DomainError('invalid', `${k} must be a whole number from 1 to 1000000`);
     }
   }
 
@@ -64,7 +63,7 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
     const rows = await selectShown(tx, markup ?? (await settings.get('price_markup_percent')))
       .where(eq(products.id, id))
       .limit(1);
-    if (!rows[0]) throw new AppError('not_found', `No product ${id}`);
+    if (!rows[0]) throw new DomainError('not_found', `No product ${id}`);
     return rows[0];
   }
 
@@ -77,10 +76,10 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
   return {
     async createCategory(input: { name: string; parent_id?: string; sort?: number }): Promise<CategoryView> {
       const name = input.name.trim();
-      if (!name || name.length > 200) throw new AppError('invalid_request', 'name must be 1-200 characters');
+      if (!name || name.length > 200) throw new DomainError('invalid', 'name must be 1-200 characters');
       const parentId = input.parent_id !== undefined ? Number(input.parent_id) : null;
       if (parentId !== null) {
-        if (!Number.isInteger(parentId)) throw new AppError('invalid_request', 'parent must be a category id');
+        if (!Number.isInteger(parentId)) throw new DomainError('invalid', 'parent must be a category id');
         await requireCategory(parentId);
       }
       const [row] = await withTx(db, async (tx) => {
@@ -105,11 +104,11 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
     async createProduct(input: ProductInput): Promise<ReturnType<typeof adminView>> {
       checkProductFields(input);
       const categoryId = Number(input.category_id);
-      if (!/^\d{1,9}$/.test(input.category_id)) throw new AppError('invalid_request', 'category_id must be a category id');
+      if (!/^\d{1,9}$/.test(input.category_id)) throw new DomainError('invalid', 'category_id must be a category id');
       await requireCategory(categoryId);
       const minQty = input.min_qty ?? 1;
       const maxQty = input.max_qty ?? 100;
-      if (maxQty < minQty) throw new AppError('invalid_request', 'max_qty must be >= min_qty');
+      if (maxQty < minQty) throw new DomainError('invalid', 'max_qty must be >= min_qty');
       const name = input.name.trim();
       const [row] = await withTx(db, async (tx) => {
         const created = await tx
@@ -142,12 +141,12 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
       return withTx(db, async (tx) => {
         const current = await productRow(id, tx, markup);
         if (current.sourceId !== null)
-          throw new AppError('invalid_request', `Product ${id} comes from the source site; change it with override set`);
+          throw new DomainError('invalid', `Product ${id} comes from the source site; change it with override set`);
         const minQty = patch.min_qty ?? current.minQty;
         const maxQty = patch.max_qty ?? current.maxQty;
-        if (maxQty < minQty) throw new AppError('invalid_request', 'max_qty must be >= min_qty');
+        if (maxQty < minQty) throw new DomainError('invalid', 'max_qty must be >= min_qty');
         if (patch.category_id !== undefined) {
-          if (!/^\d{1,9}$/.test(patch.category_id)) throw new AppError('invalid_request', 'category_id must be a category id');
+          if (!/^\d{1,9}$/.test(patch.category_id)) throw new DomainError('invalid', 'category_id must be a category id');
           await requireCategory(Number(patch.category_id), tx);
         }
         const name = patch.name?.trim();
@@ -182,7 +181,7 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
      */
     async markCodesUsed(values: string[], used = true): Promise<{ marked: number; not_found: string[] }> {
       const wanted = [...new Set(values.map((v) => v.trim()).filter(Boolean))];
-      if (wanted.length === 0 || wanted.length > 10_000) throw new AppError('invalid_request', 'Give 1 to 10000 codes');
+      if (wanted.length === 0 || wanted.length > 10_000) throw new DomainError('invalid', 'Give 1 to 10000 codes');
       const byDigest = new Map(wanted.map((v) => [cipher.digest(v), v]));
       const updated = await withTx(db, async (tx) => {
         const rows = await tx
@@ -210,10 +209,9 @@ export function createCatalogAdmin(deps: CatalogAdminDeps) {
       const markup = await settings.get('price_markup_percent');
       const result = await withTx(db, async (tx) => {
         const product = await productRow(id, tx, markup);
-        if (product.sourceId !== null)
-          throw new AppError('invalid_request', `Product ${id} comes from the source site, which holds its stock`);
+        if (product.sourceId !== null) throw new DomainError('invalid', `Product ${id} comes from the source site, which holds its stock`);
         if (product.type !== 'code')
-          throw new AppError('invalid_request', `Product ${id} is a ${product.type} product; only code products hold codes`);
+          throw new DomainError('invalid', `Product ${id} is a ${product.type} product; only code products hold codes`);
         let imported = 0;
         let skipped = 0;
         let invalid = 0;

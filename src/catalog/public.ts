@@ -1,7 +1,6 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, codes, products } from '../db/schema/index.js';
-import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { escapeLike, foldForSearch } from '../shared/text.js';
@@ -16,6 +15,7 @@ import {
   visibleAt,
   type ProductView,
 } from './queries.js';
+import { DomainError } from '../shared/domain-error.js';
 
 export type CategoryView = { id: string; name: string; parent_id: string | null; sort: number; source: 'local' | 'api' };
 
@@ -53,7 +53,7 @@ type CachedPage = {
 };
 
 function parseId(raw: string, what: string): number {
-  if (!/^\d{1,9}$/.test(raw.trim())) throw new AppError('not_found', `No ${what} ${JSON.stringify(raw)}`);
+  if (!/^\d{1,9}$/.test(raw.trim())) throw new DomainError('not_found', `No ${what} ${JSON.stringify(raw)}`);
   return Number(raw.trim());
 }
 
@@ -211,7 +211,7 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
       const rows = await selectShown(db, markup)
         .where(and(eq(products.id, id), visibleAt(markup)))
         .limit(1);
-      if (!rows[0]) throw new AppError('not_found', `No product ${JSON.stringify(idRaw)}`);
+      if (!rows[0]) throw new DomainError('not_found', `No product ${JSON.stringify(idRaw)}`);
       return productView(rows[0]);
     },
   };

@@ -6,9 +6,9 @@ import type { Db } from '../db/client.js';
 import { productFiles, products } from '../db/schema/index.js';
 import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
-import { AppError } from '../http/errors.js';
 import type { EventBus } from '../shared/events.js';
 import type { FileStorage } from './storage.js';
+import { DomainError } from '../shared/domain-error.js';
 
 export type ProductFileView = { id: number; product_id: string; filename: string; size_bytes: number; sha256: string; created_at: string };
 
@@ -66,16 +66,16 @@ export function createFilesService(deps: FilesDeps) {
     },
     /** Streams an upload to disk, then records it; a failed upload leaves neither a row nor a file. */
     async attach(productIdRaw: string, filename: string, input: Readable): Promise<ProductFileView> {
-      if (!/^\d{1,9}$/.test(productIdRaw)) throw new AppError('not_found', `No product ${JSON.stringify(productIdRaw)}`);
+      if (!/^\d{1,9}$/.test(productIdRaw)) throw new DomainError('not_found', `No product ${JSON.stringify(productIdRaw)}`);
       const productId = Number(productIdRaw);
       const [product] = await db.select({ type: products.type }).from(products).where(eq(products.id, productId)).limit(1);
       if (!product) {
         input.resume();
-        throw new AppError('not_found', `No product ${productId}`);
+        throw new DomainError('not_found', `No product ${productId}`);
       }
       if (product.type !== 'file') {
         input.resume();
-        throw new AppError('invalid_request', `Product ${productId} is a ${product.type} product; files belong to file products`);
+        throw new DomainError('invalid', `Product ${productId} is a ${product.type} product; files belong to file products`);
       }
       const stored = await storage.save(input, deps.maxBytes);
       let row;
@@ -109,7 +109,7 @@ export function createFilesService(deps: FilesDeps) {
       };
     },
     async list(productIdRaw: string): Promise<ProductFileView[]> {
-      if (!/^\d{1,9}$/.test(productIdRaw)) throw new AppError('not_found', `No product ${JSON.stringify(productIdRaw)}`);
+      if (!/^\d{1,9}$/.test(productIdRaw)) throw new DomainError('not_found', `No product ${JSON.stringify(productIdRaw)}`);
       const rows = await listFor(Number(productIdRaw));
       return rows.map((r) => ({
         id: r.id,

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { AppError } from '../http/errors.js';
+import { DomainError } from '../shared/domain-error.js';
 
 export type StoredFile = { storageName: string; sizeBytes: number; sha256: string };
 
@@ -25,7 +25,7 @@ export function createFileStorage(dir: string) {
       const meter = new Transform({
         transform(chunk: Buffer, _enc, done) {
           size += chunk.length;
-          if (size > maxBytes) return done(new AppError('payload_too_large', `File is larger than ${maxBytes} bytes`));
+          if (size > maxBytes) return done(new DomainError('too_large', `File is larger than ${maxBytes} bytes`));
           hash.update(chunk);
           done(null, chunk);
         },
@@ -35,7 +35,7 @@ export function createFileStorage(dir: string) {
         await pipeline(input, meter, out);
         // @fastify/multipart ends a too-large file quietly and flags it instead of failing the stream.
         if ((input as Readable & { truncated?: boolean }).truncated)
-          throw new AppError('payload_too_large', `File is larger than ${maxBytes} bytes`);
+          throw new DomainError('too_large', `File is larger than ${maxBytes} bytes`);
         fs.renameSync(tmp, pathOf(storageName));
       } catch (err) {
         // The file is opened asynchronously: an upload that fails at once would otherwise be removed before it exists.

@@ -14,18 +14,43 @@ export type ErrorVocabulary = {
   validation: 'invalid_request' | 'VALIDATION_ERROR';
   notFound: 'not_found' | 'PAYMENT_NOT_FOUND';
   rateLimited: 'rate_limited' | 'RATE_LIMITED';
+  /** A credential that names no one: a domain error of kind `unauthenticated`. */
+  unauthenticated: 'unauthorized' | 'API_KEY_INVALID';
   /** Returns the AppError of a domain error in this family's codes, or the error unchanged. */
-  translate?: (err: Error) => Error;
+  translate?: Translator;
 };
 
 /** The ordering API's codes (docs/errors.md, "Ordering API codes"), also those of admin, bank feeds, cron and ops, and of anything outside a family. */
-export const DEFAULT_VOCABULARY: ErrorVocabulary = { validation: 'invalid_request', notFound: 'not_found', rateLimited: 'rate_limited' };
+export const DEFAULT_VOCABULARY: ErrorVocabulary = {
+  validation: 'invalid_request',
+  notFound: 'not_found',
+  rateLimited: 'rate_limited',
+  unauthenticated: 'unauthorized',
+};
 /** The payment API's codes (docs/errors.md, "Payment API codes"). */
 export const PAYMENT_VOCABULARY: ErrorVocabulary = {
   validation: 'VALIDATION_ERROR',
   notFound: 'PAYMENT_NOT_FOUND',
   rateLimited: 'RATE_LIMITED',
+  unauthenticated: 'API_KEY_INVALID',
 };
+
+/** Returns what a scope answers for a domain error of its own (an AppError), or the error unchanged. */
+export type Translator = (err: Error) => Error;
+
+/**
+ * One `translate` from the translators of a scope, tried in order until one answers; each domain that refuses with a
+ * subclass of DomainError brings its own, so the scopes that call several domains list them side by side.
+ */
+export function translateWith(...translators: Translator[]): Translator {
+  return (err) => {
+    for (const t of translators) {
+      const out = t(err);
+      if (out !== err) return out;
+    }
+    return err;
+  };
+}
 
 // Only for answers given before routing (an unknown path, a malformed URL), where no plugin scope exists to ask.
 const PAYMENT_PATHS = /^\/api\/v1\/(ping|payment-methods|payment-requests)(\/|$|\?)/;
@@ -75,7 +100,7 @@ export function installErrorVocabulary(app: FastifyInstance, vocab: ErrorVocabul
 
 /**
  * A domain error the scope's `translate` left as it is, in the family's codes: not_found 404, conflict 409, invalid
- * 400 (its field in details), busy 503 with Retry-After, upstream_failed 502.
+ * 400 (its fields in details), busy 503 with Retry-After, upstream_failed 502, too_large 413, unauthenticated 401.
  */
 export function domainErrorAnswer(err: DomainError, vocab: ErrorVocabulary): AppError {
   switch (err.kind) {
@@ -83,14 +108,18 @@ export function domainErrorAnswer(err: DomainError, vocab: ErrorVocabulary): App
       return new AppError(vocab.notFound, err.message);
     case 'conflict':
       return new AppError('conflict', err.message);
-    case 'invalid':
-      return err.info.path
-        ? new AppError(vocab.validation, err.message, { details: [{ path: err.info.path, message: err.message }] })
-        : new AppError(vocab.validation, err.message);
+    case 'invalid': {
+      const details = err.info.fields ?? (err.info.path ? [{ path: err.info.path, message: err.message }] : undefined);
+      return details ? new AppError(vocab.validation, err.message, { details }) : new AppError(vocab.validation, err.message);
+    }
     case 'busy':
       return new AppError('unavailable', err.message, { headers: { 'Retry-After': String(err.info.retryAfterSeconds ?? 1) } });
     case 'upstream_failed':
       return new AppError('sync_failed', err.message);
+    case 'too_large':
+      return new AppError('payload_too_large', err.message);
+    case 'unauthenticated':
+      return new AppError(vocab.unauthenticated, err.message);
   }
 }
 

@@ -5,11 +5,12 @@ import type { Db } from '../db/client.js';
 import { apiNonces, jobLeases, paymentIdempotency } from '../db/schema/index.js';
 import type { PaymentsService } from '../payments/service.js';
 import type { SettingsService } from '../settings/service.js';
-import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import type { WebhooksService } from '../webhooks/service.js';
 import { SYNC_RUN_MARGIN_SECONDS, type SyncOutcome, type SyncService } from '../sync/service.js';
 import type { UpstreamOrders } from '../sync/upstream.js';
+import { SyncFailed } from '../sync/errors.js';
+import { CronSyncFailed } from './errors.js';
 
 /** A job that is still running after this long is taken to have died with its process. */
 const LEASE_SECONDS = 300;
@@ -110,7 +111,7 @@ export function createCronService(deps: {
         sync = await syncNow(false);
       } catch (err) {
         // The other jobs ran before the sync: a failed sync still reports them (an extra field: docs/decisions.md, "A failed sync still reports the other jobs").
-        if (err instanceof AppError && err.code === 'sync_failed') throw new AppError('sync_failed', err.message, { extra: { jobs } });
+        if (err instanceof SyncFailed) throw new CronSyncFailed(err.message, jobs);
         throw err;
       }
       const counts = sync.ran

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
+import { DEFAULT_VOCABULARY, installErrorVocabulary, translateWith } from '../http/error-handler.js';
 import { AppError, errorBodySchema, errorResponses } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import { guardedMessage, type Guard } from '../http/guard.js';
@@ -9,6 +9,7 @@ import { allowSilence, LONG_ACTION_MARGIN_SECONDS } from '../http/server-options
 import type { SettingsService } from '../settings/service.js';
 import { safeEqual } from '../shared/crypto.js';
 import { longestCronSeconds, type CronService } from './cron.js';
+import { CronSyncFailed } from './errors.js';
 
 const cronResponse = z
   .object({
@@ -29,12 +30,17 @@ const cronResponse = z
   })
   .describe('What the jobs did: the catalogue sync fields, and the other jobs under jobs.');
 
+/** A failed sync in the cron run answers sync_failed with the reports of the jobs that ran before it. */
+function cronSyncFailedAnswer(err: Error): Error {
+  return err instanceof CronSyncFailed ? new AppError('sync_failed', err.message, { extra: { jobs: err.jobs } }) : err;
+}
+
 /** The scheduler's endpoint (docs/contract.md, "The cron endpoint"), authenticated by the cron_token setting, not by an API key. */
 export async function cronRoutes(
   app: FastifyInstance,
   deps: { cron: CronService; settings: SettingsService; guard: Guard },
 ): Promise<void> {
-  installErrorVocabulary(app, DEFAULT_VOCABULARY);
+  installErrorVocabulary(app, { ...DEFAULT_VOCABULARY, translate: translateWith(cronSyncFailedAnswer) });
   // A wrong, missing or unset token answers 403 (the scheduler's contract), never 401.
   documentRoutes(app, API_DOCS.cron, [['unauthorized', 403], 'api_guard']);
   app.withTypeProvider<ZodTypeProvider>().get('/api-sync-cron.php', {

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { PGlite } from '@electric-sql/pglite';
-import { AppError } from '../http/errors.js';
 import { END_OF_ARCHIVE, memberBytes, padding, tarHeader } from './backup-tar.js';
+import { DomainError } from '../shared/domain-error.js';
 
 /**
  * Backups of the embedded database (docs/operations.md "Backup and restore", docs/decisions.md "Backup and restore").
@@ -178,14 +178,14 @@ export function createBackupService(deps: BackupDeps) {
   /** Copies the database at one moment and the files it names, and returns the archive to stream (manifest first). */
   async function prepare(withSecrets: boolean): Promise<PreparedBackup> {
     if (deps.databaseKind === 'pg')
-      throw new AppError(
+      throw new DomainError(
         'conflict',
         'This server runs on PostgreSQL (DATABASE_URL): back it up with pg_dump, see docs/operations.md "Backup and restore"',
       );
     const src = deps.embedded;
     if (!src)
-      throw new AppError('conflict', 'This server does not own an embedded database folder on disk: there is nothing to back up here');
-    if (running) throw new AppError('conflict', 'A backup is already running; retry when it has finished');
+      throw new DomainError('conflict', 'This server does not own an embedded database folder on disk: there is nothing to back up here');
+    if (running) throw new DomainError('conflict', 'A backup is already running; retry when it has finished');
     running = true;
     const stage = path.join(stagingRoot, randomUUID());
     let released = false;

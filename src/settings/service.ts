@@ -3,11 +3,11 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { settings } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
-import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
 import { isSettingKey, parseSetting, settingDefs, settingKeys, type SettingKey, type SettingValues } from './registry.js';
+import { DomainError } from '../shared/domain-error.js';
 
 export type SettingsDeps = {
   db: Db;
@@ -133,7 +133,7 @@ export function createSettingsService(deps: SettingsDeps) {
   }
 
   function requireKey(key: string): SettingKey {
-    if (!isSettingKey(key)) throw new AppError('not_found', `Unknown setting ${JSON.stringify(key)}; see \`setting list\``);
+    if (!isSettingKey(key)) throw new DomainError('not_found', `Unknown setting ${JSON.stringify(key)}; see \`setting list\``);
     return key;
   }
 
@@ -164,8 +164,8 @@ export function createSettingsService(deps: SettingsDeps) {
       const k = requireKey(key);
       const parsed = value === '' ? null : parseSetting(k, value);
       if (parsed && !parsed.ok)
-        throw new AppError('invalid_request', `Invalid value for ${k}: ${parsed.message}`, {
-          details: [{ path: k, message: parsed.message }],
+        throw new DomainError('invalid', `Invalid value for ${k}: ${parsed.message}`, {
+          fields: [{ path: k, message: parsed.message }],
         });
       // A transaction of its own so that an admin action's audit row commits with the change (docs/operations.md).
       await withTx(deps.db, async (tx) => {

@@ -14,11 +14,17 @@ export type DomainErrorKind =
   /** Too much is already waiting: nothing changed, retry after `retryAfterSeconds`. */
   | 'busy'
   /** A party we depend on failed (the source site); nothing changed. */
-  | 'upstream_failed';
+  | 'upstream_failed'
+  /** The input is larger than this server accepts (a stored file past its limit); every API answers it alike. */
+  | 'too_large'
+  /** The caller's credential names no one any more (its user removed after the request was authenticated). */
+  | 'unauthenticated';
 
 export type DomainErrorInfo = {
-  /** The input field at fault, for `invalid` (`body.price`). */
+  /** The input field at fault, for `invalid` (`body.price`); the message is the field's. */
   path?: string;
+  /** The fields at fault with a message of their own each, for `invalid` (several bad entries of one list). */
+  fields?: { path: string; message: string }[];
   /** When a retry may succeed, for `busy`. */
   retryAfterSeconds?: number;
 };

@@ -1,4 +1,5 @@
 import { BlockList, isIP, SocketAddress } from 'node:net';
+import { DomainError } from './domain-error.js';
 
 export type IpRule = { family: 'ipv4' | 'ipv6'; address: string; prefix: number };
 
@@ -83,4 +84,14 @@ export function validateIpList(entries: readonly string[]): { ok: true; list: st
       ),
     ],
   };
+}
+
+/** Canonical allowlist from admin input, or an `invalid` refusal naming each bad entry as a field of its own. */
+export function allowlistOf(entries: readonly string[], path = 'ips'): string[] {
+  const r = validateIpList(entries);
+  if (!r.ok)
+    throw new DomainError('invalid', `Not an IPv4/IPv6 address or CIDR: ${r.bad.join(', ')}`, {
+      fields: r.bad.map((b) => ({ path, message: `${JSON.stringify(b)} is not an address or CIDR` })),
+    });
+  return r.list;
 }

@@ -2,10 +2,10 @@ import { and, asc, eq, isNotNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, products, sourceCategoryOverrides, sourceOverrides } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
-import { AppError } from '../http/errors.js';
 import type { EventBus } from '../shared/events.js';
 import { MONEY_RE, moneyOut } from '../shared/money.js';
 import { foldForSearch, sanitizeDescription } from '../shared/text.js';
+import { DomainError } from '../shared/domain-error.js';
 
 export type OverridePatch = {
   price_adjust?: string | null;
@@ -29,16 +29,16 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
   const { db, bus } = deps;
 
   async function sourceIdOf(publicId: string, table: typeof products | typeof categories, what: string): Promise<string> {
-    if (!/^\d{1,9}$/.test(publicId.trim())) throw new AppError('not_found', `No ${what} ${JSON.stringify(publicId)}`);
+    if (!/^\d{1,9}$/.test(publicId.trim())) throw new DomainError('not_found', `No ${what} ${JSON.stringify(publicId)}`);
     const [row] = await db
       .select({ sourceId: table.sourceId })
       .from(table)
       .where(eq(table.id, Number(publicId)))
       .limit(1);
-    if (!row) throw new AppError('not_found', `No ${what} ${publicId}`);
+    if (!row) throw new DomainError('not_found', `No ${what} ${publicId}`);
     if (!row.sourceId)
-      throw new AppError(
-        'invalid_request',
+      throw new DomainError(
+        'invalid',
         `${what[0]!.toUpperCase()}${what.slice(1)} ${publicId} is local: change it with ${what} update, overrides are for source ${what === 'product' ? 'products' : 'categories'}`,
       );
     return row.sourceId;
@@ -46,11 +46,11 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
 
   function checkPatch(p: OverridePatch): void {
     if (typeof p.price_adjust === 'string' && !MONEY_RE.test(p.price_adjust))
-      throw new AppError('invalid_request', 'price_adjust must be an amount with at most 2 decimals (negative lowers the price)');
+      throw new DomainError('invalid', 'price_adjust must be an amount with at most 2 decimals (negative lowers the price)');
     if (typeof p.fixed_price === 'string' && (!MONEY_RE.test(p.fixed_price) || p.fixed_price.startsWith('-')))
-      throw new AppError('invalid_request', 'fixed_price must be a non-negative amount with at most 2 decimals');
+      throw new DomainError('invalid', 'fixed_price must be a non-negative amount with at most 2 decimals');
     if (typeof p.name === 'string' && (p.name.trim() === '' || p.name.length > 200))
-      throw new AppError('invalid_request', 'name must be 1-200 characters');
+      throw new DomainError('invalid', 'name must be 1-200 characters');
   }
 
   const view = (publicId: number | null, o: typeof sourceOverrides.$inferSelect) => ({
@@ -83,7 +83,7 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
           : {}),
         ...(patch.hidden !== undefined ? { hidden: patch.hidden } : {}),
       };
-      if (Object.keys(fields).length === 0) throw new AppError('invalid_request', 'Nothing to override: give at least one field');
+      if (Object.keys(fields).length === 0) throw new DomainError('invalid', 'Nothing to override: give at least one field');
       const [row] = await withTx(db, (tx) =>
         tx
           .insert(sourceOverrides)
@@ -138,13 +138,13 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
 
     async setCategory(publicId: string, patch: CategoryOverridePatch) {
       if (typeof patch.name === 'string' && (patch.name.trim() === '' || patch.name.length > 200))
-        throw new AppError('invalid_request', 'name must be 1-200 characters');
+        throw new DomainError('invalid', 'name must be 1-200 characters');
       const sourceId = await sourceIdOf(publicId, categories, 'category');
       const fields = {
         ...(patch.name !== undefined ? { name: patch.name?.trim() ?? null } : {}),
         ...(patch.hidden !== undefined ? { hidden: patch.hidden } : {}),
       };
-      if (Object.keys(fields).length === 0) throw new AppError('invalid_request', 'Nothing to override: give --name or --hide/--show');
+      if (Object.keys(fields).length === 0) throw new DomainError('invalid', 'Nothing to override: give --name or --hide/--show');
       const row = await withTx(db, async (tx) => {
         const [r] = await tx
           .insert(sourceCategoryOverrides)

@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import { auditNote } from '../db/audit-scope.js';
 import type { Db } from '../db/client.js';
 import { syncRuns } from '../db/schema/index.js';
-import { AppError } from '../http/errors.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { EventBus } from '../shared/events.js';
@@ -12,6 +11,7 @@ import { SourceError, type SourceClient } from './client.js';
 import { runCalls, newTally, readCategories, readProducts, totalOf, type RunBounds, type Tally } from './read.js';
 import { clearStaging, clearStale, stagePage } from './staging.js';
 import { mergeCatalogue, type WriteCounts } from './write.js';
+import { SyncFailed } from './errors.js';
 
 export type SyncOutcome =
   | ({
@@ -183,7 +183,7 @@ export function createSyncService(deps: SyncDeps) {
         })
         .where(eq(syncRuns.id, runId));
       counted.inc('failed');
-      throw new AppError('sync_failed', `Sync failed, nothing was changed: ${message}`);
+      throw new SyncFailed(`Sync failed, nothing was changed: ${message}`);
     } finally {
       clearInterval(ticker);
       running.delete(abort);

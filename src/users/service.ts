@@ -3,14 +3,13 @@ import type { Db } from '../db/client.js';
 import { balanceLedger, users } from '../db/schema/index.js';
 import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
-import { AppError, fieldError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { sha256Hex } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
 import { newApiKey } from '../shared/ids.js';
-import { checkedIpList } from '../http/ip-list.js';
-import { createIpMatcher, type IpMatcher } from '../shared/ip.js';
+import { allowlistOf, createIpMatcher, type IpMatcher } from '../shared/ip.js';
+import { DomainError } from '../shared/domain-error.js';
 import { MONEY_LIMIT, MONEY_RE, moneyOut } from '../shared/money.js';
 
 export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher };
@@ -83,7 +82,7 @@ export function createUsersService(deps: UsersDeps) {
             .limit(1)
         : await tx.select().from(users).where(eq(users.name, s)).limit(1);
     const row = rows[0];
-    if (!row) throw new AppError('not_found', `No user ${JSON.stringify(s)}`);
+    if (!row) throw new DomainError('not_found', `No user ${JSON.stringify(s)}`);
     return row;
   }
 
@@ -112,24 +111,24 @@ export function createUsersService(deps: UsersDeps) {
     /** Creates a user with API enabled and a fresh key; an opening balance is a ledger movement like any other. */
     async create(input: { name: string; balance?: string; ips?: string[] }, actor: string): Promise<UserView> {
       const name = input.name.trim();
-      if (!name || name.length > 100) throw new AppError('invalid_request', 'name must be 1-100 characters');
-      const ips = checkedIpList(input.ips ?? []);
+      if (!name || name.length > 100) throw new DomainError('invalid', 'name must be 1-100 characters');
+      const ips = allowlistOf(input.ips ?? []);
       const balance = input.balance ?? '0';
       if (!MONEY_RE.test(balance) || balance.startsWith('-')) {
-        throw new AppError('invalid_request', 'balance must be a non-negative amount with at most 2 decimals', {
-          details: [{ path: 'body.balance', message: 'must be a non-negative amount with at most 2 decimals' }],
+        throw new DomainError('invalid', 'balance must be a non-negative amount with at most 2 decimals', {
+          fields: [{ path: 'body.balance', message: 'must be a non-negative amount with at most 2 decimals' }],
         });
       }
       const key = newApiKey();
       const row = await withTx(db, async (tx) => {
         const existing = await tx.select({ id: users.id }).from(users).where(eq(users.name, name)).limit(1);
-        if (existing.length > 0) throw new AppError('conflict', `A user named ${JSON.stringify(name)} already exists`);
+        if (existing.length > 0) throw new DomainError('conflict', `A user named ${JSON.stringify(name)} already exists`);
         const [created] = await tx
           .insert(users)
           .values({ name, apiKeyHash: sha256Hex(key), apiKeyEnc: cipher.encrypt(key), apiKeyHint: hintOf(key), balance, allowedIps: ips })
           .onConflictDoNothing({ target: users.name })
           .returning();
-        if (!created) throw new AppError('conflict', `A user named ${JSON.stringify(name)} already exists`);
+        if (!created) throw new DomainError('conflict', `A user named ${JSON.stringify(name)} already exists`);
         auditNote({ target: `user:${created.id}` });
         if (Number(balance) !== 0) {
           await tx
@@ -157,7 +156,7 @@ export function createUsersService(deps: UsersDeps) {
       return update(ref, { apiEnabled: enabled });
     },
     async setIps(ref: string, ips: string[]): Promise<UserView> {
-      return update(ref, { allowedIps: checkedIpList(ips) });
+      return update(ref, { allowedIps: allowlistOf(ips) });
     },
     /** Moves the balance by a signed amount in SQL numeric, never below zero, with its ledger row in the same transaction. */
     async credit(
@@ -168,8 +167,8 @@ export function createUsersService(deps: UsersDeps) {
       outer: Db = db,
     ): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {
       if (!MONEY_RE.test(amount) || Number(amount) === 0) {
-        throw new AppError('invalid_request', 'amount must be a non-zero amount with at most 2 decimals (negative debits)', {
-          details: [{ path: 'body.amount', message: 'must be a non-zero amount with at most 2 decimals' }],
+        throw new DomainError('invalid', 'amount must be a non-zero amount with at most 2 decimals (negative debits)', {
+          fields: [{ path: 'body.amount', message: 'must be a non-zero amount with at most 2 decimals' }],
         });
       }
       return withTx(outer, async (tx) => {
@@ -184,15 +183,15 @@ export function createUsersService(deps: UsersDeps) {
           )
           .returning({ balance: users.balance });
         if (!row && amount.startsWith('-'))
-          throw new AppError(
-            'invalid_request',
+          throw new DomainError(
+            'invalid',
             `Debit of ${amount.replace('-', '')} would take the balance below zero (balance ${moneyOut(user.balance)})`,
           );
         if (!row)
-          throw fieldError(
-            'invalid_request',
-            'body.amount',
+          throw new DomainError(
+            'invalid',
             `A credit of ${amount} would take the balance over the largest amount stored (${MONEY_LIMIT} excluded)`,
+            { path: 'body.amount' },
           );
         const [ledger] = await tx
           .insert(balanceLedger)
@@ -249,7 +248,7 @@ export function createUsersService(deps: UsersDeps) {
     },
     async balance(userId: number): Promise<number> {
       const rows = await balanceQuery.execute({ userId });
-      if (!rows[0]) throw new AppError('unauthorized', 'Unknown API key');
+      if (!rows[0]) throw new DomainError('unauthenticated', 'Unknown API key');
       return moneyOut(rows[0].balance);
     },
   };

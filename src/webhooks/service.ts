@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { payClients } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
-import { AppError } from '../http/errors.js';
 import { webhookOnDomain } from '../payments/clients.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
@@ -23,6 +22,7 @@ import {
 } from './outbox.js';
 import { sendWebhook, type AttemptResult } from './send.js';
 import { CONNECT_TIMEOUT_MS, createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
+import { DomainError } from '../shared/domain-error.js';
 
 /** A claim outlives the longest attempt (15 s) with margin; a process that dies mid-attempt frees its row after it. */
 const LEASE_MS = 60_000;
@@ -288,7 +288,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
 
   async function show(eventId: string) {
     const e = await showEvent(db, eventId);
-    if (!e) throw new AppError('not_found', `No webhook event ${JSON.stringify(eventId)}`);
+    if (!e) throw new DomainError('not_found', `No webhook event ${JSON.stringify(eventId)}`);
     return e;
   }
 
@@ -306,8 +306,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
       // Refused inside the transaction: an admin action's audit row commits only with a reopened event.
       await withTx(db, async (tx) => {
         const r = await reopenEvent(tx, eventId, clock.now());
-        if (!r) throw new AppError('not_found', `No webhook event ${JSON.stringify(eventId)}`);
-        if (!r.reopened) throw new AppError('conflict', `Webhook event ${eventId} is still pending: it is being retried on its schedule`);
+        if (!r) throw new DomainError('not_found', `No webhook event ${JSON.stringify(eventId)}`);
+        if (!r.reopened)
+          throw new DomainError('conflict', `Webhook event ${eventId} is still pending: it is being retried on its schedule`);
       });
       await drain(eventId);
       return show(eventId);

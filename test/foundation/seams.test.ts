@@ -35,4 +35,15 @@ describe('module seams (eslint.config.js)', () => {
       ),
     ).toEqual([]);
   });
+
+  it('a service module may not build an AppError; its route file and the admin edge may', async () => {
+    const probe = "import { AppError, errorResponses } from '../http/errors.js';\nexport const x = [AppError, errorResponses];\n";
+    for (const file of ['src/users/probe.ts', 'src/catalog/admin.ts', 'src/sync/probe.ts', 'src/ops/backup.ts', 'src/jobs/cron.ts'])
+      expect(await restricted(file, probe), file).toHaveLength(1);
+    for (const file of ['src/catalog/routes.ts', 'src/jobs/routes.ts', 'src/admin/upload.ts', 'src/http/probe.ts'])
+      expect(await restricted(file, probe), file).toEqual([]);
+    expect(
+      await restricted('src/users/probe.ts', "import { errorResponses } from '../http/errors.js';\nexport const x = errorResponses;\n"),
+    ).toEqual([]);
+  });
 });

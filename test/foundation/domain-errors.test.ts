@@ -1,0 +1,221 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { sql } from 'drizzle-orm';
+import Fastify from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppError } from '../../src/http/errors.js';
+import {
+  DEFAULT_VOCABULARY,
+  domainErrorAnswer,
+  installErrorVocabulary,
+  PAYMENT_VOCABULARY,
+  translateWith,
+  type ErrorVocabulary,
+} from '../../src/http/error-handler.js';
+import { DomainError } from '../../src/shared/domain-error.js';
+import { ADMIN_TOKEN, bearer, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { expectError, query } from '../helpers/assert.js';
+
+// Services refuse in domain terms; each API family's scope answers them in its own codes (docs/decisions.md, "Domain
+// errors"). An answer is the whole of an AppError: code, status, message, details and headers.
+const answerOf = (err: DomainError, vocab: ErrorVocabulary) => {
+  const a = domainErrorAnswer(err, vocab);
+  return { code: a.code, status: a.status, message: a.message, options: a.options };
+};
+
+describe('domainErrorAnswer: each kind in the default (ordering, admin, cron, ops) and the payment vocabulary', () => {
+  const cases: { err: DomainError; default: ReturnType<typeof answerOf>; payment: ReturnType<typeof answerOf> }[] = [
+    {
+      err: new DomainError('not_found', 'No product "7"'),
+      default: { code: 'not_found', status: 404, message: 'No product "7"', options: {} },
+      payment: { code: 'PAYMENT_NOT_FOUND', status: 404, message: 'No product "7"', options: {} },
+    },
+    {
+      err: new DomainError('conflict', 'A backup is already running'),
+      default: { code: 'conflict', status: 409, message: 'A backup is already running', options: {} },
+      payment: { code: 'conflict', status: 409, message: 'A backup is already running', options: {} },
+    },
+    {
+      err: new DomainError('invalid', 'Give 1 to 10000 codes'),
+      default: { code: 'invalid_request', status: 400, message: 'Give 1 to 10000 codes', options: {} },
+      payment: { code: 'VALIDATION_ERROR', status: 400, message: 'Give 1 to 10000 codes', options: {} },
+    },
+    {
+      err: new DomainError('invalid', 'amount is too large', { path: 'body.amount' }),
+      default: {
+        code: 'invalid_request',
+        status: 400,
+        message: 'amount is too large',
+        options: { details: [{ path: 'body.amount', message: 'amount is too large' }] },
+      },
+      payment: {
+        code: 'VALIDATION_ERROR',
+        status: 400,
+        message: 'amount is too large',
+        options: { details: [{ path: 'body.amount', message: 'amount is too large' }] },
+      },
+    },
+    {
+      // Fields with messages of their own win over `path`.
+      err: new DomainError('invalid', 'No category 9', { path: 'ignored', fields: [{ path: 'category_id', message: 'unknown category' }] }),
+      default: {
+        code: 'invalid_request',
+        status: 400,
+        message: 'No category 9',
+        options: { details: [{ path: 'category_id', message: 'unknown category' }] },
+      },
+      payment: {
+        code: 'VALIDATION_ERROR',
+        status: 400,
+        message: 'No category 9',
+        options: { details: [{ path: 'category_id', message: 'unknown category' }] },
+      },
+    },
+    {
+      err: new DomainError('busy', 'Too many orders waiting', { retryAfterSeconds: 7 }),
+      default: { code: 'unavailable', status: 503, message: 'Too many orders waiting', options: { headers: { 'Retry-After': '7' } } },
+      payment: { code: 'unavailable', status: 503, message: 'Too many orders waiting', options: { headers: { 'Retry-After': '7' } } },
+    },
+    {
+      err: new DomainError('upstream_failed', 'Sync failed, nothing was changed: timeout'),
+      default: { code: 'sync_failed', status: 502, message: 'Sync failed, nothing was changed: timeout', options: {} },
+      payment: { code: 'sync_failed', status: 502, message: 'Sync failed, nothing was changed: timeout', options: {} },
+    },
+    {
+      err: new DomainError('too_large', 'File is larger than 10 bytes'),
+      default: { code: 'payload_too_large', status: 413, message: 'File is larger than 10 bytes', options: {} },
+      payment: { code: 'payload_too_large', status: 413, message: 'File is larger than 10 bytes', options: {} },
+    },
+    {
+      err: new DomainError('unauthenticated', 'Unknown API key'),
+      default: { code: 'unauthorized', status: 401, message: 'Unknown API key', options: {} },
+      payment: { code: 'API_KEY_INVALID', status: 401, message: 'Unknown API key', options: {} },
+    },
+  ];
+
+  it.each(cases.map((c) => [`${c.err.kind}${c.err.info.fields ? ' with fields' : c.err.info.path ? ' with path' : ''}`, c] as const))(
+    '%s',
+    (_name, c) => {
+      expect(answerOf(c.err, DEFAULT_VOCABULARY)).toEqual(c.default);
+      expect(answerOf(c.err, PAYMENT_VOCABULARY)).toEqual(c.payment);
+    },
+  );
+
+  it('busy without a retry time still says when to retry', () => {
+    expect(domainErrorAnswer(new DomainError('busy', 'x'), DEFAULT_VOCABULARY).options.headers).toEqual({ 'Retry-After': '1' });
+  });
+
+  it('a subclass keeps its kind and its name', () => {
+    class LaneFull extends DomainError {
+      constructor() {
+        super('busy', 'The lane is full', { retryAfterSeconds: 2 });
+      }
+    }
+    const err = new LaneFull();
+    expect(err).toBeInstanceOf(DomainError);
+    expect(err.name).toBe('LaneFull');
+    expect(domainErrorAnswer(err, DEFAULT_VOCABULARY).status).toBe(503);
+  });
+});
+
+describe('translateWith: the translators of a scope, first answer wins', () => {
+  class A extends DomainError {}
+  class B extends DomainError {}
+  const fromA = (err: Error) => (err instanceof A ? new AppError('forbidden', 'a') : err);
+  const fromB = (err: Error) => (err instanceof B ? new AppError('not_ready', 'b') : err);
+  const fromAny = (err: Error) => (err instanceof DomainError ? new AppError('conflict', 'any') : err);
+
+  it('tries each in order and leaves an error none knows unchanged', () => {
+    const t = translateWith(fromA, fromB, fromAny);
+    expect((t(new A('conflict', 'x')) as AppError).code).toBe('forbidden');
+    expect((t(new B('conflict', 'x')) as AppError).code).toBe('not_ready');
+    expect((t(new DomainError('conflict', 'x')) as AppError).message).toBe('any');
+    const plain = new Error('plain');
+    expect(t(plain)).toBe(plain);
+    expect(translateWith()(plain)).toBe(plain);
+  });
+});
+
+describe("a service's domain error, answered in the envelope of the scope that called it", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('the settings service refuses an unknown key in domain terms; admin answers 404 not_found, a payment scope PAYMENT_NOT_FOUND', async () => {
+    const message = 'Unknown setting "no_such_key"; see `setting list`';
+    const thrown = await t.deps.settings.view('no_such_key').catch((err: unknown) => err);
+    expect(thrown).toBeInstanceOf(DomainError);
+    expect(thrown).not.toBeInstanceOf(AppError);
+    expect((thrown as DomainError).kind).toBe('not_found');
+
+    const admin = await t.admin('GET', '/admin/v1/settings/no_such_key');
+    expectError(admin, 404, 'not_found');
+    expect(admin.json()).toEqual({ ok: false, error: 'not_found', message });
+
+    // The same refusal met inside a scope of the payment vocabulary takes that family's code.
+    const pay = Fastify();
+    try {
+      await pay.register(async (scope) => {
+        installErrorVocabulary(scope, PAYMENT_VOCABULARY);
+        scope.get('/probe', async () => t.deps.settings.view('no_such_key'));
+      });
+      const res = await pay.inject({ method: 'GET', url: '/probe' });
+      expectError(res, 404, 'PAYMENT_NOT_FOUND');
+      expect(res.json()).toEqual({ ok: false, error: 'PAYMENT_NOT_FOUND', message });
+    } finally {
+      await pay.close();
+    }
+  });
+
+  it('an invalid value names its field in details, and nothing is stored', async () => {
+    const res = await t.admin('PUT', '/admin/v1/settings/price_markup_percent', { value: 'lots' });
+    expectError(res, 400, 'invalid_request', { details: [{ path: 'price_markup_percent', message: expect.any(String) }] });
+    // The field's message is the parser's reason; the whole message also names the setting.
+    const { message, details } = res.json() as { message: string; details: { message: string }[] };
+    expect(message).toBe(`Invalid value for price_markup_percent: ${details[0]!.message}`);
+    expect((await t.adminData<{ source: string }>('GET', '/admin/v1/settings/price_markup_percent')).source).toBe('default');
+  });
+
+  it('a balance read of a user removed behind a cached key is unauthenticated: the ordering API answers 401 unauthorized', async () => {
+    const user = await makeUser(t);
+    const get = () => t.request({ method: 'GET', url: '/api/v1/balance', headers: bearer(user.api_key) });
+    expect((await get()).statusCode).toBe(200);
+    // SQL, not the admin API: no cache drop, so the key still authenticates from memory and the read finds no row.
+    await t.deps.db.execute(sql`DELETE FROM users WHERE id = ${user.id}`);
+    const res = await get();
+    expectError(res, 401, 'unauthorized');
+    expect(res.json()).toEqual({ ok: false, error: 'unauthorized', message: 'Unknown API key' });
+  });
+});
+
+describe('a stored file past FILE_MAX_BYTES: the storage refuses too_large, the admin upload scope answers 413', () => {
+  let t: TestApp;
+  let base: string;
+  beforeAll(async () => {
+    t = await createTestApp({ env: { FILE_MAX_BYTES: '1024' } });
+    base = await t.listen();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('answers payload_too_large with the limit, and leaves neither a row nor a file', async () => {
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, type: 'file', price: 10 });
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(5000)]), 'big.bin');
+    const res = await fetch(`${base}/admin/v1/products/${p.id}/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: form,
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ ok: false, error: 'payload_too_large', message: 'File is larger than 1024 bytes' });
+    expect(await query(t, sql`SELECT id FROM product_files WHERE product_id = ${Number(p.id)}`)).toEqual([]);
+    expect(fs.readdirSync(path.join(t.deps.config.dataDir, 'files'))).toEqual([]);
+  });
+});

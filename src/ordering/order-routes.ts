@@ -55,7 +55,6 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
           'order_failed',
           'request_id_conflict',
           'unsupported_media_type',
-          'method_not_allowed',
         ),
       },
     },

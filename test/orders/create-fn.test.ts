@@ -10,7 +10,7 @@ import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser
  * Orders run in the SQL function order_create (src/db/functions/order_create.sql): these tests hold it to the catalogue read
  * path of src/catalog/queries.ts, which is what the public sees, and to the answers the order path gave before.
  */
-describe('order_create, the one-round-trip order of a local product', () => {
+describe('order_create, the one-round-trip order of a local or source product', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp();

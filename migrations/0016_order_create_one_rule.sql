@@ -6,7 +6,9 @@
 -- source product's price x (1 + markup/100) rounded up to the whole currency unit, then + the override's adjustment,
 -- never below 0, or the override's fixed price instead of all of it. numeric throughout: no float touches money. A
 -- result numeric(18,2) cannot hold (a huge source price, a markup raised after the sync) is NULL, never an overflow
--- error: product_visible_at then hides the product. The limit is MONEY_LIMIT of src/shared/money.ts.
+-- error: product_visible_at then hides the product. The limit is MONEY_LIMIT of src/shared/money.ts. A source
+-- product's price is NULL too when the markup is NULL or negative: price_markup_percent is 0 or more
+-- (src/settings/registry.ts), and NULL arithmetic would otherwise end in GREATEST(0, NULL), a price of 0.
 -- LANGUAGE sql, IMMUTABLE, one expression and no FROM: the planner inlines it into the catalogue queries
 -- (src/catalog/queries.ts) and the order function, so it costs what the expression costs.
 CREATE OR REPLACE FUNCTION product_shown_price(
@@ -20,7 +22,8 @@ LANGUAGE sql
 IMMUTABLE PARALLEL SAFE
 AS $$
   SELECT CASE
-    WHEN (CASE WHEN p_source_id IS NULL THEN p_price
+    WHEN (p_source_id IS NULL OR p_markup >= 0)
+     AND (CASE WHEN p_source_id IS NULL THEN p_price
           ELSE GREATEST(0, COALESCE(p_fixed_price, CEIL(p_price * (100 + p_markup) / 100) + COALESCE(p_price_adjust, 0))) END)
          < 10000000000000000::numeric
     THEN (CASE WHEN p_source_id IS NULL THEN p_price
@@ -67,7 +70,8 @@ $$;
 -- local code or file product is claimed and ends `success`; a source product (not of type service) ends `pending`
 -- with p_source_message, and the caller forwards it to the source site after the commit (src/sync/upstream.ts).
 -- A refusal raises SQLSTATE RG001 with its reason as message (one of SQL_REFUSALS, src/ordering/refusals.ts) and a
--- detail: the statement rolls back whole.
+-- detail: the statement rolls back whole. A NULL or negative markup is no refusal but the caller's bug
+-- (price_markup_percent is 0 or more, src/settings/registry.ts): it raises RG002 before anything is read or written.
 -- Order of writes: the order row first (a racing duplicate request_id waits on its unique index and replays), then
 -- the codes (SKIP LOCKED), and the balance last, so that the user's row is locked only until the commit that follows
 -- at once. The claim is pinned to the partial index codes_available_idx: with one product holding most codes, the
@@ -95,6 +99,9 @@ DECLARE
   v_balance numeric(18, 2);
   v_claimed integer;
 BEGIN
+  IF p_markup IS NULL OR p_markup < 0 THEN
+    RAISE EXCEPTION 'order_create: markup must be 0 or more, not %', COALESCE(p_markup::text, 'NULL') USING ERRCODE = 'RG002';
+  END IF;
   IF p_request_id IS NOT NULL THEN
     RETURN QUERY SELECT * FROM orders o WHERE o.user_id = p_user_id AND o.request_id = p_request_id;
     IF FOUND THEN

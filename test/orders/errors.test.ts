@@ -115,11 +115,17 @@ describe('ordering domain errors through the app', () => {
     const cat = await makeCategory(t);
     const p = await makeProduct(t, { category_id: cat.id, price: 10 });
     await importCodes(t, p.id, [`ERR-U-${Date.now()}`]);
-    // This test's own database: the function raises a reason the closed list does not hold.
+    // This test's own database: the function writes an order and debits the balance, then raises a reason the closed
+    // list does not hold; the raise must take the writes back with it.
     await t.deps.db.execute(
       sql.raw(`CREATE OR REPLACE FUNCTION order_create(p_user_id integer, p_request_id text, p_product_id integer, p_quantity integer,
         p_markup numeric, p_order_code text, p_codes_message text, p_files_message text, p_source_message text)
-        RETURNS SETOF orders LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'made_up_reason' USING ERRCODE = 'RG001'; END; $$`),
+        RETURNS SETOF orders LANGUAGE plpgsql AS $$ BEGIN
+          INSERT INTO orders (order_code, user_id, request_id, product_id, product_name, product_type, quantity, unit_price, total, status, message)
+          VALUES (p_order_code, p_user_id, p_request_id, p_product_id, 'written first', 'code', p_quantity, 10, 10, 'success', p_codes_message);
+          UPDATE users SET balance = balance - 10 WHERE id = p_user_id;
+          RAISE EXCEPTION 'made_up_reason' USING ERRCODE = 'RG001';
+        END; $$`),
     );
     const res = await order(user.api_key, { product_id: p.id, quantity: 1, request_id: 'unknown-reason' });
     expect(res.statusCode).toBe(500);

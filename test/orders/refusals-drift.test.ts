@@ -79,3 +79,44 @@ describe('the money limit: SQL against TypeScript', () => {
     for (const c of limits) expect(c.value, `${c.file}.sql: ${c.text}`).toBe(MONEY_LIMIT);
   });
 });
+
+/**
+ * Every numeric literal of the text (digits not part of a name or a $n parameter, with a fraction or an exponent if
+ * any, inside a quoted string too), as its exact value in plain digits.
+ */
+function numericLiterals(code: string): { text: string; value: string }[] {
+  const out: { text: string; value: string }[] = [];
+  for (const m of code.matchAll(/(?<![\w$.])(\d[\d_]*)(?:\.(\d*))?(?:e([+-]?\d+))?(?![\w.])/gi)) {
+    const digits = (m[1]! + (m[2] ?? '')).replaceAll('_', '');
+    const scale = BigInt(m[3] ?? 0) - BigInt((m[2] ?? '').length);
+    const whole = BigInt(digits);
+    // Scaled to the hundredths and cut there: a limit is compared in whole units, and 1e16 must not pass as "1".
+    const hundredths = scale >= -2n ? whole * 10n ** (scale + 2n) : whole / 10n ** (-scale - 2n);
+    const int = hundredths / 100n;
+    const frac = hundredths % 100n;
+    out.push({ text: m[0], value: frac === 0n ? String(int) : `${int}.${String(frac).padStart(2, '0').replace(/0$/, '')}` });
+  }
+  return out;
+}
+
+describe('the money limit: every large literal', () => {
+  it('every numeric literal of 10^15 or more in the function files is MONEY_LIMIT', () => {
+    expect(numericLiterals("1 2.50 1e16 '10_000'::numeric 1.5E3 v_2 $1 x10")).toEqual([
+      { text: '1', value: '1' },
+      { text: '2.50', value: '2.5' },
+      { text: '1e16', value: '10000000000000000' },
+      { text: '10_000', value: '10000' },
+      { text: '1.5E3', value: '1500' },
+    ]);
+    const large: { file: string; text: string; value: string }[] = [];
+    for (const f of functionFiles()) {
+      const code = withoutComments(f.statements.flatMap((s) => s.dollarBodies).join('\n'));
+      for (const l of numericLiterals(code)) if (BigInt(l.value.split('.')[0]!) >= 10n ** 15n) large.push({ file: f.file, ...l });
+    }
+    // product_shown_price (a price numeric(18,2) cannot hold is NULL) and order_create (such a total is refused).
+    expect(new Set(large.map((l) => l.file)), 'the functions that put a limit on money').toEqual(
+      new Set(['order_create', 'product_shown_price']),
+    );
+    for (const l of large) expect(l.value, `${l.file}.sql: ${l.text}`).toBe(MONEY_LIMIT);
+  });
+});

@@ -3,7 +3,8 @@
 -- local code or file product is claimed and ends `success`; a source product (not of type service) ends `pending`
 -- with p_source_message, and the caller forwards it to the source site after the commit (src/sync/upstream.ts).
 -- A refusal raises SQLSTATE RG001 with its reason as message (one of SQL_REFUSALS, src/ordering/refusals.ts) and a
--- detail: the statement rolls back whole.
+-- detail: the statement rolls back whole. A NULL or negative markup is no refusal but the caller's bug
+-- (price_markup_percent is 0 or more, src/settings/registry.ts): it raises RG002 before anything is read or written.
 -- Order of writes: the order row first (a racing duplicate request_id waits on its unique index and replays), then
 -- the codes (SKIP LOCKED), and the balance last, so that the user's row is locked only until the commit that follows
 -- at once. The claim is pinned to the partial index codes_available_idx: with one product holding most codes, the
@@ -31,6 +32,9 @@ DECLARE
   v_balance numeric(18, 2);
   v_claimed integer;
 BEGIN
+  IF p_markup IS NULL OR p_markup < 0 THEN
+    RAISE EXCEPTION 'order_create: markup must be 0 or more, not %', COALESCE(p_markup::text, 'NULL') USING ERRCODE = 'RG002';
+  END IF;
   IF p_request_id IS NOT NULL THEN
     RETURN QUERY SELECT * FROM orders o WHERE o.user_id = p_user_id AND o.request_id = p_request_id;
     IF FOUND THEN

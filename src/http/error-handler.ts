@@ -197,7 +197,7 @@ function errorHandlerFor(vocab: ErrorVocabulary) {
 }
 
 /**
- * 404 for unknown paths, 405 with Allow for a known path called with another method (docs/errors.md, "Methods"). Any
+ * 404 for unknown paths, 405 with Allow for a known path called with another method (docs/errors.md, `method_not_allowed` in "Ordering API codes"). Any
  * method is answered this way, QUERY included: the answer is given in onRequest, before Fastify reads a body, so a
  * method that takes one (QUERY without a Content-Type, or a large body) never turns into a 400 or 413.
  */

@@ -8,7 +8,7 @@ import type { Deps } from './deps.js';
 import { DEFAULT_VOCABULARY, frameworkErrorHandler, installErrorVocabulary, installNotFound } from './http/error-handler.js';
 import { clientErrorHandler, timeoutOptions } from './http/server-options.js';
 import { installJsonParser } from './http/raw-body.js';
-import { lazyChildLogger } from './http/logger.js';
+import { AccessLog, lazyChildLogger } from './http/logger.js';
 import { createInFlightRequests, type InFlightRequests } from './http/in-flight.js';
 import type { Logger } from 'pino';
 import { opsRoutes } from './ops/routes.js';
@@ -40,6 +40,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     loggerInstance: deps.logger as FastifyBaseLogger,
     childLoggerFactory: (logger, bindings, opts) =>
       lazyChildLogger(logger as Logger, bindings, opts as Record<string, unknown>) as FastifyBaseLogger,
+    // One access line per request instead of Fastify's two (src/http/logger.ts).
+    logController: new AccessLog(deps.logger),
     // A hop count trusts that many proxies nearest to us (Fastify takes it only as a function).
     trustProxy: typeof config.TRUST_PROXY === 'number' ? trustHops(config.TRUST_PROXY) : config.TRUST_PROXY,
     bodyLimit: config.BODY_LIMIT_BYTES,

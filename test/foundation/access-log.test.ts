@@ -1,0 +1,137 @@
+import net from 'node:net';
+import { Writable } from 'node:stream';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccessLog, createLogger } from '../../src/http/logger.js';
+import { ADMIN_TOKEN, bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
+import { eventually } from '../helpers/assert.js';
+
+// docs/decisions.md, "Logs": one access line per request at info, written when the answer is sent or the connection
+// closes before it; a 5xx keeps its own error line under the same request id.
+
+type Line = {
+  level: number;
+  msg: string;
+  reqId?: string;
+  req?: { method: string; url: string };
+  res?: { statusCode: number };
+  responseTime?: number;
+  user_id?: number;
+  aborted?: boolean;
+};
+
+describe('access log', () => {
+  let t: TestApp;
+  let base: string;
+  beforeAll(async () => {
+    t = await createTestApp();
+    base = await t.listen();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const linesOf = (id: string): Line[] => t.logs.map((l) => JSON.parse(l) as Line).filter((l) => l.reqId === id);
+
+  it('writes exactly one line per request, with method, masked URL, status, response time, request id and user', async () => {
+    const user = await makeUser(t);
+    const res = await fetch(`${base}/api/v1/products?limit=5&x=sk_secret_value`, {
+      headers: { ...bearer(user.api_key), 'x-request-id': 'access-one' },
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    expect(await eventually(() => linesOf('access-one').length > 0)).toBe(true);
+    // A moment for a second line, had there been one.
+    await new Promise((r) => setTimeout(r, 50));
+    const lines = linesOf('access-one');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      level: 30,
+      msg: 'request completed',
+      reqId: 'access-one',
+      req: { method: 'GET', url: '/api/v1/products?limit=5&x=[REDACTED]' },
+      res: { statusCode: 200 },
+      responseTime: expect.any(Number),
+      user_id: user.id,
+    });
+    expect(JSON.stringify(lines)).not.toContain('sk_secret_value');
+  });
+
+  it('a 5xx writes its error line and one access line, under the same request id', async () => {
+    await t.deps.db.execute(
+      sql.raw(
+        `CREATE FUNCTION rg_test_access_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by test' USING ERRCODE = '23514'; END $$`,
+      ),
+    );
+    await t.deps.db.execute(
+      sql.raw('CREATE TRIGGER rg_test_access_refuse BEFORE INSERT ON categories FOR EACH ROW EXECUTE FUNCTION rg_test_access_refuse()'),
+    );
+    try {
+      const res = await fetch(`${base}/admin/v1/categories`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'x-request-id': 'access-5xx' },
+        body: JSON.stringify({ name: 'Refused' }),
+      });
+      expect(res.status).toBe(500);
+      await res.arrayBuffer();
+    } finally {
+      await t.deps.db.execute(sql.raw('DROP TRIGGER rg_test_access_refuse ON categories'));
+      await t.deps.db.execute(sql.raw('DROP FUNCTION rg_test_access_refuse()'));
+    }
+    expect(await eventually(() => linesOf('access-5xx').some((l) => l.msg === 'request completed'))).toBe(true);
+    const lines = linesOf('access-5xx');
+    expect(lines.filter((l) => l.level >= 50)).toHaveLength(1);
+    const access = lines.filter((l) => l.msg === 'request completed');
+    expect(access).toHaveLength(1);
+    expect(access[0]).toMatchObject({ level: 30, req: { method: 'POST', url: '/admin/v1/categories' }, res: { statusCode: 500 } });
+    expect(lines).toHaveLength(2);
+  });
+
+  it('a request whose client goes away before the answer writes one line that says so', async () => {
+    const port = Number(new URL(base).port);
+    const socket = net.connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    // The body never arrives in full: the server is still reading it when the connection closes.
+    socket.write(
+      'POST /admin/v1/categories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n' +
+        `Authorization: Bearer ${ADMIN_TOKEN}\r\nX-Request-Id: access-gone\r\n\r\n{"name":`,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    socket.destroy();
+    expect(await eventually(() => linesOf('access-gone').length > 0)).toBe(true);
+    await new Promise((r) => setTimeout(r, 50));
+    const lines = linesOf('access-gone');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      level: 30,
+      msg: 'request aborted',
+      aborted: true,
+      req: { method: 'POST', url: '/admin/v1/categories' },
+      responseTime: expect.any(Number),
+    });
+  });
+});
+
+describe('access log above info', () => {
+  it('writes nothing for an answered request and leaves the response alone', () => {
+    const lines: string[] = [];
+    const logger = createLogger(
+      'warn',
+      new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          lines.push(chunk.toString());
+          cb();
+        },
+      }),
+    );
+    const access = new AccessLog(logger);
+    let listeners = 0;
+    const raw = { once: () => void listeners++ };
+    const request = { id: 'r-warn', method: 'GET', url: '/x' };
+    const reply = { raw, statusCode: 200, elapsedTime: 1 };
+    access.incomingRequest(request as never, reply as never);
+    access.requestCompleted(null, request as never, reply as never);
+    expect(lines).toEqual([]);
+    expect(listeners).toBe(0);
+  });
+});

@@ -11,7 +11,7 @@ import { newPaymentId } from '../shared/ids.js';
 import { compareMoney } from '../shared/money.js';
 import { asActor, type Lifecycle } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
-import type { Prepare } from './prepare.js';
+import { isUniqueViolation, preparedFields, type Prepare, type PreparedFields } from './prepare.js';
 import { OPEN_STATUSES } from './statuses.js';
 import { paymentView, type PaymentRow, type PaymentView } from './view.js';
 
@@ -62,19 +62,14 @@ export function createIdempotentCreate(deps: CreateDeps) {
       const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(clientId, rec.paymentId)));
       return { view: paymentView(p), replay: true };
     };
-    // A retry answers from its key first: later changes to limits or methods must not turn it into an error.
-    const [known] = await db
+    // A retry answers from its key first: later changes to limits or methods must not turn it into an error. An
+    // expired record is read too, so that only then does the transaction spend a statement deleting it.
+    const [recorded] = await db
       .select()
       .from(paymentIdempotency)
-      .where(
-        and(
-          eq(paymentIdempotency.clientId, clientId),
-          eq(paymentIdempotency.key, idempotencyKey),
-          sql`${paymentIdempotency.expiresAt} > ${now.toISOString()}::timestamptz`,
-        ),
-      )
+      .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)))
       .limit(1);
-    if (known) return replay(known);
+    if (recorded && recorded.expiresAt > now) return replay(recorded);
     const s = await settings.all();
     if (s.currency === 'VND' && !/^\d+$/.test(input.amount)) throw validation('amount must be a whole number of VND', 'body.amount');
     if (compareMoney(input.amount, s.payment_min_amount) < 0)
@@ -90,95 +85,112 @@ export function createIdempotentCreate(deps: CreateDeps) {
           : 'No default payment method is active',
       );
     }
-    const created = await asActor(db, `client:${clientId}`, async (tx) => {
-      await tx
-        .delete(paymentIdempotency)
-        .where(
-          and(
-            eq(paymentIdempotency.clientId, clientId),
-            eq(paymentIdempotency.key, idempotencyKey),
-            lte(paymentIdempotency.expiresAt, now),
-          ),
-        );
-      const [fresh] = await tx
-        .insert(paymentIdempotency)
-        .values({
-          clientId,
-          key: idempotencyKey,
-          requestHash: hash,
-          state: 'in_progress',
-          createdAt: now,
-          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
-        })
-        .onConflictDoNothing()
-        .returning();
-      if (!fresh) {
-        const [existing] = await tx
-          .select()
-          .from(paymentIdempotency)
-          .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
-        return { replayOf: existing };
-      }
+
+    // One transaction does it all (docs/PERFORMANCE.md, "Payment creation"): the key record (already done, naming the
+    // payment), the request, and its preparation, each transition recorded by the trigger under its own actor. A
+    // concurrent retry with the same key waits on the key's primary key and then replays the committed answer.
+    const attempt = async (fields: PreparedFields | null) => {
       const paymentId = newPaymentId();
-      const [row] = await tx
-        .insert(paymentRequests)
-        .values({
-          paymentId,
-          clientId,
-          merchantInvoiceId: input.merchant_invoice_id,
-          amount: input.amount,
-          currency: s.currency,
-          description: input.description ?? '',
-          methodCode: method.code,
-          status: 'preparing_payment',
-        })
-        .onConflictDoNothing({
-          target: [paymentRequests.clientId, paymentRequests.merchantInvoiceId],
-          where: inArray(paymentRequests.status, OPEN_STATUSES),
-        })
-        .returning();
-      if (!row) {
-        const [open] = await tx
-          .select({ paymentId: paymentRequests.paymentId })
-          .from(paymentRequests)
-          .where(
-            and(
-              eq(paymentRequests.clientId, clientId),
-              eq(paymentRequests.merchantInvoiceId, input.merchant_invoice_id),
-              inArray(paymentRequests.status, OPEN_STATUSES),
-            ),
+      return asActor(db, `client:${clientId}`, async (tx) => {
+        if (recorded) {
+          await tx
+            .delete(paymentIdempotency)
+            .where(
+              and(
+                eq(paymentIdempotency.clientId, clientId),
+                eq(paymentIdempotency.key, idempotencyKey),
+                lte(paymentIdempotency.expiresAt, now),
+              ),
+            );
+        }
+        const [fresh] = await tx
+          .insert(paymentIdempotency)
+          .values({
+            clientId,
+            key: idempotencyKey,
+            requestHash: hash,
+            paymentId,
+            state: 'done',
+            createdAt: now,
+            expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+          })
+          .onConflictDoNothing()
+          .returning({ clientId: paymentIdempotency.clientId });
+        if (!fresh) {
+          const [existing] = await tx
+            .select()
+            .from(paymentIdempotency)
+            .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
+          return { replayOf: existing };
+        }
+        const [row] = await tx
+          .insert(paymentRequests)
+          .values({
+            paymentId,
+            clientId,
+            merchantInvoiceId: input.merchant_invoice_id,
+            amount: input.amount,
+            currency: s.currency,
+            description: input.description ?? '',
+            methodCode: method.code,
+            status: 'preparing_payment',
+          })
+          .onConflictDoNothing({
+            target: [paymentRequests.clientId, paymentRequests.merchantInvoiceId],
+            where: inArray(paymentRequests.status, OPEN_STATUSES),
+          })
+          .returning();
+        if (!row) {
+          const [open] = await tx
+            .select({ paymentId: paymentRequests.paymentId })
+            .from(paymentRequests)
+            .where(
+              and(
+                eq(paymentRequests.clientId, clientId),
+                eq(paymentRequests.merchantInvoiceId, input.merchant_invoice_id),
+                inArray(paymentRequests.status, OPEN_STATUSES),
+              ),
+            );
+          throw new AppError(
+            'PAYMENT_INVOICE_PENDING',
+            `merchant_invoice_id already has an open payment request ${open?.paymentId ?? ''}`.trim(),
+            { extra: { payment_id: open?.paymentId } },
           );
-        throw new AppError(
-          'PAYMENT_INVOICE_PENDING',
-          `merchant_invoice_id already has an open payment request ${open?.paymentId ?? ''}`.trim(),
-          { extra: { payment_id: open?.paymentId } },
-        );
+        }
+        if (!fields) return { row, prepared: null };
+        await tx.execute(sql`SELECT set_config('app.actor', 'system:prepare', true)`);
+        const [prepared] = await tx.update(paymentRequests).set(fields).where(eq(paymentRequests.id, row.id)).returning();
+        return { row, prepared: prepared! };
+      });
+    };
+
+    let created: Awaited<ReturnType<typeof attempt>> | undefined;
+    for (let draw = 0; !created; draw++) {
+      let fields: PreparedFields | null = null;
+      try {
+        fields = preparedFields(method, s, input.amount, clock.now());
+      } catch (err) {
+        // The answer says payment_ready: false; the next status read or the cron sweep finishes the preparation.
+        deps.logger.error({ err }, 'payment preparation failed; will be retried');
       }
-      await tx
-        .update(paymentIdempotency)
-        .set({ paymentId })
-        .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
-      return { row };
-    });
+      try {
+        created = await attempt(fields);
+      } catch (err) {
+        // A transfer_content drawn twice rolls the whole creation back: draw again, as preparation always did.
+        if (!isUniqueViolation(err) || draw >= 4) throw err;
+      }
+    }
 
     if ('replayOf' in created) {
       if (!created.replayOf)
         throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
       return replay(created.replayOf);
     }
-    let p = created.row;
-    // The insert is the request's first transition (the trigger records it from no status).
-    (deps.metrics ?? noMetrics).paymentTransitions.inc(p.status);
-    try {
-      p = await prepare(p);
-    } catch (err) {
-      // The answer says payment_ready: false; the next status read or the cron sweep finishes the preparation.
-      deps.logger.error({ err, payment_id: p.paymentId }, 'payment preparation failed; will be retried');
-    }
-    await db
-      .update(paymentIdempotency)
-      .set({ state: 'done' })
-      .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)));
+    // Counted once committed: the insert is the request's first transition (the trigger records it from no status).
+    const counted = (deps.metrics ?? noMetrics).paymentTransitions;
+    counted.inc(created.row.status);
+    if (created.prepared) counted.inc(created.prepared.status);
+    const p = created.prepared ?? created.row;
     return { view: paymentView(p), replay: false };
   };
 }

@@ -19,9 +19,52 @@ export type PrepareDeps = {
   metrics?: Pick<DomainMetrics, 'paymentTransitions'>;
 };
 
+type Settings = Awaited<ReturnType<SettingsService['all']>>;
+type MethodRow = NonNullable<Awaited<ReturnType<MethodsService['resolve']>>>;
+
+/**
+ * What preparing a request writes: the method's bank data, a fresh random transfer_content, the VietQR payload and
+ * its PNG, the expiry, and the status pending_payment. Pure CPU (no database): creation builds it before its
+ * transaction opens, so that no pooled connection waits on the PNG.
+ */
+export function preparedFields(method: MethodRow, s: Settings, amount: string, now: Date) {
+  const transferContent = (s.payment_transfer_prefix + randomBase62(25).toUpperCase()).slice(
+    0,
+    Math.max(12, s.payment_transfer_prefix.length + 10),
+  );
+  const qrContent = vietQrPayload({
+    bankBin: method.bankBin,
+    accountNumber: method.accountNumber,
+    amount: amount.replace(/\.00$/, ''),
+    transferContent,
+  });
+  return {
+    status: 'pending_payment' as const,
+    bankBin: method.bankBin,
+    bankCode: method.bankCode,
+    bankName: method.bankName,
+    accountNumber: method.accountNumber,
+    accountName: method.accountName,
+    transferContent,
+    qrContent,
+    qrImage: qrPngDataUrl(qrContent),
+    expiresAt: new Date(now.getTime() + s.payment_lifetime_minutes * 60_000),
+  };
+}
+
+export type PreparedFields = ReturnType<typeof preparedFields>;
+
+/** A unique-index violation (SQLSTATE 23505), as either driver reports it: a transfer_content drawn twice. */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: string; cause?: { code?: string } }).cause?.code ?? (err as { code?: string }).code;
+  return code === '23505';
+}
+
 /**
  * Copies the method's bank data into the request, makes a unique transfer_content, the VietQR payload and its PNG,
  * and moves preparing_payment -> pending_payment. Idempotent: a request already prepared is returned as it is.
+ * Creation prepares in its own transaction (create.ts); this finishes a request left in preparing_payment (the next
+ * status read or the cron sweep).
  */
 export function createPrepare(deps: PrepareDeps) {
   const { db, clock, settings, methods, lifecycle } = deps;
@@ -34,36 +77,13 @@ export function createPrepare(deps: PrepareDeps) {
       return lifecycle.transition(p.paymentId, 'cancelled', 'system:method-unavailable', p.clientId);
     }
     const s = await settings.all();
-    const amountText = p.amount.replace(/\.00$/, '');
     for (let attempt = 0; attempt < 5; attempt++) {
-      const transferContent = (s.payment_transfer_prefix + randomBase62(25).toUpperCase()).slice(
-        0,
-        Math.max(12, s.payment_transfer_prefix.length + 10),
-      );
-      const qrContent = vietQrPayload({
-        bankBin: method.bankBin,
-        accountNumber: method.accountNumber,
-        amount: amountText,
-        transferContent,
-      });
-      const qrImage = await qrPngDataUrl(qrContent);
-      const expiresAt = new Date(clock.now().getTime() + s.payment_lifetime_minutes * 60_000);
+      const fields = preparedFields(method, s, p.amount, clock.now());
       try {
         const [row] = await asActor(db, 'system:prepare', (tx) =>
           tx
             .update(paymentRequests)
-            .set({
-              status: 'pending_payment',
-              bankBin: method.bankBin,
-              bankCode: method.bankCode,
-              bankName: method.bankName,
-              accountNumber: method.accountNumber,
-              accountName: method.accountName,
-              transferContent,
-              qrContent,
-              qrImage,
-              expiresAt,
-            })
+            .set(fields)
             .where(and(eq(paymentRequests.id, p.id), eq(paymentRequests.status, 'preparing_payment')))
             .returning(),
         );
@@ -75,8 +95,7 @@ export function createPrepare(deps: PrepareDeps) {
         const [now] = await db.select().from(paymentRequests).where(eq(paymentRequests.id, p.id));
         return now!;
       } catch (err) {
-        const code = (err as { code?: string; cause?: { code?: string } }).cause?.code ?? (err as { code?: string }).code;
-        if (code !== '23505') throw err; // a transfer_content collision: draw again
+        if (!isUniqueViolation(err)) throw err; // a transfer_content collision: draw again
       }
     }
     throw new Error('could not draw a unique transfer_content');

@@ -58,6 +58,6 @@ export function parseTlv(payload: string): Map<string, string> {
 }
 
 /** PNG data URL of the QR code of `payload` (1 bit per pixel, written from the QR matrix: payments/qr-png.ts). */
-export async function qrPngDataUrl(payload: string): Promise<string> {
+export function qrPngDataUrl(payload: string): string {
   return `data:image/png;base64,${qrPng(payload, { errorCorrectionLevel: 'M', margin: 2, scale: 6 }).toString('base64')}`;
 }

@@ -11,16 +11,18 @@ export function qrPng(payload: string, opts: { margin: number; scale: number; er
   const size = modules.size;
   const width = (size + 2 * opts.margin) * opts.scale;
   const rowBytes = Math.ceil(width / 8);
-  const raw = Buffer.alloc((rowBytes + 1) * width); // each scanline: filter byte 0 (none), then the bits
-  for (let y = 0; y < width; y++) {
-    const line = raw.subarray(y * (rowBytes + 1) + 1, (y + 1) * (rowBytes + 1));
-    line.fill(0xff); // light
-    const r = Math.floor(y / opts.scale) - opts.margin;
-    if (r < 0 || r >= size) continue;
-    for (let x = 0; x < width; x++) {
-      const c = Math.floor(x / opts.scale) - opts.margin;
-      if (c >= 0 && c < size && modules.get(r, c)) line[x >> 3]! &= ~(0x80 >> (x & 7));
+  const stride = rowBytes + 1;
+  const raw = Buffer.alloc(stride * width, 0xff); // each scanline: filter byte 0 (none), then the bits (light = 1)
+  for (let y = 0; y < width; y++) raw[y * stride] = 0;
+  // A module row is drawn once, as its first scanline, and copied to the scale - 1 scanlines below it.
+  for (let r = 0; r < size; r++) {
+    const first = (r + opts.margin) * opts.scale;
+    const line = raw.subarray(first * stride + 1, (first + 1) * stride);
+    for (let c = 0; c < size; c++) {
+      if (!modules.get(r, c)) continue;
+      for (let x = (c + opts.margin) * opts.scale, end = x + opts.scale; x < end; x++) line[x >> 3]! &= ~(0x80 >> (x & 7));
     }
+    for (let k = 1; k < opts.scale; k++) raw.copy(raw, (first + k) * stride + 1, first * stride + 1, (first + 1) * stride);
   }
   const header = Buffer.alloc(13);
   header.writeUInt32BE(width, 0);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessLog, createLogger } from '../../src/http/logger.js';
 import { ADMIN_TOKEN, bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
 import { eventually } from '../helpers/assert.js';
+import { makePayClient, payRequest } from '../payments/helpers.js';
 
 // docs/decisions.md, "Logs": one access line per request at info, written when the answer is sent or the connection
 // closes before it; a 5xx keeps its own error line under the same request id.
@@ -17,6 +18,7 @@ type Line = {
   res?: { statusCode: number };
   responseTime?: number;
   user_id?: number;
+  pay_client_id?: number;
   aborted?: boolean;
 };
 
@@ -55,6 +57,36 @@ describe('access log', () => {
       user_id: user.id,
     });
     expect(JSON.stringify(lines)).not.toContain('sk_secret_value');
+  });
+
+  it('an injected request (no socket) gets the same one line', async () => {
+    const res = await t.request({ method: 'GET', url: '/api/v1/ping-nothing', headers: { 'x-request-id': 'access-inject' } });
+    expect(res.statusCode).toBe(404);
+    expect(await eventually(() => linesOf('access-inject').length > 0)).toBe(true);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(linesOf('access-inject')).toEqual([
+      expect.objectContaining({
+        msg: 'request completed',
+        req: expect.objectContaining({ url: '/api/v1/ping-nothing' }),
+        res: { statusCode: 404 },
+      }),
+    ]);
+  });
+
+  it('names the payment client of a signed payment request', async () => {
+    const c = await makePayClient(t);
+    const res = await payRequest(t, c, {
+      method: 'GET',
+      url: '/api/v1/ping',
+      event: 'system.ping',
+      headers: { 'x-request-id': 'access-pay' },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(await eventually(() => linesOf('access-pay').length > 0)).toBe(true);
+    expect(linesOf('access-pay')).toEqual([
+      expect.objectContaining({ msg: 'request completed', pay_client_id: c.id, res: { statusCode: 200 } }),
+    ]);
+    expect(linesOf('access-pay')[0]).not.toHaveProperty('user_id');
   });
 
   it('a 5xx writes its error line and one access line, under the same request id', async () => {

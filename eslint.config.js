@@ -1,6 +1,28 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// Each API family imports nothing of the other (docs/decisions.md, "Platform pieces live in `src/http/`").
+const NOT_ORDERING = { group: ['**/ordering/*'], message: 'payments/ imports nothing from ordering/: move the shared piece to http/.' };
+const NOT_PAYMENTS = { group: ['**/payments/*'], message: 'ordering/ imports nothing from payments/: move the shared piece to http/.' };
+// Services refuse with DomainError; only the route scopes speak HTTP codes (docs/decisions.md, "Domain errors").
+const NO_APP_ERROR = {
+  group: ['**/http/errors.js'],
+  importNames: ['AppError', 'fieldError'],
+  message: 'A service throws a DomainError (shared/domain-error.ts); its route scope maps it to a code.',
+};
+/**
+ * The HTTP edge of the two API families, which may build an AppError: the route files and the request hooks (key
+ * auth, the signature check, the ordering limits, the payment API's auth). Everything else there is a service.
+ */
+const API_EDGE = [
+  'src/ordering/*routes.ts',
+  'src/ordering/auth.ts',
+  'src/ordering/signing.ts',
+  'src/ordering/rate-limit.ts',
+  'src/payments/*routes.ts',
+  'src/payments/auth.ts',
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'dist/', 'migrations/', 'coverage/'] },
   js.configs.recommended,
@@ -29,24 +51,15 @@ export default tseslint.config(
     files: ['bench/**', 'bin/**', 'src/admin/cli.ts', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
-  // The two public APIs share only the platform (http/, shared/, db/): neither imports the other (docs/decisions.md, "Platform pieces live in `src/http/`").
+  // The two public APIs share only the platform (http/, shared/, db/): neither imports the other. A later block that
+  // sets no-restricted-imports for the same file replaces these patterns, so the service blocks below repeat them.
   {
     files: ['src/payments/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        { patterns: [{ group: ['**/ordering/*'], message: 'payments/ imports nothing from ordering/: move the shared piece to http/.' }] },
-      ],
-    },
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_ORDERING] }] },
   },
   {
     files: ['src/ordering/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        { patterns: [{ group: ['**/payments/*'], message: 'ordering/ imports nothing from payments/: move the shared piece to http/.' }] },
-      ],
-    },
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PAYMENTS] }] },
   },
   // Services refuse with DomainError; only the route scopes speak HTTP codes (docs/decisions.md, "Domain errors").
   {
@@ -62,20 +75,17 @@ export default tseslint.config(
       'src/webhooks/**',
     ],
     ignores: ['src/**/routes.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['**/http/errors.js'],
-              importNames: ['AppError', 'fieldError'],
-              message: 'A service throws a DomainError (shared/domain-error.ts); its route scope maps it to a code.',
-            },
-          ],
-        },
-      ],
-    },
+    rules: { 'no-restricted-imports': ['error', { patterns: [NO_APP_ERROR] }] },
+  },
+  {
+    files: ['src/payments/**'],
+    ignores: API_EDGE,
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_ORDERING, NO_APP_ERROR] }] },
+  },
+  {
+    files: ['src/ordering/**'],
+    ignores: API_EDGE,
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PAYMENTS, NO_APP_ERROR] }] },
   },
   // shared/ is a leaf: it imports packages and its own files, nothing else of the project.
   {

@@ -3,12 +3,11 @@ import type { Db } from '../db/client.js';
 import { payClients } from '../db/schema/index.js';
 import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
-import { AppError, fieldError } from '../http/errors.js';
+import { DomainError } from '../shared/domain-error.js';
 import type { Clock } from '../shared/clock.js';
 import { sha256Hex, type Cipher } from '../shared/crypto.js';
 import { newPayApiKey, newPayApiSecret, newWebhookSecret } from '../shared/ids.js';
-import { checkedIpList } from '../http/ip-list.js';
-import { isIpLiteral } from '../shared/ip.js';
+import { allowlistOf, isIpLiteral } from '../shared/ip.js';
 
 export type PayClientRow = typeof payClients.$inferSelect;
 
@@ -31,7 +30,7 @@ export type PayClientView = {
 
 const HOST_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
 
-const invalid = (message: string, path: string): AppError => fieldError('invalid_request', path, message);
+const invalid = (message: string, path: string): DomainError => new DomainError('invalid', message, { path });
 
 // A last label that is a number makes a URL parser read the whole host as an IPv4 address (WHATWG "ends in a number").
 const NUMERIC_LAST_LABEL = /(^|\.)(\d+|0x[0-9a-f]*)$/;
@@ -121,13 +120,13 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
 
   async function find(id: string | number, tx: Db = db): Promise<PayClientRow> {
     const s = String(id).trim();
-    if (!/^\d{1,9}$/.test(s)) throw new AppError('not_found', `No API client ${JSON.stringify(s)}`);
+    if (!/^\d{1,9}$/.test(s)) throw new DomainError('not_found', `No API client ${JSON.stringify(s)}`);
     const [row] = await tx
       .select()
       .from(payClients)
       .where(eq(payClients.id, Number(s)))
       .limit(1);
-    if (!row) throw new AppError('not_found', `No API client ${s}`);
+    if (!row) throw new DomainError('not_found', `No API client ${s}`);
     return row;
   }
 
@@ -156,7 +155,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       const [row] = await withTx(db, async (tx) => {
         const created = await tx
           .insert(payClients)
-          .values({ name, domain, webhookUrl: input.webhook_url, allowedIps: checkedIpList(input.ips ?? []) })
+          .values({ name, domain, webhookUrl: input.webhook_url, allowedIps: allowlistOf(input.ips ?? []) })
           .returning();
         auditNote({ target: `pay_client:${created[0]!.id}` });
         return created;
@@ -167,10 +166,10 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
     async approve(id: string, input: { ips?: string[]; allow_private_targets?: boolean }): Promise<PayClientView> {
       return withTx(db, async (tx) => {
         const c = await find(id, tx);
-        if (c.status !== 'requested') throw new AppError('conflict', `API client ${c.id} is ${c.status}, not an open request`);
+        if (c.status !== 'requested') throw new DomainError('conflict', `API client ${c.id} is ${c.status}, not an open request`);
         // A request filed before IP domains were refused: the website files a new one, on its domain name.
         if (isIpLiteral(c.domain)) throw ipDomain(c.domain);
-        const allowed = input.ips !== undefined ? checkedIpList(input.ips) : c.allowedIps;
+        const allowed = input.ips !== undefined ? allowlistOf(input.ips) : c.allowedIps;
         if (allowed.length === 0) throw invalid('Approval needs at least one allowed IP (--ips a,b)', 'ips');
         const key = newPayApiKey();
         const [row] = await tx
@@ -199,7 +198,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
     },
     async setIps(id: string, list: string[]): Promise<PayClientView> {
       const c = await find(id);
-      const allowed = checkedIpList(list);
+      const allowed = allowlistOf(list);
       if (allowed.length === 0 && c.status !== 'requested') throw invalid('An issued client needs at least one allowed IP', 'ips');
       return patch(id, { allowedIps: allowed });
     },
@@ -218,7 +217,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
     },
     async setEnabled(id: string, enabled: boolean): Promise<PayClientView> {
       const c = await find(id);
-      if (c.status === 'requested') throw new AppError('conflict', `API client ${c.id} is not approved yet`);
+      if (c.status === 'requested') throw new DomainError('conflict', `API client ${c.id} is not approved yet`);
       return patch(id, { status: enabled ? 'active' : 'disabled' });
     },
     /** New API secret; the old one keeps working for graceSeconds so the client can deploy the new one. */
@@ -226,7 +225,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > 30 * 86_400)
         throw invalid('grace must be 0 to 2592000 seconds', 'grace_seconds');
       const c = await find(id);
-      if (!c.apiSecretEnc) throw new AppError('conflict', `API client ${c.id} is not approved yet`);
+      if (!c.apiSecretEnc) throw new DomainError('conflict', `API client ${c.id} is not approved yet`);
       return patch(
         id,
         {

@@ -2,13 +2,14 @@ import { and, eq, inArray, lte, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { paymentIdempotency, paymentRequests } from '../db/schema/index.js';
-import { AppError, fieldError } from '../http/errors.js';
+import { DomainError } from '../shared/domain-error.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { sha256Hex } from '../shared/crypto.js';
 import { newPaymentId } from '../shared/ids.js';
 import { compareMoney } from '../shared/money.js';
+import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable } from './errors.js';
 import { asActor, type Lifecycle } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
 import { isUniqueViolation, preparedFields, type Prepare, type PreparedFields } from './prepare.js';
@@ -33,7 +34,7 @@ export type CreateDeps = {
   metrics?: Pick<DomainMetrics, 'paymentTransitions'>;
 };
 
-const validation = (message: string, path: string): AppError => fieldError('VALIDATION_ERROR', path, message);
+const validation = (message: string, path: string): DomainError => new DomainError('invalid', message, { path });
 
 export function createIdempotentCreate(deps: CreateDeps) {
   const { db, clock, settings, methods, prepare, lifecycle, byPaymentId } = deps;
@@ -52,13 +53,12 @@ export function createIdempotentCreate(deps: CreateDeps) {
     const now = clock.now();
     /** The answer to a request whose Idempotency-Key is already recorded. */
     const replay = async (rec: typeof paymentIdempotency.$inferSelect): Promise<{ view: PaymentView; replay: boolean }> => {
-      if (rec.requestHash !== hash)
-        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body');
+      if (rec.requestHash !== hash) throw new IdempotencyRefused('reused', 'This Idempotency-Key was used with a different request body');
       const stale = now.getTime() - rec.createdAt.getTime() > STALE_IN_PROGRESS_MS;
       if (rec.state === 'in_progress' && !stale)
-        throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
+        throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key is still running; retry shortly');
       if (!rec.paymentId)
-        throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key did not finish; retry shortly');
+        throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key did not finish; retry shortly');
       const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(clientId, rec.paymentId)));
       return { view: paymentView(p), replay: true };
     };
@@ -78,8 +78,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
       throw validation(`amount must be at most ${s.payment_max_amount}`, 'body.amount');
     const method = await methods.resolve(input.payment_method_code);
     if (!method) {
-      throw new AppError(
-        'PAYMENT_METHOD_INVALID',
+      throw new PaymentMethodUnavailable(
         input.payment_method_code
           ? `No active payment method ${JSON.stringify(input.payment_method_code)}`
           : 'No default payment method is active',
@@ -151,10 +150,9 @@ export function createIdempotentCreate(deps: CreateDeps) {
                 inArray(paymentRequests.status, OPEN_STATUSES),
               ),
             );
-          throw new AppError(
-            'PAYMENT_INVOICE_PENDING',
+          throw new InvoicePending(
+            open?.paymentId,
             `merchant_invoice_id already has an open payment request ${open?.paymentId ?? ''}`.trim(),
-            { extra: { payment_id: open?.paymentId } },
           );
         }
         if (!fields) return { row, prepared: null };
@@ -183,7 +181,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
 
     if ('replayOf' in created) {
       if (!created.replayOf)
-        throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'The first request with this Idempotency-Key is still running; retry shortly');
+        throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key is still running; retry shortly');
       return replay(created.replayOf);
     }
     // Counted once committed: the insert is the request's first transition (the trigger records it from no status).

@@ -2,7 +2,7 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { paymentMethods } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
-import { AppError, fieldError } from '../http/errors.js';
+import { DomainError } from '../shared/domain-error.js';
 
 export type MethodRow = typeof paymentMethods.$inferSelect;
 export type MethodView = {
@@ -43,7 +43,7 @@ function methodView(m: MethodRow): MethodView {
   };
 }
 
-const bad = (message: string, path: string): AppError => fieldError('invalid_request', path, message);
+const bad = (message: string, path: string): DomainError => new DomainError('invalid', message, { path });
 
 /** Bank-transfer payment methods: at most one default, which must be active. */
 export function createMethodsService(deps: { db: Db }) {
@@ -68,7 +68,7 @@ export function createMethodsService(deps: { db: Db }) {
       check(input);
       return withTx(db, async (tx) => {
         const exists = await tx.select({ id: paymentMethods.id }).from(paymentMethods).where(eq(paymentMethods.code, input.code)).limit(1);
-        if (exists[0]) throw new AppError('conflict', `A payment method ${input.code} already exists`);
+        if (exists[0]) throw new DomainError('conflict', `A payment method ${input.code} already exists`);
         // Active only when asked (`pay method create ... [--activate]`, README.md "Payment top-up API").
         const active = input.activate ?? false;
         const [current] = await tx
@@ -108,7 +108,7 @@ export function createMethodsService(deps: { db: Db }) {
       check(patch);
       return withTx(db, async (tx) => {
         const [m] = await tx.select().from(paymentMethods).where(eq(paymentMethods.code, code)).for('update').limit(1);
-        if (!m) throw new AppError('not_found', `No payment method ${JSON.stringify(code)}`);
+        if (!m) throw new DomainError('not_found', `No payment method ${JSON.stringify(code)}`);
         const active = patch.active ?? patch.activate ?? m.active;
         // As on creation: the first active method becomes the default when there is none.
         const [current] = await tx

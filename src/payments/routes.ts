@@ -9,7 +9,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { installPaymentAuth, payClientOf } from './auth.js';
 import type { PayClientsService } from './clients.js';
-import { PaymentStateError } from './errors.js';
+import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable, PaymentStateError } from './errors.js';
 import type { MethodsService } from './methods.js';
 import { createPaymentBody, methodsResponse, paymentHeaders, paymentIdParams, paymentResponse, pingResponse } from './schemas.js';
 import type { PaymentsService } from './service.js';
@@ -40,17 +40,26 @@ const AUTH_ERRORS: ErrorCode[] = [
   'RATE_LIMITED',
 ];
 
+/**
+ * The payment API's answers to the payment services' own refusals (docs/errors.md, "Payment API codes"): an unknown
+ * request is PAYMENT_NOT_FOUND, a refused transition VALIDATION_ERROR, and the creation's IDEMPOTENCY_KEY_REUSED,
+ * IDEMPOTENCY_IN_PROGRESS, PAYMENT_METHOD_INVALID and PAYMENT_INVOICE_PENDING (with the open request's payment_id).
+ * A bad field (`invalid`) is a plain kind: VALIDATION_ERROR with its details, from domainErrorAnswer.
+ */
+export function translatePaymentError(err: Error): Error {
+  if (err instanceof PaymentStateError)
+    return new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message);
+  if (err instanceof IdempotencyRefused)
+    return new AppError(err.reason === 'reused' ? 'IDEMPOTENCY_KEY_REUSED' : 'IDEMPOTENCY_IN_PROGRESS', err.message);
+  if (err instanceof PaymentMethodUnavailable) return new AppError('PAYMENT_METHOD_INVALID', err.message);
+  if (err instanceof InvoicePending) return new AppError('PAYMENT_INVOICE_PENDING', err.message, { extra: { payment_id: err.paymentId } });
+  return err;
+}
+
 /** The payment top-up API (its own plugin and auth; mounted under PAYMENT_BASE_PATH). */
 export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDeps): Promise<void> {
   documentRoutes(app, API_DOCS.payments, AUTH_ERRORS);
-  // docs/errors.md: an unknown request is PAYMENT_NOT_FOUND, a refused transition VALIDATION_ERROR.
-  installErrorVocabulary(app, {
-    ...PAYMENT_VOCABULARY,
-    translate: (err) =>
-      err instanceof PaymentStateError
-        ? new AppError(err.reason === 'not_found' ? 'PAYMENT_NOT_FOUND' : 'VALIDATION_ERROR', err.message)
-        : err,
-  });
+  installErrorVocabulary(app, { ...PAYMENT_VOCABULARY, translate: translatePaymentError });
   // The document names each route's event (its config.payEvent) as the one value of X-API-Event, so that a generated
   // client can sign; the auth hook refuses another event before validation (API_EVENT_INVALID).
   app.addHook('onRoute', (route) => {

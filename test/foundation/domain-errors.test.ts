@@ -3,7 +3,7 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppError } from '../../src/http/errors.js';
+import { AppError, fieldError } from '../../src/http/errors.js';
 import {
   DEFAULT_VOCABULARY,
   domainErrorAnswer,
@@ -12,7 +12,10 @@ import {
   translateWith,
   type ErrorVocabulary,
 } from '../../src/http/error-handler.js';
+import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable } from '../../src/payments/errors.js';
+import { translatePaymentError } from '../../src/payments/routes.js';
 import { DomainError } from '../../src/shared/domain-error.js';
+import { allowlistOf } from '../../src/shared/ip.js';
 import { ADMIN_TOKEN, bearer, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { expectError, query } from '../helpers/assert.js';
 
@@ -133,6 +136,90 @@ describe('translateWith: the translators of a scope, first answer wins', () => {
     const plain = new Error('plain');
     expect(t(plain)).toBe(plain);
     expect(translateWith()(plain)).toBe(plain);
+  });
+});
+
+describe('the payment services refuse in domain terms; each scope answers what the services built as AppError before', () => {
+  // What a scope's error handler does with a refusal: its translate first, then the plain kind.
+  const answered = (err: Error, vocab: ErrorVocabulary) => {
+    const out = vocab.translate ? vocab.translate(err) : err;
+    const a = out instanceof DomainError ? domainErrorAnswer(out, vocab) : (out as AppError);
+    return { code: a.code, status: a.status, message: a.message, options: a.options };
+  };
+  const payment = { ...PAYMENT_VOCABULARY, translate: translatePaymentError };
+  const admin = DEFAULT_VOCABULARY;
+  const was = (a: AppError) => ({ code: a.code, status: a.status, message: a.message, options: a.options });
+  const cases: { name: string; err: Error; vocab: ErrorVocabulary; before: AppError }[] = [
+    {
+      name: 'create: a bad amount',
+      err: new DomainError('invalid', 'amount must be at least 10000', { path: 'body.amount' }),
+      vocab: payment,
+      before: fieldError('VALIDATION_ERROR', 'body.amount', 'amount must be at least 10000'),
+    },
+    {
+      name: 'create: a key reused with another body',
+      err: new IdempotencyRefused('reused', 'This Idempotency-Key was used with a different request body'),
+      vocab: payment,
+      before: new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different request body'),
+    },
+    {
+      name: 'create: a key still in progress',
+      err: new IdempotencyRefused('in_progress', 'still running'),
+      vocab: payment,
+      before: new AppError('IDEMPOTENCY_IN_PROGRESS', 'still running'),
+    },
+    {
+      name: 'create: no active method',
+      err: new PaymentMethodUnavailable('No default payment method is active'),
+      vocab: payment,
+      before: new AppError('PAYMENT_METHOD_INVALID', 'No default payment method is active'),
+    },
+    {
+      name: 'create: an open request for the invoice',
+      err: new InvoicePending('pay_x', 'merchant_invoice_id already has an open payment request pay_x'),
+      vocab: payment,
+      before: new AppError('PAYMENT_INVOICE_PENDING', 'merchant_invoice_id already has an open payment request pay_x', {
+        extra: { payment_id: 'pay_x' },
+      }),
+    },
+    {
+      name: 'clients, methods: a bad field',
+      err: new DomainError('invalid', 'name must be 1-100 characters', { path: 'name' }),
+      vocab: admin,
+      before: fieldError('invalid_request', 'name', 'name must be 1-100 characters'),
+    },
+    {
+      name: 'clients: bad allowlist entries, one detail each',
+      err: (() => {
+        try {
+          return allowlistOf(['1.2.3.4/33', 'x']);
+        } catch (err) {
+          return err as Error;
+        }
+      })() as Error,
+      vocab: admin,
+      before: new AppError('invalid_request', 'Not an IPv4/IPv6 address or CIDR: 1.2.3.4/33, x', {
+        details: [
+          { path: 'ips', message: '"1.2.3.4/33" is not an address or CIDR' },
+          { path: 'ips', message: '"x" is not an address or CIDR' },
+        ],
+      }),
+    },
+    {
+      name: 'clients, methods: an unknown one',
+      err: new DomainError('not_found', 'No API client 9'),
+      vocab: admin,
+      before: new AppError('not_found', 'No API client 9'),
+    },
+    {
+      name: 'clients, methods: a state that forbids the change',
+      err: new DomainError('conflict', 'API client 9 is not approved yet'),
+      vocab: admin,
+      before: new AppError('conflict', 'API client 9 is not approved yet'),
+    },
+  ];
+  it.each(cases)('$name', (c) => {
+    expect(answered(c.err, c.vocab)).toEqual(was(c.before));
   });
 });
 

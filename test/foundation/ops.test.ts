@@ -1,8 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSnapshot, DEFAULT_SNAPSHOT_DIR, snapshotFile, snapshotKey } from '../../src/db/embedded.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { lines, listeningLine, START_TIMEOUT_MS, startServer, waitFor, type Server } from '../helpers/server-process.js';
 
@@ -143,35 +146,112 @@ describe('the server process (node --import tsx src/main.ts)', () => {
     expect(ready.status).toBe(200);
   }, 60_000);
 
+  /** A port free a moment ago (the server is then told to hold it). */
+  const freePort = async () => {
+    const free = net.createServer();
+    await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
+    const port = (free.address() as net.AddressInfo).port;
+    await new Promise((r) => free.close(r));
+    return port;
+  };
+
+  /**
+   * A first start whose database cannot open until the test says so: PGLITE_SNAPSHOT_DIR holds the migrated snapshot
+   * as a named pipe, which the server reads while it opens the database (after it took the port). `reading` resolves
+   * once the server has opened the pipe, so it is inside the opening; `open()` sends it the snapshot and lets it go on.
+   */
+  async function gatedStart(name: string) {
+    const snapshots = path.join(dir, `${name}-snapshots`);
+    fs.mkdirSync(snapshots);
+    const key = snapshotKey();
+    const cached = snapshotFile(DEFAULT_SNAPSHOT_DIR, key);
+    let bytes: Buffer;
+    try {
+      bytes = fs.readFileSync(cached);
+    } catch {
+      // No cached snapshot (or another checkout sharing node_modules replaced it meanwhile): build one.
+      bytes = zlib.gzipSync(await buildSnapshot());
+    }
+    const pipe = snapshotFile(snapshots, key);
+    execFileSync('mkfifo', [pipe]);
+    const port = await freePort();
+    const dataDir = path.join(dir, `${name}-data`);
+    const server = startServer(dir, {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PGLITE_SNAPSHOT_DIR: snapshots,
+      LOG_LEVEL: 'info',
+    });
+    // Opening a pipe to write waits for its reader.
+    const writer = fs.promises.open(pipe, 'w');
+    const reading = Promise.race([
+      writer.then(() => undefined),
+      server.exit.then((code) => {
+        // Unblocks the open above, so that no thread stays stuck on the pipe.
+        fs.closeSync(fs.openSync(pipe, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK));
+        throw new Error(`server exited (${code}) before it read the snapshot: ${server.stderr()}`);
+      }),
+    ]);
+    const open = async () => {
+      const fh = await writer;
+      await fh.writeFile(bytes);
+      await fh.close();
+    };
+    return { server, port, dataDir, reading, open };
+  }
+
   it(
-    'resets a connection made while the database opens, and then serves (a probe retries instead of hanging)',
+    'resets a connection made while the database opens, before it listens, and then serves (a probe retries instead of hanging)',
     async () => {
-      const free = net.createServer();
-      await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
-      const port = (free.address() as net.AddressInfo).port;
-      await new Promise((r) => free.close(r));
-      const third = startServer(dir, { DATA_DIR: path.join(dir, 'third-data'), PORT: String(port), HOST: '127.0.0.1' });
-      const socketOf = () =>
-        new Promise<net.Socket | null>((resolve) => {
-          const socket = net.connect(port, '127.0.0.1');
-          socket.once('connect', () => resolve(socket));
-          socket.once('error', () => resolve(null));
-        });
-      let held: net.Socket | null = null;
+      const { server, port, reading, open } = await gatedStart('reset');
       try {
-        // The first connection that gets through lands on the held port (the database opens for seconds after it). It
-        // stays open on this side: a held port that kept it would never close, and the server would never listen.
-        while (!held) {
-          held = await socketOf();
-          // Polling a child process's port: real time, as the process runs on the real clock.
-          if (!held) await new Promise((r) => setTimeout(r, 20));
-        }
-        await waitFor('the start-up log', () => listeningLine(third), third, START_TIMEOUT_MS);
+        await reading;
+        // The database is not open, so the server cannot listen yet: whatever accepts this connection is the held port.
+        const socket = net.connect(port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        await new Promise<void>((resolve, reject) => {
+          socket.once('connect', resolve);
+          socket.once('error', reject);
+        });
+        const closed = new Promise<'reset'>((resolve) => socket.once('close', () => resolve('reset')));
+        await open();
+        const listened = waitFor('the start-up log', () => listeningLine(server), server, START_TIMEOUT_MS).then(() => 'listened' as const);
+        // A held port that kept the connection would leave it open past the listen (or never listen at all).
+        expect(await Promise.race([closed, listened])).toBe('reset');
+        expect(listeningLine(server)).toBeUndefined();
+        await listened;
         expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
       } finally {
-        held?.destroy();
-        third.child.kill('SIGKILL');
-        await third.exit;
+        server.child.kill('SIGKILL');
+        await server.exit;
+      }
+    },
+    START_TIMEOUT_MS + 30_000,
+  );
+
+  it(
+    'stops cleanly on SIGTERM while the database opens: it finishes opening, closes it, exits 0 and never listens',
+    async () => {
+      const { server, port, dataDir, reading, open } = await gatedStart('signal');
+      try {
+        await reading;
+        server.child.kill('SIGTERM');
+        await open();
+        expect(await server.exit).toBe(0);
+        expect(server.stderr()).toBe('');
+        const msgs = lines(server).map((l) => l.msg);
+        expect(msgs).toContain('shutting down during the start: closing what is open once it has opened');
+        expect(msgs[msgs.length - 1]).toBe('stopped before listening');
+        expect(listeningLine(server)).toBeUndefined();
+        // The database was created whole (no marker of an unfinished creation) and the DATA_DIR lock is released.
+        expect(fs.existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION'))).toBe(true);
+        expect(fs.existsSync(path.join(dataDir, 'pgdata.creating'))).toBe(false);
+        expect(fs.existsSync(path.join(dataDir, 'server.lock'))).toBe(false);
+        await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+      } finally {
+        if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+        await server.exit;
       }
     },
     START_TIMEOUT_MS + 30_000,

@@ -46,4 +46,40 @@ describe('module seams (eslint.config.js)', () => {
       await restricted('src/users/probe.ts', "import { errorResponses } from '../http/errors.js';\nexport const x = errorResponses;\n"),
     ).toEqual([]);
   });
+
+  it('the ordering and payment services may not build an AppError either; their routes and request hooks may', async () => {
+    const probe = "import { AppError, fieldError } from '../http/errors.js';\nexport const x = [AppError, fieldError];\n";
+    const services = [
+      'src/ordering/service.ts',
+      'src/ordering/delivery.ts',
+      'src/ordering/create-order-fn.ts',
+      'src/ordering/probe.ts',
+      'src/payments/create.ts',
+      'src/payments/clients.ts',
+      'src/payments/methods.ts',
+      'src/payments/lifecycle.ts',
+      'src/payments/bank-feeds.ts',
+      'src/payments/probe.ts',
+    ];
+    // One message for each name: AppError and fieldError.
+    for (const file of services) expect(await restricted(file, probe), file).toHaveLength(2);
+    const edge = [
+      'src/ordering/routes.ts',
+      'src/ordering/order-routes.ts',
+      'src/ordering/auth.ts',
+      'src/ordering/signing.ts',
+      'src/ordering/rate-limit.ts',
+      'src/payments/routes.ts',
+      'src/payments/bank-feed-routes.ts',
+      'src/payments/auth.ts',
+    ];
+    for (const file of edge) expect(await restricted(file, probe), file).toEqual([]);
+    // The service rule replaces the family rule for these files: it must still refuse the other family.
+    const both = (other: string) =>
+      `import { AppError } from '../http/errors.js';\nimport { x as y } from '../${other}/auth.js';\nexport const x = [AppError, y];\n`;
+    expect(await restricted('src/payments/create.ts', both('ordering'))).toHaveLength(2);
+    expect(await restricted('src/ordering/service.ts', both('payments'))).toHaveLength(2);
+    expect(await restricted('src/payments/routes.ts', both('ordering'))).toHaveLength(1);
+    expect(await restricted('src/ordering/auth.ts', both('payments'))).toHaveLength(1);
+  });
 });

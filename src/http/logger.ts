@@ -168,9 +168,11 @@ export class AccessLog extends LogController {
 
   override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
     if (!this.root.isLevelEnabled('info')) return;
-    // 'close' comes after 'finish' for an answered request (already logged then), alone for an abandoned one.
+    // 'close' comes one tick after 'finish' for an answered request, alone for an abandoned one. An answered
+    // request's line is written by requestCompleted, after the onResponse hooks: with an async hook (as
+    // @fastify/multipart's), 'close' comes first, so an answer fully sent is left to that line.
     reply.raw.once('close', () => {
-      if ((reply.raw as Raw)[LOGGED]) return;
+      if ((reply.raw as Raw)[LOGGED] || reply.raw.writableFinished) return;
       (reply.raw as Raw)[LOGGED] = true;
       const sent = reply.raw.headersSent ? { res: { statusCode: reply.raw.statusCode } } : {};
       this.root.info({ ...this.fields(request, reply), ...sent, aborted: true }, 'request aborted');

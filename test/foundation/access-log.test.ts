@@ -1,6 +1,8 @@
+import { once } from 'node:events';
 import net from 'node:net';
 import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessLog, createLogger } from '../../src/http/logger.js';
 import { ADMIN_TOKEN, bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
@@ -141,6 +143,43 @@ describe('access log', () => {
       req: { method: 'POST', url: '/admin/v1/categories' },
       responseTime: expect.any(Number),
     });
+  });
+});
+
+describe('access log with an async onResponse hook', () => {
+  it('an answered request is logged as completed, once, even when its connection closes before the hook ends', async () => {
+    const lines: Line[] = [];
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          lines.push(JSON.parse(chunk.toString()) as Line);
+          cb();
+        },
+      }),
+    );
+    const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new AccessLog(logger) });
+    app.get('/answered', async () => ({ ok: true }));
+    // As @fastify/multipart's hook in the admin upload scope: async, so 'close' (one tick after 'finish') comes
+    // before requestCompleted. The hook waits for that 'close' itself, so the order is certain, not a race.
+    app.addHook('onResponse', async (_request, reply) => {
+      if (!reply.raw.closed) await once(reply.raw, 'close');
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { port } = app.server.address() as net.AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/answered`, { headers: { connection: 'close' } });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      expect(await eventually(() => lines.some((l) => l.msg === 'request completed'))).toBe(true);
+      await new Promise((r) => setTimeout(r, 50));
+      const access = lines.filter((l) => l.reqId !== undefined);
+      expect(access).toEqual([
+        expect.objectContaining({ msg: 'request completed', req: expect.objectContaining({ url: '/answered' }), res: { statusCode: 200 } }),
+      ]);
+    } finally {
+      await app.close();
+    }
   });
 });
 

@@ -1,7 +1,8 @@
 import { and, eq, inArray, lte, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
-import { paymentIdempotency, paymentRequests } from '../db/schema/index.js';
+import { rowsOf } from '../db/tx.js';
+import { paymentIdempotency, paymentMethods, paymentRequests } from '../db/schema/index.js';
 import { DomainError } from '../shared/domain-error.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
@@ -39,15 +40,21 @@ const validation = (message: string, path: string): DomainError => new DomainErr
 export function createIdempotentCreate(deps: CreateDeps) {
   const { db, clock, settings, methods, prepare, lifecycle, byPaymentId } = deps;
   /**
-   * Creates a request exactly once per (client, Idempotency-Key): the key record and the request commit together;
-   * a retry with the same body replays, with another body is refused, and one arriving while the first is still
-   * preparing gets IDEMPOTENCY_IN_PROGRESS.
+   * Creates a request exactly once per (client, Idempotency-Key), in one transaction: the key record (done, naming the
+   * payment), the request and its preparation commit together or not at all. A retry with the same body replays the
+   * committed answer, with another body is refused (IdempotencyRefused 'reused'). A retry arriving while the first
+   * is still inside its transaction does not wait for it: the transaction first takes a transaction-scoped advisory
+   * lock on (client, key) without waiting, and a lock already held answers IdempotencyRefused 'in_progress'
+   * (IDEMPOTENCY_IN_PROGRESS, retry shortly). On the embedded database, which runs one transaction at a time, the
+   * retry instead waits for the first to end and then replays it. `requestId` names the request in the log line of a
+   * preparation that failed.
    */
   return async function create(
     clientId: number,
     idempotencyKey: string,
     rawBody: string,
     input: CreateInput,
+    requestId?: string,
   ): Promise<{ view: PaymentView; replay: boolean }> {
     const hash = sha256Hex(rawBody);
     const now = clock.now();
@@ -76,21 +83,36 @@ export function createIdempotentCreate(deps: CreateDeps) {
       throw validation(`amount must be at least ${s.payment_min_amount}`, 'body.amount');
     if (compareMoney(input.amount, s.payment_max_amount) > 0)
       throw validation(`amount must be at most ${s.payment_max_amount}`, 'body.amount');
-    const method = await methods.resolve(input.payment_method_code);
-    if (!method) {
-      throw new PaymentMethodUnavailable(
+    const methodUnavailable = () =>
+      new PaymentMethodUnavailable(
         input.payment_method_code
           ? `No active payment method ${JSON.stringify(input.payment_method_code)}`
           : 'No default payment method is active',
       );
-    }
+    const method = await methods.resolve(input.payment_method_code);
+    if (!method) throw methodUnavailable();
 
     // One transaction does it all (docs/PERFORMANCE.md, "Payment creation"): the key record (already done, naming the
-    // payment), the request, and its preparation, each transition recorded by the trigger under its own actor. A
-    // concurrent retry with the same key waits on the key's primary key and then replays the committed answer.
-    const attempt = async (fields: PreparedFields | null) => {
-      const paymentId = newPaymentId();
+    // payment), the request, and its preparation, each transition recorded by the trigger under its own actor.
+    const attempt = async (paymentId: string, fields: PreparedFields | null) => {
       return asActor(db, `client:${clientId}`, async (tx) => {
+        // A concurrent creation with the same key holds this lock until it commits or rolls back: answer at once
+        // rather than wait on its uncommitted key row (no lock_timeout bounds that wait). Two ints: the lock space of
+        // the single-key advisory locks (sync, migrations) is another.
+        const [lock] = rowsOf<{ locked: boolean }>(
+          await tx.execute(sql`SELECT pg_try_advisory_xact_lock(${clientId}::int, hashtext(${idempotencyKey})) AS locked`),
+        );
+        if (!lock?.locked)
+          throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key is still running; retry shortly');
+        // The method was resolved before the transaction: it must still be active when the request names it, and
+        // stay so until the request commits (an admin's deactivation waits for it). Gone: the answer of a method
+        // already gone at the check above, and nothing is written.
+        const [still] = await tx
+          .select({ code: paymentMethods.code })
+          .from(paymentMethods)
+          .where(and(eq(paymentMethods.code, method.code), eq(paymentMethods.active, true)))
+          .for('share');
+        if (!still) throw methodUnavailable();
         if (recorded) {
           await tx
             .delete(paymentIdempotency)
@@ -163,16 +185,20 @@ export function createIdempotentCreate(deps: CreateDeps) {
     };
 
     let created: Awaited<ReturnType<typeof attempt>> | undefined;
+    let unprepared: unknown;
     for (let draw = 0; !created; draw++) {
+      const paymentId = newPaymentId();
       let fields: PreparedFields | null = null;
       try {
         fields = preparedFields(method, s, input.amount, clock.now());
       } catch (err) {
-        // The answer says payment_ready: false; the next status read or the cron sweep finishes the preparation.
-        deps.logger.error({ err }, 'payment preparation failed; will be retried');
+        // Building the bank data, QR payload or PNG threw (a bug, or method data the QR cannot encode): the request
+        // is created in preparing_payment and the answer says payment_ready: false; the next status read or the
+        // cron sweep prepares it again. Logged once the request is committed, under its payment id.
+        unprepared = err;
       }
       try {
-        created = await attempt(fields);
+        created = await attempt(paymentId, fields);
       } catch (err) {
         // A transfer_content drawn twice rolls the whole creation back: draw again, as preparation always did.
         if (!isUniqueViolation(err) || draw >= 4) throw err;
@@ -184,6 +210,11 @@ export function createIdempotentCreate(deps: CreateDeps) {
         throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key is still running; retry shortly');
       return replay(created.replayOf);
     }
+    if (!created.prepared)
+      deps.logger.error(
+        { err: unprepared, reqId: requestId, payment_id: created.row.paymentId },
+        'payment preparation failed; will be retried',
+      );
     // Counted once committed: the insert is the request's first transition (the trigger records it from no status).
     const counted = (deps.metrics ?? noMetrics).paymentTransitions;
     counted.inc(created.row.status);

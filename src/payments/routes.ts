@@ -163,7 +163,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     handler: async (req, reply) => {
       const client = payClientOf(req);
       const key = String(req.headers['idempotency-key']);
-      const { view, replay } = await deps.payments.create(client.id, key, req.rawBody ?? '', req.body);
+      const { view, replay } = await deps.payments.create(client.id, key, req.rawBody ?? '', req.body, req.id);
       if (replay) reply.header('Idempotent-Replayed', 'true');
       return reply.code(201).send({ ok: true as const, ...view });
     },

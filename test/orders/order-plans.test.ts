@@ -157,3 +157,104 @@ describe('order_create on a never-analysed orders table', () => {
     },
   );
 });
+
+/** One database session: the claim remembers, per connection, where it stopped. */
+type Session = { query<T>(text: string): Promise<T[]>; end(): Promise<void> };
+async function oneSession(t: TestDatabase): Promise<Session> {
+  if (!onPostgres()) {
+    // PGlite is one connection: its db is one session.
+    const query = async <T>(text: string) => {
+      try {
+        return rowsOf<T>(await t.database.db.execute(sql.raw(text)));
+      } catch (err) {
+        // drizzle wraps the database's error; the test reads the database's own message.
+        throw (err as { cause?: unknown }).cause ?? err;
+      }
+    };
+    return { query, end: async () => {} };
+  }
+  const c = new pg.Client({ connectionString: t.url });
+  await c.connect();
+  return { query: async <T>(text: string) => (await c.query(text)).rows as T[], end: () => c.end() };
+}
+
+describe('the code claim after many sales, without a vacuum', () => {
+  let t: TestDatabase;
+  let userId: number;
+  let productId: number;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    ({ userId, productId } = await setUp(t.database.db));
+  });
+  afterAll(async () => {
+    await t?.drop();
+  });
+
+  const order = (s: Session, i: number, quantity = 1) =>
+    s.query<{ id: string }>(`SELECT id FROM order_create(${userId}, NULL, ${productId}, ${quantity}, 0, 'ODCLAIM${i}', 'm', 'f', 's')`);
+  const codesOf = async (s: Session, orderId: string) =>
+    (
+      await s.query<{
+        n: number;
+      }>(`SELECT n FROM (SELECT id, row_number() OVER (ORDER BY id)::int AS n FROM codes WHERE product_id = ${productId}) c
+        WHERE id IN (SELECT id FROM codes WHERE order_id = ${orderId}) ORDER BY n`)
+    ).map((r) => r.n);
+
+  it('continues after the last code the connection sold, and takes codes put back before it once none are left after it', async () => {
+    await addCodes(t.database.db, productId, 6);
+    const s = await oneSession(t);
+    try {
+      const [a] = await order(s, 1, 2);
+      expect(await codesOf(s, a!.id)).toEqual([1, 2]);
+      // Code 1 back in stock, as a refund or a rolled-back order leaves it.
+      await s.query(
+        `UPDATE codes SET status = 'available', order_id = NULL WHERE id = (SELECT min(id) FROM codes WHERE product_id = ${productId})`,
+      );
+      const [b] = await order(s, 2, 2);
+      expect(await codesOf(s, b!.id)).toEqual([3, 4]);
+      // Two left after code 4 (5 and 6) for three asked: the claim takes them, then the oldest before them.
+      const [c] = await order(s, 3, 3);
+      expect(await codesOf(s, c!.id)).toEqual([1, 5, 6]);
+      await expect(order(s, 4, 1)).rejects.toThrow(/out_of_stock/);
+    } finally {
+      await s.end();
+    }
+  });
+
+  it.skipIf(!onPostgres())('PostgreSQL: 200 orders after 20,000 sold codes read a few index pages each, not the sold codes', async () => {
+    const db = t.database.db;
+    const [p] = rowsOf<{ id: number }>(
+      await db.execute(sql`
+        INSERT INTO products (category_id, name, search_text, price, max_qty)
+        SELECT category_id, 'claim', 'claim', 1, 10 FROM products WHERE id = ${productId} RETURNING id`),
+    );
+    await addCodes(db, p!.id, 20_300);
+    // 20,000 sold codes, as a day of sales leaves them: dead entries at the head of codes_available_idx until a vacuum.
+    await db.execute(
+      sql`UPDATE codes SET status = 'sold' WHERE id IN (SELECT id FROM codes WHERE product_id = ${p!.id} ORDER BY id LIMIT 20000)`,
+    );
+    const s = await oneSession(t);
+    const blocks = async () => {
+      await s.query('SELECT pg_stat_force_next_flush()');
+      await db.execute(sql`SELECT pg_stat_clear_snapshot()`);
+      const [r] = rowsOf<{ n: string }>(
+        await db.execute(
+          sql`SELECT idx_blks_hit + idx_blks_read AS n FROM pg_statio_user_indexes WHERE indexrelname = 'codes_available_idx'`,
+        ),
+      );
+      return Number(r!.n);
+    };
+    try {
+      const before = await blocks();
+      for (let i = 0; i < 200; i++) {
+        await s.query(`SELECT id FROM order_create(${userId}, NULL, ${p!.id}, 1, 0, 'ODWALK${i}', 'm', 'f', 's')`);
+      }
+      const perOrder = ((await blocks()) - before) / 200;
+      // The first claim of the connection walks the ~60 leaf pages of sold entries once; a claim from the first code
+      // every time read them on every order (over 60 pages each).
+      expect(perOrder).toBeLessThan(10);
+    } finally {
+      await s.end();
+    }
+  });
+});

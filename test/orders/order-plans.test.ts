@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,7 +32,7 @@ async function setUp(db: Db): Promise<{ userId: number; productId: number }> {
 async function addCodes(db: Db, productId: number, n: number): Promise<void> {
   await db.execute(sql`
     INSERT INTO codes (product_id, code_enc, code_digest)
-    SELECT ${productId}, 'v1:x', md5(${productId}::text || '-' || g::text) FROM generate_series(1, ${n}) g`);
+    SELECT ${productId}, 'v1:x', md5(${randomBytes(6).toString('hex')} || '-' || g::text) FROM generate_series(1, ${n}) g`);
 }
 
 /** The request_id lookup as the installed function holds it (the text migrations left in pg_proc, not a copy). */
@@ -93,6 +94,41 @@ describe('order_create on a never-analysed orders table', () => {
   });
 
   it.skipIf(!onPostgres())(
+    'PostgreSQL: orders of one reseller that wait for another wait on an advisory lock, not on the users row',
+    async () => {
+      await addCodes(t.database.db, productId, 10);
+      const holder = new pg.Client({ connectionString: t.url });
+      const waiters = Array.from({ length: 4 }, () => new pg.Client({ connectionString: t.url }));
+      await Promise.all([holder, ...waiters].map((c) => c.connect()));
+      let pending: Promise<pg.QueryResult>[] = [];
+      try {
+        const pids = await Promise.all(waiters.map(async (c) => (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number));
+        await holder.query('BEGIN');
+        await holder.query(`SELECT id FROM order_create(${userId}, NULL, ${productId}, 1, 0, 'ODHOLD', 'm', 'f', 's')`);
+        pending = waiters.map((c, i) =>
+          c.query(`SELECT id FROM order_create(${userId}, NULL, ${productId}, 1, 0, 'ODWAIT${i}', 'm', 'f', 's')`),
+        );
+        // Until all four wait (bounded): a waiter on the row lock would keep the row's page pinned, and a pinned page
+        // is never pruned, so the debits would stop being HOT.
+        let waits: { wait_event: string }[] = [];
+        for (let tries = 0; tries < 200 && waits.length < 4; tries++) {
+          waits = (
+            await holder.query(`SELECT wait_event FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND wait_event_type = 'Lock'`, [pids])
+          ).rows as { wait_event: string }[];
+        }
+        expect(waits.map((w) => w.wait_event)).toEqual(['advisory', 'advisory', 'advisory', 'advisory']);
+        await holder.query('COMMIT');
+        expect((await Promise.all(pending)).map((r) => r.rowCount)).toEqual([1, 1, 1, 1]);
+      } finally {
+        // On a failure before the COMMIT: end the holder's transaction, so that the waiters finish before their clients end.
+        await holder.query('ROLLBACK').catch(() => {});
+        await Promise.allSettled(pending);
+        await Promise.all([holder, ...waiters].map((c) => c.end()));
+      }
+    },
+  );
+
+  it.skipIf(!onPostgres())(
     'PostgreSQL: 3,000 orders of one reseller over 10 connections read no earlier order and keep the balance update HOT',
     async () => {
       const db = t.database.db;
@@ -141,9 +177,11 @@ describe('order_create on a never-analysed orders table', () => {
         expect(updates).toBe(N);
         // Nearly every debit is HOT. Before the fix, orders queued on the row lock kept its page pinned, so it was never
         // pruned: 99 of 3,000 debits non-HOT in two runs on a loaded machine (a new page and index entry each, the row
-        // over 50 to 58 pages). After it, 31 to 42 of 3,000 under the same load: what is left comes from orders that
-        // wait with a snapshot older than the last debits, whose versions cannot be pruned yet (docs/PERFORMANCE.md).
-        expect(updates - hot).toBeLessThanOrEqual(N / 50);
+        // over 50 to 58 pages). After it, 31 to 63 of 3,000, the most under the whole orders suite: orders that wait
+        // with a snapshot older than the last debits keep their versions from being pruned (docs/PERFORMANCE.md,
+        // "Orders that do not slow down"). So this bound catches a debit that is never HOT (an indexed column, a
+        // trigger's update) more than the fix itself, which the test above checks where the waits are.
+        expect(updates - hot).toBeLessThanOrEqual(N / 30);
         // No lookup walked the user's earlier orders: the (user_id, id) index was never read by these orders.
         const created = after.idx['orders_user_created_idx']!;
         const createdBefore = before.idx['orders_user_created_idx']!;

@@ -1,6 +1,7 @@
 // Runs the benchmarks (never part of `npm test`). `npm run bench` prints the performance table (bench/table.bench.ts)
 // and writes it to docs/PERFORMANCE.md; `npm run bench -- catalog` or `-- download` runs one of the older benches,
-// `npm run bench -- table catalog download` several. BENCH_SECONDS sets the length of each load run (default 5);
+// `npm run bench -- table catalog download` several; `npm run bench -- sustained` runs 60 s of orders by one reseller
+// (bench/sustained.bench.ts). BENCH_SECONDS sets the length of each load run (default 5);
 // BENCH_DATABASE_URL names the PostgreSQL server (the table creates and drops its own databases there).
 const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void> }>> = {
   table: () => import('./table.bench.js'),
@@ -10,6 +11,7 @@ const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void
   sync: () => import('./sync.bench.js'),
   startup: () => import('./startup.bench.js'),
   metrics: () => import('./metrics.bench.js'),
+  sustained: () => import('./sustained.bench.js'),
 };
 
 const wanted = process.argv.slice(2);

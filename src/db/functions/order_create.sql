@@ -10,7 +10,17 @@
 -- at once. The claim is pinned to the partial index codes_available_idx: with one product holding most codes, the
 -- planner's estimate made walking the primary key in id order look as cheap, and every order then crossed all the
 -- codes sold before it. Ordering by (product_id, id) under a range condition is an order only that index provides
--- (test/orders/claim-plan.test.ts).
+-- (test/orders/claim-plan.test.ts). It starts after the last code the connection sold of the product, so that it does
+-- not read the dead entries the sold codes leave in that index until a vacuum (test/orders/order-plans.test.ts).
+-- The request_id lookup is pinned to the unique index orders_user_request_uq the same way: a plan made while `orders`
+-- was empty or never analysed took orders_user_created_idx (user_id, id) and filtered request_id, so every order read
+-- all the earlier orders of its user. A range on request_id ordered by request_id is answered, without a sort, only by
+-- (user_id, request_id); it is one row at most (test/orders/order-plans.test.ts).
+-- The balance debit waits on an advisory lock of the user, not on the user's row: a row-lock waiter keeps the row's
+-- page pinned, and a page pinned by another backend is never pruned, so under concurrent orders of one reseller the
+-- updates stopped being HOT and the row spread over new pages and index entries. Orders of one user still queue, as
+-- they did on the row, but no longer pin its page while they wait (docs/PERFORMANCE.md, "Orders that do not slow
+-- down"). The key pair (1919249506, user id) is used by nothing else.
 CREATE OR REPLACE FUNCTION order_create(
   p_user_id integer,
   p_request_id text,
@@ -31,12 +41,19 @@ DECLARE
   v_order orders;
   v_balance numeric(18, 2);
   v_claimed integer;
+  v_hint text;
+  v_after bigint;
+  v_last bigint;
+  v_more integer;
+  v_more_last bigint;
 BEGIN
   IF p_markup IS NULL OR p_markup < 0 THEN
     RAISE EXCEPTION 'order_create: markup must be 0 or more, not %', COALESCE(p_markup::text, 'NULL') USING ERRCODE = 'RG002';
   END IF;
   IF p_request_id IS NOT NULL THEN
-    RETURN QUERY SELECT * FROM orders o WHERE o.user_id = p_user_id AND o.request_id = p_request_id;
+    RETURN QUERY SELECT * FROM orders o
+     WHERE o.user_id = p_user_id AND o.request_id >= p_request_id AND o.request_id <= p_request_id
+     ORDER BY o.request_id LIMIT 1;
     IF FOUND THEN
       RETURN;
     END IF;
@@ -82,7 +99,9 @@ BEGIN
   RETURNING * INTO v_order;
   IF NOT FOUND THEN
     -- The racing request with this request_id committed first (read committed: this statement sees it).
-    RETURN QUERY SELECT * FROM orders o WHERE o.user_id = p_user_id AND o.request_id = p_request_id;
+    RETURN QUERY SELECT * FROM orders o
+       WHERE o.user_id = p_user_id AND o.request_id >= p_request_id AND o.request_id <= p_request_id
+       ORDER BY o.request_id LIMIT 1;
     IF NOT FOUND THEN
       RAISE EXCEPTION 'request_id taken but no order found' USING ERRCODE = 'RG002';
     END IF;
@@ -92,11 +111,31 @@ BEGIN
   IF v_fulfilment = 'codes' THEN
     -- The range on product_id (not "=") keeps product_id in the sort key, so only codes_available_idx can give this
     -- order: the planner cannot choose the primary key walk, which crosses every sold code first (see the header).
-    UPDATE codes SET status = 'sold', order_id = v_order.id
-     WHERE id IN (SELECT k.id FROM codes k
-                   WHERE k.product_id >= p_product_id AND k.product_id <= p_product_id AND k.status = 'available'
-                   ORDER BY k.product_id, k.id LIMIT p_quantity FOR UPDATE SKIP LOCKED);
-    GET DIAGNOSTICS v_claimed = ROW_COUNT;
+    -- The claim starts after the last code this connection sold of the product (a setting of the session, kept only
+    -- if the transaction commits): the sold codes before it stay in codes_available_idx as dead entries until a
+    -- vacuum, and a claim from the first code would read them all. When too few codes are left after it, the claim
+    -- takes the rest from the first code on, which also sells the codes a refund or a rolled-back order put back.
+    v_hint := 'order_create.claimed_' || p_product_id;
+    v_after := COALESCE(NULLIF(current_setting(v_hint, true), ''), '0')::bigint;
+    WITH claimed AS (
+      UPDATE codes SET status = 'sold', order_id = v_order.id
+       WHERE id IN (SELECT k.id FROM codes k
+                     WHERE k.product_id >= p_product_id AND k.product_id <= p_product_id AND k.status = 'available'
+                       AND k.id > v_after
+                     ORDER BY k.product_id, k.id LIMIT p_quantity FOR UPDATE SKIP LOCKED)
+      RETURNING codes.id)
+    SELECT count(*), max(claimed.id) INTO v_claimed, v_last FROM claimed;
+    IF v_claimed < p_quantity AND v_after > 0 THEN
+      WITH claimed AS (
+        UPDATE codes SET status = 'sold', order_id = v_order.id
+         WHERE id IN (SELECT k.id FROM codes k
+                       WHERE k.product_id >= p_product_id AND k.product_id <= p_product_id AND k.status = 'available'
+                       ORDER BY k.product_id, k.id LIMIT p_quantity - v_claimed FOR UPDATE SKIP LOCKED)
+        RETURNING codes.id)
+      SELECT count(*), max(claimed.id) INTO v_more, v_more_last FROM claimed;
+      v_claimed := v_claimed + v_more;
+      v_last := COALESCE(v_more_last, v_last);
+    END IF;
     IF v_claimed < p_quantity THEN
       -- Same answer as when the balance was debited before the claim: a short balance is named first.
       IF NOT EXISTS (SELECT 1 FROM users u WHERE u.id = p_user_id AND u.balance >= v_total) THEN
@@ -104,8 +143,10 @@ BEGIN
       END IF;
       RAISE EXCEPTION 'out_of_stock' USING ERRCODE = 'RG001';
     END IF;
+    PERFORM set_config(v_hint, v_last::text, false);
   END IF;
 
+  PERFORM pg_advisory_xact_lock(1919249506, p_user_id);
   UPDATE users u SET balance = u.balance - v_total, updated_at = now()
    WHERE u.id = p_user_id AND u.balance >= v_total
   RETURNING u.balance INTO v_balance;

@@ -20,7 +20,8 @@
 -- page pinned, and a page pinned by another backend is never pruned, so under concurrent orders of one reseller the
 -- updates stopped being HOT and the row spread over new pages and index entries. Orders of one user still queue, as
 -- they did on the row, but no longer pin its page while they wait (docs/PERFORMANCE.md, "Orders that do not slow
--- down"). The key pair (1919249506, user id) is used by nothing else.
+-- down"). The payment creation's try-lock takes (client id, hash of its key) in the same key space: the two meet only
+-- for a payment client id of 1919249506.
 CREATE OR REPLACE FUNCTION order_create(
   p_user_id integer,
   p_request_id text,
@@ -116,7 +117,8 @@ BEGIN
     -- vacuum, and a claim from the first code would read them all. When too few codes are left after it, the claim
     -- takes the rest from the first code on, which also sells the codes a refund or a rolled-back order put back.
     v_hint := 'order_create.claimed_' || p_product_id;
-    v_after := COALESCE(NULLIF(current_setting(v_hint, true), ''), '0')::bigint;
+    -- Only a value this function wrote is used: anything else (a role's or a session's own SET) starts from the first code.
+    v_after := CASE WHEN current_setting(v_hint, true) ~ '^[0-9]{1,18}$' THEN current_setting(v_hint, true)::bigint ELSE 0 END;
     WITH claimed AS (
       UPDATE codes SET status = 'sold', order_id = v_order.id
        WHERE id IN (SELECT k.id FROM codes k

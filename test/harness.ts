@@ -205,3 +205,13 @@ export async function importCodes(t: TestApp, productId: string, codes: string[]
 export function bearer(key: string) {
   return { authorization: `Bearer ${key}` };
 }
+
+/** POST /api/v1/order/create with the key as Bearer and the body as JSON. */
+export function postOrder(t: TestApp, key: string, body: unknown) {
+  return t.request({
+    method: 'POST',
+    url: '/api/v1/order/create',
+    headers: { ...bearer(key), 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
+}

@@ -11,6 +11,7 @@ import {
   makeProduct,
   makeUser,
   onPostgres,
+  postOrder,
   type TestApp,
   type TestDatabase,
 } from '../harness.js';
@@ -27,14 +28,7 @@ async function count(t: TestApp, query: ReturnType<typeof sql>): Promise<number>
   return Number(row!.n);
 }
 
-function order(t: TestApp, key: string, body: Record<string, unknown>) {
-  return t.request({
-    method: 'POST',
-    url: '/api/v1/order/create',
-    headers: { ...bearer(key), 'content-type': 'application/json' },
-    payload: JSON.stringify(body),
-  });
-}
+const order = postOrder;
 
 describe(`orders under concurrency (${RACE})`, () => {
   let t: TestApp;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fulfilmentOf, selectShown, visible, visibleAt } from '../../src/catalog/queries.js';
 import { products } from '../../src/db/schema/index.js';
 import { rowsOf } from '../../src/db/tx.js';
-import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { createTestApp, importCodes, makeCategory, makeProduct, makeUser, postOrder, type TestApp } from '../harness.js';
 
 /**
  * Orders run in the SQL function order_create (src/db/functions/order_create.sql): these tests hold it to the catalogue read
@@ -19,13 +19,7 @@ describe('order_create, the one-round-trip order of a local or source product', 
     await t?.close();
   });
 
-  const order = (key: string, body: unknown) =>
-    t.request({
-      method: 'POST',
-      url: '/api/v1/order/create',
-      headers: { ...bearer(key), 'content-type': 'application/json' },
-      payload: JSON.stringify(body),
-    });
+  const order = (key: string, body: unknown) => postOrder(t, key, body);
 
   async function balanceOf(userId: number): Promise<string> {
     return rowsOf<{ b: string }>(await t.deps.db.execute(sql`SELECT balance::text AS b FROM users WHERE id = ${userId}`))[0]!.b;

@@ -5,7 +5,7 @@ import { rowsOf } from '../../src/db/tx.js';
 import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../../src/http/error-handler.js';
 import { LaneFull, OrderNotFound, OrderRefused, OrderStateConflict, RequestIdConflict } from '../../src/ordering/errors.js';
 import { translateOrderingError } from '../../src/ordering/routes.js';
-import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { createTestApp, importCodes, makeCategory, makeProduct, makeUser, postOrder, type TestApp } from '../harness.js';
 
 /**
  * The ordering services throw domain errors (src/ordering/errors.ts); the route scopes say them in their codes. The
@@ -86,13 +86,7 @@ describe('ordering domain errors through the app', () => {
     await t?.close();
   });
 
-  const order = (key: string, body: unknown) =>
-    t.request({
-      method: 'POST',
-      url: '/api/v1/order/create',
-      headers: { ...bearer(key), 'content-type': 'application/json' },
-      payload: JSON.stringify(body),
-    });
+  const order = (key: string, body: unknown) => postOrder(t, key, body);
 
   it('admin refund: 404 for an unknown order, 409 for a second refund, with the messages of before', async () => {
     const unknown = await t.admin('POST', '/admin/v1/orders/ODNOSUCH/refund');

@@ -93,14 +93,19 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
       operationId: 'adminSyncRun',
       summary: 'Run the catalogue sync now',
       description:
-        'force=true ignores sync_interval_seconds. A failed run answers 502 sync_failed and changed nothing; a run already in progress answers ran=false.',
-      body: z.object({ force: z.boolean().default(false) }).default({ force: false }),
+        'force=true ignores sync_interval_seconds; full=true ignores the delta watermark (the whole source catalogue is read and what it no longer lists is marked missing). A failed run answers 502 sync_failed and changed nothing; a run already in progress answers ran=false.',
+      body: z
+        .object({
+          force: z.boolean().default(false),
+          full: z.boolean().default(false).describe('read the whole source catalogue, as every sync_full_every-th run does'),
+        })
+        .default({ force: false, full: false }),
       response: { 200: ok(syncOutcome, 'What the run did (ran, reason, counts), under data.'), ...errs('sync_failed') },
     },
     handler: async (req) => {
       // The answer comes when the run ends, which may be long after IDLE_TIMEOUT_MS of silence on this connection.
       allowSilence(req.raw, ((await deps.settings.get('sync_run_timeout_seconds')) + LONG_ACTION_MARGIN_SECONDS) * 1000);
-      return { ok: true as const, data: await deps.cron.syncNow(req.body.force) };
+      return { ok: true as const, data: await deps.cron.syncNow(req.body.force, req.body.full) };
     },
   });
   r.get('/admin/v1/sync/status', {

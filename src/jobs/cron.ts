@@ -78,11 +78,11 @@ export function createCronService(deps: {
     }
   }
 
-  /** The sync under its lease: the cron endpoint and `sync run [--force]` share it, so one run at a time across processes. */
-  async function syncNow(force: boolean): Promise<SyncOutcome> {
+  /** The sync under its lease: the cron endpoint and `sync run [--force] [--full]` share it, so one run at a time across processes. */
+  async function syncNow(force: boolean, full = false): Promise<SyncOutcome> {
     // The sync's lease outlasts its own deadline (sync_run_timeout_seconds), so a live run never loses it to another.
     const lease = (await deps.settings.get('sync_run_timeout_seconds')) + SYNC_RUN_MARGIN_SECONDS;
-    const r = await locked('sync', () => deps.sync.run(force), lease);
+    const r = await locked('sync', () => deps.sync.run(force, full), lease);
     return r === 'busy' ? { ran: false, reason: 'another sync is running' } : r;
   }
 

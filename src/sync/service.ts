@@ -79,7 +79,11 @@ export function createSyncService(deps: SyncDeps) {
     return lastOk?.watermark ? new Date(lastOk.watermark.getTime() - DELTA_OVERLAP_MS) : null;
   }
 
-  async function run(force: boolean): Promise<SyncOutcome> {
+  /**
+   * `force` ignores sync_interval_seconds; `full` ignores the delta watermark: the whole source catalogue is read and
+   * what it no longer lists is marked missing, as every sync_full_every-th run does.
+   */
+  async function run(force: boolean, full = false): Promise<SyncOutcome> {
     if (stopping) return { ran: false, reason: 'the server is shutting down' };
     const s = await settings.all();
     if (!s.source_url || !s.source_api_key) return { ran: false, reason: `${s.source_url ? 'source_api_key' : 'source_url'} is not set` };
@@ -88,7 +92,7 @@ export function createSyncService(deps: SyncDeps) {
       const wait = last?.finishedAt ? last.finishedAt.getTime() + s.sync_interval_seconds * 1000 - clock.now().getTime() : 0;
       if (wait > 0) return { ran: false, reason: `interval: next sync due in ${Math.ceil(wait / 1000)} s` };
     }
-    const from = await since();
+    const from = full ? null : await since();
     const mode = from ? ('delta' as const) : ('full' as const);
     const startedAt = clock.now();
     const [runRow] = await db.insert(syncRuns).values({ mode, startedAt }).returning({ id: syncRuns.id });

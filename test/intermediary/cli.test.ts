@@ -11,16 +11,17 @@ describe('reseller-admin sync and override commands against an intermediary', ()
   });
   const { ok, fails } = cliKit(() => adminUrl);
 
-  it('sync run [--force], sync status, override set/clear/list; a failed run exits 1 with sync_failed', async () => {
+  it('sync run [--force] [--full], sync status, override set/clear/list; a failed run exits 1 with sync_failed', async () => {
     s = await twoShops();
     await seedSource(s.source);
     adminUrl = await s.mid.listen();
     expect(await ok('sync', 'run')).toMatchObject({ ran: true, mode: 'full', created: 2, skipped: 1 });
     // Within sync_interval_seconds: not due, unless forced.
     expect(await ok('sync', 'run')).toEqual({ ran: false, reason: expect.stringContaining('interval') });
-    expect(await ok('sync', 'run', '--force')).toMatchObject({ ran: true, created: 0 });
+    expect(await ok('sync', 'run', '--force')).toMatchObject({ ran: true, mode: 'delta', created: 0 });
+    expect(await ok('sync', 'run', '--force', '--full')).toMatchObject({ ran: true, mode: 'full', created: 0 });
     const runs = await ok<{ ok: boolean }[]>('sync', 'status');
-    expect(runs.map((r) => r.ok)).toEqual([true, true]);
+    expect(runs.map((r) => r.ok)).toEqual([true, true, true]);
 
     const id = await midId(s, 'Zing 50k');
     expect(await ok('override', 'set', id, '--price-adjust=-500', '--name', 'Zing (ours)', '--hide')).toMatchObject({

@@ -79,6 +79,34 @@ describe('catalogue sync from a source site (two app instances)', () => {
     s.assertNoLeak();
   });
 
+  it('sync run full=true ignores the delta watermark: a change stamped before it is read, a product gone is marked missing', async () => {
+    s = await twoShops();
+    const src = await seedSource(s.source);
+    await s.source.adminData('PUT', '/admin/v1/settings/products_cache_seconds', { value: '0' });
+    expect(await s.syncNow()).toMatchObject({ jobs: { sync: { mode: 'full' } } });
+    expect(await s.syncNow()).toMatchObject({ jobs: { sync: { mode: 'delta' } } });
+    // Changed at the source with a time before our watermark (a restored backup, a clock set back): a delta misses it.
+    await s.source.deps.db.execute(
+      sql`UPDATE products SET name = 'Garena (restored)', updated_at = '2000-01-01T00:00:00Z' WHERE id = ${Number(src.a.id)}`,
+    );
+    await s.source.deps.db.execute(
+      sql`UPDATE products SET hidden = true, updated_at = '2000-01-01T00:00:00Z' WHERE id = ${Number(src.b.id)}`,
+    );
+    const aId = await midId(s, 'Garena 100k');
+    const bId = await midId(s, 'Zing 50k');
+    expect(await s.syncNow()).toMatchObject({ updated: 0, missing: 0, jobs: { sync: { mode: 'delta' } } });
+    expect((await s.get(`/api/v1/product?id=${aId}`)).json()).toMatchObject({ data: { name: 'Garena 100k' } });
+
+    s.mid.clock.advance(3_600_000);
+    const full = await s.mid.adminData('POST', '/admin/v1/sync/run', { full: true });
+    expect(full).toMatchObject({ ran: true, mode: 'full', updated: 1, missing: 1 });
+    expect((await s.get(`/api/v1/product?id=${aId}`)).json()).toMatchObject({ data: { name: 'Garena (restored)' } });
+    expect((await s.get(`/api/v1/product?id=${bId}`)).statusCode).toBe(404);
+    // Without full=true the next run is a delta again (sync_full_every counts from this full run).
+    s.mid.clock.advance(3_600_000);
+    expect(await s.mid.adminData('POST', '/admin/v1/sync/run', {})).toMatchObject({ ran: true, mode: 'delta' });
+  });
+
   it('respects the interval, and a wrong token is 403', async () => {
     s = await twoShops();
     await seedSource(s.source);

@@ -5,12 +5,13 @@ export const syncCommands: readonly Command[] = [
   cmd({
     noun: 'sync',
     verb: 'run',
-    usage: '[--force]',
-    summary: 'run the catalogue sync now; --force ignores sync_interval_seconds; a failed run exits 1',
-    options: { force: B },
+    usage: '[--force] [--full]',
+    summary:
+      'run the catalogue sync now; --force ignores sync_interval_seconds; --full ignores the delta watermark and reads the whole source catalogue; a failed run exits 1',
+    options: { force: B, full: B },
     // As long as the server lets the run take (the setting's largest value when it cannot be read), plus a margin.
     call: (_, o) => ({
-      ...post('/admin/v1/sync/run', { force: o.force === true }),
+      ...post('/admin/v1/sync/run', { force: o.force === true, full: o.full === true }),
       waitsFor: { setting: 'sync_run_timeout_seconds', marginSeconds: 60, fallbackSeconds: 3600 },
     }),
   }),

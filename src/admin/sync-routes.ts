@@ -80,6 +80,7 @@ const categoryOverrideView = z.object({
   source_id: z.string(),
   name: z.string().nullable(),
   hidden: z.boolean().nullable(),
+  markup_percent: z.number().nullable().describe("this category's markup instead of price_markup_percent; null follows the setting"),
   updated_at: z.string(),
 });
 
@@ -160,10 +161,20 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
   r.put('/admin/v1/category-overrides/:id', {
     schema: {
       operationId: 'adminSetCategoryOverride',
-      summary: 'Rename or hide a source category',
-      description: 'id = the category id our public API shows; hiding a category hides its products.',
+      summary: 'Rename, hide or mark up a source category',
+      description:
+        "id = the category id our public API shows; hiding a category hides its products; markup_percent replaces price_markup_percent for its products (a product's own override still wins).",
       params: productIdParams,
-      body: z.object({ name: z.string().max(200).nullable().optional(), hidden: z.boolean().nullable().optional() }),
+      body: z.object({
+        name: z.string().max(200).nullable().optional(),
+        hidden: z.boolean().nullable().optional(),
+        // null sits on the number branch: OpenAPI 3.0 allows `nullable` only beside a `type` (redocly nullable-type-sibling).
+        markup_percent: z
+          .union([z.number().nullable(), z.string()])
+          .transform((v) => (v === null ? null : String(v)))
+          .optional()
+          .describe('percentage >= 0 with at most 2 decimals, instead of price_markup_percent; null removes'),
+      }),
       response: { 200: ok(categoryOverrideView, 'The category override as stored, under data.'), ...errs('invalid_request', 'not_found') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.sourceOverrides.setCategory(req.params.id, req.body) }),

@@ -39,14 +39,15 @@ const hasFilesExpr = sql<boolean>`EXISTS (SELECT 1 FROM product_files f WHERE f.
 
 /**
  * The price the public sees, as the SQL function product_shown_price computes it (src/db/functions/, its one text, which
- * the order function applies too): markup, override adjustment or fixed price, numeric throughout. NULL when
+ * the order function applies too): markup (the source category's override, else `markup`: price_markup_percent),
+ * override adjustment or fixed price, numeric throughout. NULL when
  * numeric(18,2) cannot hold it: such a product is not visible (`visibleAt`; docs/decisions.md, "A shown price that does
  * not fit"). The planner inlines the function, so the catalogue queries plan as if the expression were written here.
  */
 export function shownPrice(markup: string): SQL<string | null> {
   return sql<
     string | null
-  >`product_shown_price(${products.sourceId}, ${products.price}, ${o.fixedPrice}, ${o.priceAdjust}, ${markup}::numeric)`;
+  >`product_shown_price(${products.sourceId}, ${products.price}, ${o.fixedPrice}, ${o.priceAdjust}, COALESCE(${co.markupPercent}, ${markup}::numeric))`;
 }
 
 const visibilityFlags = sql`${products.hidden}, ${products.missing}, ${o.hidden}, ${categories.missing}, ${co.hidden}`;
@@ -60,6 +61,8 @@ export const visibleAt = (markup: string): SQL => sql`product_visible_at(${visib
 /**
  * When the shown data last changed: the row itself, its override, or (source products) the markup setting, whose
  * change reprices them all; otherwise a delta client (updated_after) would miss new prices until its next full run.
+ * A change of a category override (its name, hidden, markup_percent) bumps its products' own updated_at in its
+ * transaction (src/sync/overrides.ts, setCategory).
  */
 export const shownUpdatedAt = sql<Date>`GREATEST(${products.updatedAt}, COALESCE(${o.updatedAt}, ${products.updatedAt}),
   CASE WHEN ${products.sourceId} IS NOT NULL THEN (SELECT s.updated_at FROM settings s WHERE s.key = 'price_markup_percent') END)`;

@@ -16,7 +16,10 @@ export type OverridePatch = {
   hidden?: boolean | null;
 };
 
-export type CategoryOverridePatch = { name?: string | null; hidden?: boolean | null };
+export type CategoryOverridePatch = { name?: string | null; hidden?: boolean | null; markup_percent?: string | null };
+
+/** The rule of price_markup_percent (src/settings/registry.ts): a percentage of 0 or more with at most 2 decimals. */
+const MARKUP_RE = /^\d{1,4}(\.\d{1,2})?$/;
 
 const money = (v: string | null) => (v === null ? null : moneyOut(v));
 
@@ -62,6 +65,15 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
     description: o.description,
     description2: o.description2,
     hidden: o.hidden,
+    updated_at: o.updatedAt.toISOString(),
+  });
+
+  const categoryView = (publicId: string | null, o: typeof sourceCategoryOverrides.$inferSelect) => ({
+    category_id: publicId,
+    source_id: o.sourceId,
+    name: o.name,
+    hidden: o.hidden,
+    markup_percent: o.markupPercent === null ? null : Number(o.markupPercent),
     updated_at: o.updatedAt.toISOString(),
   });
 
@@ -126,32 +138,31 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
         .leftJoin(categories, eq(categories.sourceId, sourceCategoryOverrides.sourceId));
       return {
         products: rows.map((r) => view(r.id, r.o)),
-        categories: cats.map((c) => ({
-          category_id: c.id === null ? null : String(c.id),
-          source_id: c.o.sourceId,
-          name: c.o.name,
-          hidden: c.o.hidden,
-          updated_at: c.o.updatedAt.toISOString(),
-        })),
+        categories: cats.map((c) => categoryView(c.id === null ? null : String(c.id), c.o)),
       };
     },
 
     async setCategory(publicId: string, patch: CategoryOverridePatch) {
       if (typeof patch.name === 'string' && (patch.name.trim() === '' || patch.name.length > 200))
         throw new DomainError('invalid', 'name must be 1-200 characters');
+      const markup = typeof patch.markup_percent === 'string' ? patch.markup_percent.trim() : patch.markup_percent;
+      if (typeof markup === 'string' && !MARKUP_RE.test(markup))
+        throw new DomainError('invalid', 'markup_percent must be a percentage >= 0 with at most 2 decimals (null: price_markup_percent)');
       const sourceId = await sourceIdOf(publicId, categories, 'category');
       const fields = {
         ...(patch.name !== undefined ? { name: patch.name?.trim() ?? null } : {}),
         ...(patch.hidden !== undefined ? { hidden: patch.hidden } : {}),
+        ...(markup !== undefined ? { markupPercent: markup } : {}),
       };
-      if (Object.keys(fields).length === 0) throw new DomainError('invalid', 'Nothing to override: give --name or --hide/--show');
+      if (Object.keys(fields).length === 0)
+        throw new DomainError('invalid', 'Nothing to override: give --name, --hide/--show, --markup or --clear-markup');
       const row = await withTx(db, async (tx) => {
         const [r] = await tx
           .insert(sourceCategoryOverrides)
           .values({ sourceId, ...fields })
           .onConflictDoUpdate({ target: sourceCategoryOverrides.sourceId, set: { ...fields, updatedAt: sql`now()` } })
           .returning();
-        // Hiding a category changes what its products show: bump them for delta readers.
+        // Hiding a category or changing its markup changes what its products show: bump them for delta readers.
         await tx
           .update(products)
           .set({ updatedAt: sql<Date>`now()` })
@@ -159,13 +170,7 @@ export function createOverridesService(deps: { db: Db; bus: EventBus }) {
         return r;
       });
       await bus.publish('catalog');
-      return {
-        category_id: publicId.trim(),
-        source_id: sourceId,
-        name: row!.name,
-        hidden: row!.hidden,
-        updated_at: row!.updatedAt.toISOString(),
-      };
+      return categoryView(publicId.trim(), row!);
     },
   };
 }

@@ -11,7 +11,7 @@ describe('reseller-admin sync and override commands against an intermediary', ()
   });
   const { ok, fails } = cliKit(() => adminUrl);
 
-  it('sync run [--force] [--full], sync status, override set/clear/list; a failed run exits 1 with sync_failed', async () => {
+  it('sync run [--force] [--full], sync status, override set/clear/list/category --markup; a failed run exits 1 with sync_failed', async () => {
     s = await twoShops();
     await seedSource(s.source);
     adminUrl = await s.mid.listen();
@@ -36,6 +36,15 @@ describe('reseller-admin sync and override commands against an intermediary', ()
     expect(await ok<{ products: unknown[] }>('override', 'list')).toMatchObject({ products: [{ product_id: id }] });
     expect(await ok('override', 'clear', id)).toMatchObject({ cleared: true });
     expect((await fails('override', 'set', '999999', '--name', 'x')).envelope).toMatchObject({ ok: false, error: 'not_found' });
+
+    const games = (await s.get('/api/v1/categories')).json() as { data: { id: string }[] };
+    const gamesId = games.data[0]!.id;
+    expect(await ok('override', 'category', gamesId, '--markup', '15')).toMatchObject({ category_id: gamesId, markup_percent: 15 });
+    expect((await s.get(`/api/v1/product?id=${id}`)).json()).toMatchObject({ data: { price: 2300 } });
+    expect((await fails('override', 'category', gamesId, '--markup', '')).line).toContain('--clear-markup');
+    expect((await fails('override', 'category', gamesId, '--markup', '5', '--clear-markup')).line).toContain('not both');
+    expect(await ok('override', 'category', gamesId, '--clear-markup')).toMatchObject({ markup_percent: null });
+    expect((await s.get(`/api/v1/product?id=${id}`)).json()).toMatchObject({ data: { price: 2000 } });
 
     await s.set('source_url', 'http://127.0.0.1:9');
     const failed = await fails('sync', 'run', '--force');

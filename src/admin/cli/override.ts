@@ -1,4 +1,13 @@
-import { B, changes, cmd, type Command, enc, get, post, S, str, visibility } from './kit.js';
+import { B, changes, cmd, type Command, enc, get, type Opts, post, S, str, usageError, visibility } from './kit.js';
+
+/** --markup N sets, --clear-markup removes (an empty --markup is refused: an unset shell variable must not clear it). */
+function markupOf(o: Opts): string | null | undefined {
+  const m = str(o, 'markup');
+  if (m !== undefined && o['clear-markup']) throw usageError('Give --markup or --clear-markup, not both');
+  if (o['clear-markup']) return null;
+  if (m !== undefined && m.trim() === '') throw usageError('--markup needs a percentage; --clear-markup removes it');
+  return m?.trim();
+}
 
 /** The `override` commands, in help order. */
 export const overrideCommands: readonly Command[] = [
@@ -41,14 +50,15 @@ export const overrideCommands: readonly Command[] = [
   cmd({
     noun: 'override',
     verb: 'category',
-    usage: 'C [--name T] [--hide|--show]',
-    summary: 'rename or hide a source category (C = the id the public API shows)',
+    usage: 'C [--name T] [--hide|--show] [--markup N|--clear-markup]',
+    summary:
+      "rename, hide or mark up a source category (C = the id the public API shows); --markup N replaces price_markup_percent for its products (a product's own override still wins), --clear-markup goes back to it",
     args: ['C'],
-    options: { name: S, hide: B, show: B },
+    options: { name: S, hide: B, show: B, markup: S, 'clear-markup': B },
     call: ({ C }, o) => ({
       method: 'PUT',
       path: `/admin/v1/category-overrides/${enc(C)}`,
-      json: changes({ name: str(o, 'name'), hidden: visibility(o) }),
+      json: changes({ name: str(o, 'name'), hidden: visibility(o), markup_percent: markupOf(o) }),
     }),
   }),
 ];

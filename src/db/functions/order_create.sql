@@ -1,5 +1,6 @@
 -- Order creation in one statement, for every product (docs/decisions.md, "One order function"). Its rules are the
--- catalogue's own: product_visible_at and product_shown_price at the markup the caller read from the settings. A
+-- catalogue's own: product_visible_at and product_shown_price at the markup of the product's source category
+-- override, or else the one the caller read from the settings. A
 -- local code or file product is claimed and ends `success`; a source product (not of type service) ends `pending`
 -- with p_source_message, and the caller forwards it to the source site after the commit (src/sync/upstream.ts).
 -- A refusal raises SQLSTATE RG001 with its reason as message (one of SQL_REFUSALS, src/ordering/refusals.ts) and a
@@ -68,7 +69,8 @@ BEGIN
     JOIN categories c ON c.id = p.category_id
     LEFT JOIN source_overrides po ON po.source_id = p.source_id
     LEFT JOIN source_category_overrides co ON co.source_id = c.source_id
-    CROSS JOIN LATERAL (SELECT product_shown_price(p.source_id, p.price, po.fixed_price, po.price_adjust, p_markup) AS price) sp
+    CROSS JOIN LATERAL (SELECT product_shown_price(p.source_id, p.price, po.fixed_price, po.price_adjust,
+                                                  COALESCE(co.markup_percent, p_markup)) AS price) sp
    WHERE p.id = p_product_id;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'product_unavailable' USING ERRCODE = 'RG001';

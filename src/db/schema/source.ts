@@ -21,13 +21,19 @@ export const sourceOverrides = pgTable(
   (t) => [check('source_overrides_fixed_price', sql`${t.fixedPrice} IS NULL OR ${t.fixedPrice} >= 0`)],
 );
 
-/** Admin overrides of source categories (rename, hide), keyed by the source's category id. */
-export const sourceCategoryOverrides = pgTable('source_category_overrides', {
-  sourceId: text('source_id').primaryKey(),
-  name: text('name'),
-  hidden: boolean('hidden'),
-  updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
-});
+/** Admin overrides of source categories (rename, hide, markup), keyed by the source's category id. */
+export const sourceCategoryOverrides = pgTable(
+  'source_category_overrides',
+  {
+    sourceId: text('source_id').primaryKey(),
+    name: text('name'),
+    hidden: boolean('hidden'),
+    /** The markup of this category's products instead of price_markup_percent (same range); null = the global one. */
+    markupPercent: numeric('markup_percent', { precision: 6, scale: 2 }),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [check('source_category_overrides_markup', sql`${t.markupPercent} IS NULL OR ${t.markupPercent} >= 0`)],
+);
 
 /** One row per catalogue sync attempt, for `sync status` and the interval between runs. */
 export const syncRuns = pgTable('sync_runs', {

@@ -50,9 +50,20 @@ export function shownPrice(markup: string): SQL<string | null> {
   >`product_shown_price(${products.sourceId}, ${products.price}, ${o.fixedPrice}, ${o.priceAdjust}, COALESCE(${co.markupPercent}, ${markup}::numeric))`;
 }
 
-const visibilityFlags = sql`${products.hidden}, ${products.missing}, ${o.hidden}, ${categories.missing}, ${co.hidden}`;
+/**
+ * The setting hide_out_of_stock_source_products as the statement reads it (order_create reads it the same way), so
+ * that the list, the read and the order agree: the registry's boolean words, and its default (true) when no row.
+ */
+const hideOutOfStock = sql`COALESCE((SELECT lower(btrim(s.value)) IN ('true', '1', 'yes', 'on') FROM settings s
+  WHERE s.key = 'hide_out_of_stock_source_products'), true)`;
 
-/** What makes a product invisible to the public (SQL function product_visible): hidden, gone, or in an invisible category. */
+const visibilityFlags = sql`${products.hidden}, ${products.missing}, ${o.hidden}, ${categories.missing}, ${co.hidden},
+  ${products.sourceId}, ${products.sourceStock}, ${products.sourceStatus}, ${hideOutOfStock}`;
+
+/**
+ * What makes a product invisible to the public (SQL function product_visible): hidden, gone, in an invisible
+ * category, or a source product out of stock at the last sync while hide_out_of_stock_source_products is on.
+ */
 export const visible: SQL = sql`product_visible(${visibilityFlags})`;
 
 /** Visible, and its price at this markup can be shown (SQL function product_visible_at): what the public lists, reads and orders. */
@@ -60,12 +71,13 @@ export const visibleAt = (markup: string): SQL => sql`product_visible_at(${visib
 
 /**
  * When the shown data last changed: the row itself, its override, or (source products) the markup setting, whose
- * change reprices them all; otherwise a delta client (updated_after) would miss new prices until its next full run.
+ * change reprices them all, and hide_out_of_stock_source_products, whose change hides or shows them; otherwise a delta client (updated_after) would miss new prices until its next full run.
  * A change of a category override (its name, hidden, markup_percent) bumps its products' own updated_at in its
  * transaction (src/sync/overrides.ts, setCategory).
  */
 export const shownUpdatedAt = sql<Date>`GREATEST(${products.updatedAt}, COALESCE(${o.updatedAt}, ${products.updatedAt}),
-  CASE WHEN ${products.sourceId} IS NOT NULL THEN (SELECT s.updated_at FROM settings s WHERE s.key = 'price_markup_percent') END)`;
+  CASE WHEN ${products.sourceId} IS NOT NULL THEN (SELECT max(s.updated_at) FROM settings s
+    WHERE s.key IN ('price_markup_percent', 'hide_out_of_stock_source_products')) END)`;
 
 export const shownSearch = sql<string>`COALESCE(${o.searchText}, ${products.searchText})`;
 

@@ -109,6 +109,11 @@ export const settingDefs = {
     default: '10',
     help: 'every Nth sync reads the whole source catalogue (the others only its changes, when the source supports updated_after)',
   }),
+  hide_out_of_stock_source_products: def({
+    schema: bool,
+    default: 'true',
+    help: 'hide a source product the last sync found out of stock (stock 0); it shows again when a sync finds it restocked',
+  }),
   price_markup_percent: def({
     schema: z
       .string()

@@ -30,6 +30,7 @@ describe('an intermediary is itself the source of another intermediary', () => {
       source_api_key: account.api_key,
       cron_token: CRON_TOKEN,
       products_cache_seconds: '0',
+      hide_out_of_stock_source_products: 'false',
     })) {
       await third.adminData('PUT', `/admin/v1/settings/${k}`, { value: v });
     }

@@ -221,6 +221,8 @@ export async function midOnFake(opts: { markup?: string; timeoutSeconds?: number
   await set('cron_token', FAKE_CRON_TOKEN);
   await set('sync_timeout_seconds', String(opts.timeoutSeconds ?? 5));
   await set('products_cache_seconds', '0');
+  // Off, so that a fake product answered with stock 0 is still listed (test/intermediary/out-of-stock.test.ts tests it on).
+  await set('hide_out_of_stock_source_products', 'false');
   if (opts.markup) await set('price_markup_percent', opts.markup);
   const buyer = await makeUser(mid, { name: 'buyer', balance: 1_000_000 });
   const headers = { authorization: `Bearer ${buyer.api_key}` };

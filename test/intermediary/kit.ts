@@ -10,7 +10,7 @@ export const CRON_TOKEN = 'cron-token-for-tests';
  * Two shops, each with its own database: `source` serves the ordering API on a real 127.0.0.1 socket; `mid` is the
  * intermediary, configured as an admin would (source_url, source_api_key of its account on the source, cron token).
  */
-export async function twoShops(opts: { markup?: string } = {}) {
+export async function twoShops(opts: { markup?: string; hideOutOfStock?: boolean } = {}) {
   const source = await createTestApp();
   const sourceUrl = await source.listen();
   const account = await makeUser(source, { name: 'intermediary', balance: 10_000_000 });
@@ -22,6 +22,8 @@ export async function twoShops(opts: { markup?: string } = {}) {
   await set('sync_timeout_seconds', '5');
   await set('products_cache_seconds', '0');
   if (opts.markup) await set('price_markup_percent', opts.markup);
+  // Off unless a test says otherwise: most tests list source products that have no codes upstream (docs/configuration.md).
+  await set('hide_out_of_stock_source_products', opts.hideOutOfStock ? 'true' : 'false');
   const answers: string[] = [];
   /** Every answer of the intermediary is kept, so a test can check that the source address never appears in one. */
   const record = (res: LightMyRequestResponse) => {

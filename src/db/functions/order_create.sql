@@ -1,6 +1,7 @@
 -- Order creation in one statement, for every product (docs/decisions.md, "One order function"). Its rules are the
 -- catalogue's own: product_visible_at and product_shown_price at the markup of the product's source category
--- override, or else the one the caller read from the settings. A
+-- override, or else the one the caller read from the settings; hide_out_of_stock_source_products read from the
+-- settings table as the catalogue reads it (src/catalog/queries.ts, default true when no row). A
 -- local code or file product is claimed and ends `success`; a source product (not of type service) ends `pending`
 -- with p_source_message, and the caller forwards it to the source site after the commit (src/sync/upstream.ts).
 -- A refusal raises SQLSTATE RG001 with its reason as message (one of SQL_REFUSALS, src/ordering/refusals.ts) and a
@@ -62,7 +63,10 @@ BEGIN
   END IF;
 
   SELECT COALESCE(po.name, p.name) AS name, p.type, sp.price, p.min_qty, p.max_qty, p.source_id,
-         product_visible_at(p.hidden, p.missing, po.hidden, c.missing, co.hidden, sp.price) AS visible,
+         product_visible_at(p.hidden, p.missing, po.hidden, c.missing, co.hidden, p.source_id, p.source_stock, p.source_status,
+                            COALESCE((SELECT lower(btrim(s.value)) IN ('true', '1', 'yes', 'on') FROM settings s
+                                       WHERE s.key = 'hide_out_of_stock_source_products'), true),
+                            sp.price) AS visible,
          EXISTS (SELECT 1 FROM product_files f WHERE f.product_id = p.id) AS has_files
     INTO v_prod
     FROM products p

@@ -1,11 +1,13 @@
 import { z } from 'zod';
 
+/** The words a boolean setting reads as true (trimmed, any case); SQL that reads a boolean setting uses the same list. */
+export const BOOLEAN_TRUE_WORDS = ['true', '1', 'yes', 'on'] as const;
 const bool = z
   .string()
   .trim()
   .toLowerCase()
   .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']))
-  .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+  .transform((v) => (BOOLEAN_TRUE_WORDS as readonly string[]).includes(v));
 const int = (min: number, max: number) =>
   z
     .string()

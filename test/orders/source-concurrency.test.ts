@@ -34,8 +34,10 @@ describe(`source product orders under concurrency (${RACE})`, () => {
       ),
     );
     const [product] = rowsOf<{ id: number }>(
-      await t.deps.db.execute(sql`INSERT INTO products (category_id, name, type, price, source_id, search_text, sort)
-        VALUES (${cat!.id}, 'Card', 'code', 100, ${`p-${tag}`}, 'card', 0) RETURNING id`),
+      // In stock at the source (the last sync's stock and status): an out-of-stock source product is hidden by default.
+      await t.deps.db
+        .execute(sql`INSERT INTO products (category_id, name, type, price, source_id, source_stock, source_status, search_text, sort)
+        VALUES (${cat!.id}, 'Card', 'code', 100, ${`p-${tag}`}, 100, 'in_stock', 'card', 0) RETURNING id`),
     );
     // Shown price: ceil(100 x 1.10) + 5 = 115; a balance of 1000 pays 8 orders and leaves 80.
     await t.deps.db.execute(sql`INSERT INTO source_overrides (source_id, price_adjust) VALUES (${`p-${tag}`}, 5)`);

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 import { loadWith } from './lib.js';
-import { createContext, queryOn, type BenchContext } from './table/context.js';
+import { createContext, DEFAULT_SERVER_URL, queryOn, type BenchContext } from './table/context.js';
 
 /**
  * Sustained orders (docs/PERFORMANCE.md, "Orders that do not slow down"): one reseller orders one code product without
  * pause for 60 s (BENCH_SECONDS shortens it) on the bench's PostgreSQL server as it is, autovacuum off on this
- * machine's, and nothing vacuums before or during the run. Each 10 s window prints its orders/s and what PostgreSQL
+ * machine's, and nothing vacuums before or during the run. Also the table's `sustained` row (bench/table/feature-rows.ts). Each 10 s window prints its orders/s and what PostgreSQL
  * read per order: buffers of the user tables and indexes, the ones of the request_id lookup (both indexes it could
  * walk), the code claim's partial index and the reseller's row, and how many balance updates were HOT. The machine is
  * shared: orders/s moves with the neighbours, buffers per order and the HOT share do not.
@@ -56,21 +56,39 @@ function orderRequest(ctx: BenchContext, productId: string): autocannon.Request 
   };
 }
 
-export async function run(seconds: number): Promise<void> {
-  const total = process.env.BENCH_SECONDS ? seconds : 60;
+export type Sustained = {
+  window: number;
+  autovacuum: string;
+  stock: number;
+  /** orders/s and p99 (ms) of each window, and its line of per-order figures. */
+  windows: { okRps: number; p99: number; line: string }[];
+  /** The last window's orders/s ÷ the first's. */
+  ratio: number;
+};
+
+/**
+ * `total` seconds of orders by one reseller in windows of 10 s (or half of `total`), on a database of its own on the
+ * server of `serverUrl`; `log` gets each window's line as it ends.
+ */
+export async function measureSustained(
+  serverUrl: string,
+  total: number,
+  connections: number,
+  log: (line: string) => void = () => {},
+): Promise<Sustained> {
   const window = Math.min(10, total / 2);
   const windows = Math.max(2, Math.floor(total / window));
-  const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-  const ctx = await createContext(window, connections);
+  const ctx = await createContext(window, connections, serverUrl);
   try {
     const stock = Number(process.env.BENCH_SUSTAINED_STOCK ?? Math.ceil(total * 2500));
     const productId = await ctx.codeProduct(stock);
     const { rows: av } = await queryOn(ctx.serverUrl, 'SHOW autovacuum');
-    console.log(
-      `${windows} windows of ${window} s, ${connections} connections, one reseller, ${stock} codes in stock, autovacuum ${(av[0] as { autovacuum: string }).autovacuum}, no vacuum`,
+    const autovacuum = (av[0] as { autovacuum: string }).autovacuum;
+    log(
+      `${windows} windows of ${window} s, ${connections} connections, one reseller, ${stock} codes in stock, autovacuum ${autovacuum}, no vacuum`,
     );
     const request = orderRequest(ctx, productId);
-    const rates: number[] = [];
+    const results: Sustained['windows'] = [];
     let before = await counters(ctx.dbUrl);
     for (let w = 0; w < windows; w++) {
       const r = await loadWith({ url: ctx.ours.base, requests: [request], duration: window, connections });
@@ -79,18 +97,29 @@ export async function run(seconds: number): Promise<void> {
       const per = (a: number, b: number) => ((a - b) / orders).toFixed(1);
       const idx = (name: string) => per(after.index[name] ?? 0, before.index[name] ?? 0);
       const hotShare = (100 * (after.hot - before.hot)) / orders;
-      rates.push(r.okRps);
-      console.log(
+      const line =
         `${w * window}-${(w + 1) * window} s: ${r.okRps} orders/s, p99 ${r.p99} ms` +
-          `${r.non2xx + r.errors > 0 ? ` (${r.non2xx} non-2xx, ${r.errors} errors)` : ''}; per order: ${per(after.blocks, before.blocks)} buffers, ` +
-          `lookup ${idx('orders_user_request_uq')} (+ ${idx('orders_user_created_idx')} on (user_id, id)), claim index ${idx('codes_available_idx')}, ` +
-          `users row ${per(after.usersHeap, before.usersHeap)} heap + ${idx('users_pkey')} index; HOT ${hotShare.toFixed(1)} %, users ${after.usersPages} pages`,
-      );
+        `${r.non2xx + r.errors > 0 ? ` (${r.non2xx} non-2xx, ${r.errors} errors)` : ''}; per order: ${per(after.blocks, before.blocks)} buffers, ` +
+        `lookup ${idx('orders_user_request_uq')} (+ ${idx('orders_user_created_idx')} on (user_id, id)), claim index ${idx('codes_available_idx')}, ` +
+        `users row ${per(after.usersHeap, before.usersHeap)} heap + ${idx('users_pkey')} index; HOT ${hotShare.toFixed(1)} %, users ${after.usersPages} pages`;
+      results.push({ okRps: r.okRps, p99: r.p99, line });
+      log(line);
       before = after;
     }
-    const ratio = rates[0]! > 0 ? Math.round((rates[rates.length - 1]! / rates[0]!) * 100) / 100 : 0;
-    console.log(`last ${window} s / first ${window} s: ${ratio} (target ≥ 0.9: ${ratio >= 0.9 ? 'met' : 'missed'})`);
+    const first = results[0]!.okRps;
+    const ratio = first > 0 ? Math.round((results[results.length - 1]!.okRps / first) * 100) / 100 : 0;
+    return { window, autovacuum, stock, windows: results, ratio };
   } finally {
     await ctx.close();
   }
+}
+
+/** The server the sustained orders run on: the machine's own PostgreSQL (autovacuum off here), unless told otherwise. */
+export const sustainedServerUrl = () => process.env.BENCH_SUSTAINED_DATABASE_URL ?? process.env.BENCH_DATABASE_URL ?? DEFAULT_SERVER_URL;
+
+/** `npm run bench -- sustained`: 60 s (BENCH_SUSTAINED_SECONDS, or BENCH_SECONDS, shortens it). */
+export async function run(seconds: number): Promise<void> {
+  const total = Number(process.env.BENCH_SUSTAINED_SECONDS ?? (process.env.BENCH_SECONDS ? seconds : 60));
+  const s = await measureSustained(sustainedServerUrl(), total, Number(process.env.BENCH_CONNECTIONS ?? 50), (line) => console.log(line));
+  console.log(`last ${s.window} s / first ${s.window} s: ${s.ratio} (target ≥ 0.9: ${s.ratio >= 0.9 ? 'met' : 'missed'})`);
 }

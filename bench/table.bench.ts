@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createContext, DEFAULT_SERVER_URL, queryOn } from './table/context.js';
-import { ROOT } from './table/procs.js';
+import { throwawayCluster, type Cluster } from '../scripts/pg-cluster.js';
+import { createContext, queryOn, type BenchContext } from './table/context.js';
+import { killAll, ROOT } from './table/procs.js';
 import { rows, type Row } from './table/rows.js';
 
 /**
@@ -10,6 +11,9 @@ import { rows, type Row } from './table/rows.js';
  * PostgreSQL, the server under test in a child process. Prints the table and writes it, with the command and the
  * machine, between the markers of docs/PERFORMANCE.md (the rest of that file is prose kept by hand).
  * BENCH_ROWS=products,balance runs only those rows; BENCH_CONNECTIONS sets the connection count (default 50).
+ * The rows run on a throwaway PostgreSQL cluster with initdb's defaults (autovacuum on; scripts/pg-cluster.ts), removed
+ * at the end, also after an error or on SIGINT/SIGTERM; BENCH_DATABASE_URL runs them on a server of one's own instead.
+ * The sustained row runs on the machine's own PostgreSQL (bench/sustained.bench.ts).
  */
 const START = '<!-- bench:start -->';
 const END = '<!-- bench:end -->';
@@ -27,22 +31,87 @@ function markdown(table: Row[]): string {
 function command(seconds: number, connections: number): string {
   const env = [`BENCH_SECONDS=${seconds}`];
   if (connections !== 50) env.push(`BENCH_CONNECTIONS=${connections}`);
-  const url = new URL(process.env.BENCH_DATABASE_URL ?? DEFAULT_SERVER_URL);
-  url.password = url.password ? '***' : '';
-  env.push(`BENCH_DATABASE_URL=${url.toString()}`);
-  if (process.env.BENCH_ROWS) env.push(`BENCH_ROWS=${process.env.BENCH_ROWS}`);
+  for (const name of ['BENCH_DATABASE_URL', 'BENCH_SUSTAINED_DATABASE_URL']) {
+    const given = process.env[name];
+    if (!given) continue;
+    const url = new URL(given);
+    url.password = url.password ? '***' : '';
+    env.push(`${name}=${url.toString()}`);
+  }
+  for (const name of ['BENCH_ROWS', 'BENCH_SUSTAINED_SECONDS', 'BENCH_POOL_SIZE', 'BENCH_LOG_LEVEL']) {
+    if (process.env[name]) env.push(`${name}=${process.env[name]}`);
+  }
   return `${env.join(' ')} npm run bench`;
 }
 
-async function machine(serverUrl: string, loadBefore: number[]): Promise<string> {
-  const { rows: v } = await queryOn(serverUrl, 'SHOW server_version');
+/** The machine, and the PostgreSQL server of the rows with the settings that decide the order figures. */
+async function machine(serverUrl: string, cluster: boolean, loadBefore: number[], loadPeak: number): Promise<string> {
+  const { rows: v } = await queryOn(
+    serverUrl,
+    `SELECT current_setting('server_version') AS version, current_setting('autovacuum') AS autovacuum, current_setting('fsync') AS fsync,
+            current_setting('synchronous_commit') AS sync, current_setting('shared_buffers') AS buffers`,
+  );
+  const s = v[0] as Record<string, string>;
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+  const where = cluster ? "a throwaway cluster with initdb's defaults" : 'the server of BENCH_DATABASE_URL';
   return [
     `- CPUs: ${os.availableParallelism()} (${os.cpus()[0]?.model ?? 'unknown'})`,
     `- memory: ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
-    `- node ${process.version}, PostgreSQL ${(v[0] as { server_version: string }).server_version}`,
-    `- load average (1, 5, 15 min) before the run: ${load(loadBefore)}; after: ${load(os.loadavg())}`,
+    `- node ${process.version}, PostgreSQL ${s.version} (${where}): autovacuum ${s.autovacuum}, fsync ${s.fsync}, ` +
+      `synchronous_commit ${s.sync}, shared_buffers ${s.buffers}; no vacuum between loads`,
+    `- load average (1, 5, 15 min) before the run: ${load(loadBefore)}; after: ${load(os.loadavg())}; ` +
+      `highest 1-min figure after a row: ${loadPeak.toFixed(2)}`,
   ].join('\n');
+}
+
+/** The server of the rows: a throwaway cluster, removed on a signal as well as by `release`, or BENCH_DATABASE_URL. */
+async function rowsServer(): Promise<{ url: string; cluster: Cluster | null; release(): void }> {
+  const given = process.env.BENCH_DATABASE_URL;
+  if (given) return { url: given, cluster: null, release: () => {} };
+  const cluster = await throwawayCluster({ prefix: 'rg-bench-pg' });
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`\nstopped by ${signal}: ending the servers and removing the throwaway cluster`);
+    killAll();
+    try {
+      cluster.remove();
+    } finally {
+      process.exit(130);
+    }
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return {
+    url: cluster.url,
+    cluster,
+    release: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      cluster.remove();
+    },
+  };
+}
+
+/** Runs the wanted rows in order; a row that throws shows as failed, with its reason, and the others still run. */
+async function runRows(ctx: BenchContext, wanted: string[] | undefined, table: Row[], after: () => void): Promise<void> {
+  for (const { id, fn } of rows) {
+    if (wanted && !wanted.includes(id)) continue;
+    process.stdout.write(`  ${id} ... `);
+    const t0 = Date.now();
+    try {
+      const got = await fn(ctx);
+      for (const row of Array.isArray(got) ? got : [got]) {
+        table.push(row);
+        console.log(`${row.ours} vs ${row.limit} (ratio ${row.ratio ?? '—'})`);
+      }
+    } catch (err) {
+      // One broken row must not hide the others: it shows as failed, with the reason.
+      const message = err instanceof Error ? err.message : String(err);
+      table.push({ name: id, ours: 'failed', limit: '—', ratio: null, target: '—', met: false, note: message.slice(0, 200) });
+      console.log(`failed: ${message}`);
+    }
+    console.log(`    (${id}: ${Math.round((Date.now() - t0) / 1000)} s, load average ${os.loadavg()[0]!.toFixed(2)})`);
+    after();
+  }
 }
 
 export async function run(seconds: number): Promise<void> {
@@ -53,33 +122,30 @@ export async function run(seconds: number): Promise<void> {
   const unknown = wanted?.filter((id) => !rows.some((r) => r.id === id)) ?? [];
   if (unknown.length > 0) throw new Error(`unknown row(s) ${unknown.join(', ')}; known: ${rows.map((r) => r.id).join(', ')}`);
   const loadBefore = os.loadavg();
+  let loadPeak = loadBefore[0]!;
   const started = new Date();
-  console.log(`performance table: ${seconds} s per load, ${connections} connections, server under test in a child process on PostgreSQL`);
-  const ctx = await createContext(seconds, connections);
+  const server = await rowsServer();
+  const where = server.cluster ? `a throwaway PostgreSQL cluster (port ${server.cluster.port})` : 'the server of BENCH_DATABASE_URL';
+  console.log(`performance table: ${seconds} s per load, ${connections} connections, server under test in a child process on ${where}`);
   const table: Row[] = [];
+  let about: string;
   try {
-    for (const { id, fn } of rows) {
-      if (wanted && !wanted.includes(id)) continue;
-      process.stdout.write(`  ${id} ... `);
-      try {
-        const row = await fn(ctx);
-        table.push(row);
-        console.log(`${row.ours} vs ${row.limit} (ratio ${row.ratio ?? '—'})`);
-      } catch (err) {
-        // One broken row must not hide the others: it shows as failed, with the reason.
-        const message = err instanceof Error ? err.message : String(err);
-        table.push({ name: id, ours: 'failed', limit: '—', ratio: null, target: '—', met: false, note: message.slice(0, 200) });
-        console.log(`failed: ${message}`);
-      }
+    const ctx = await createContext(seconds, connections, server.url);
+    try {
+      await runRows(ctx, wanted, table, () => (loadPeak = Math.max(loadPeak, os.loadavg()[0]!)));
+    } finally {
+      await ctx.close();
     }
+    about = await machine(server.url, server.cluster !== null, loadBefore, loadPeak);
   } finally {
-    await ctx.close();
+    server.release();
   }
   const md = markdown(table);
-  console.log(`\n${md}\n`);
+  const took = Math.round((Date.now() - started.getTime()) / 1000);
+  console.log(`\n${md}\n\ntook ${took} s`);
   const block = [
     START,
-    `Run of ${started.toISOString()}, ${seconds} s per load, ${connections} connections:`,
+    `Run of ${started.toISOString()}, ${seconds} s per load, ${connections} connections, ${took} s in all:`,
     '',
     '```sh',
     command(seconds, connections),
@@ -89,7 +155,7 @@ export async function run(seconds: number): Promise<void> {
     '',
     'Machine:',
     '',
-    await machine(ctx.serverUrl, loadBefore),
+    about,
     END,
   ].join('\n');
   const file = path.join(ROOT, 'docs/PERFORMANCE.md');

@@ -1,22 +1,27 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 import { loadWith, type LoadResult } from '../lib.js';
-import { PRODUCTS_PATH, queryOn, type BenchContext } from './context.js';
+import { OURS_LOG_LEVEL, PRODUCTS_PATH, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
-import { syncRow, webhooksRow } from './feature-rows.js';
-import { pgbench, pgbenchStatement } from './pgbench.js';
+import { sustainedRow, syncRow, webhooksRow } from './feature-rows.js';
+import { pgbench, pgbenchStatement, tpcbTables, type PgbenchResult } from './pgbench.js';
 import { pgServerCpuMs } from './pgcpu.js';
 
 /** One line of the table. `ours` and `limit` are measured in the same run; `met` is null when the row has no target. */
 export type Row = { name: string; ours: string; limit: string; ratio: number | null; target: string; met: boolean | null; note: string };
-/** A row measures itself: add a function to `rows` below. */
-export type RowFn = (ctx: BenchContext) => Promise<Row>;
+/** A row measures itself: add a function to `rows` below. One function may give several lines (the order rows). */
+export type RowFn = (ctx: BenchContext) => Promise<Row | Row[]>;
 
 const ratioOf = (ours: number, limit: number) => (limit > 0 ? Math.round((ours / limit) * 100) / 100 : 0);
 const rate = (r: LoadResult, unit = 'req/s') => `${r.okRps} ${unit}, p99 ${r.p99} ms`;
 const cpuNote = (ours: LoadResult & { cpuUs: number }, limit: { cpuUs: number }) =>
   `server CPU ${ours.cpuUs} µs/request (bare ${limit.cpuUs})${problems(ours)}`;
 const problems = (r: LoadResult) => (r.non2xx + r.errors > 0 ? ` (${r.non2xx} non-2xx, ${r.errors} errors)` : '');
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
 
 function get(ctx: BenchContext, url: string, headers: Record<string, string> = {}, connections = ctx.connections): Promise<LoadResult> {
   return loadWith({ url, headers, duration: ctx.seconds, connections });
@@ -37,44 +42,78 @@ async function warm(url: string, headers: Record<string, string> = {}): Promise<
   await loadWith({ url, headers, duration: 1, connections: 10 });
 }
 
-/** Order creation at full speed: one reseller, one code product, quantity 1, a unique request_id per request. */
-async function orderLoad(ctx: BenchContext, opts: { signed: boolean; connections?: number }): Promise<LoadResult> {
-  const productId = await ctx.codeProduct(ctx.seconds * 4000);
-  // Every order load starts from vacuumed tables, as pgbench vacuums its own before each run: otherwise a load pays
-  // for the dead row versions the loads before it left (the reseller's row, the sold codes' index entries), and the
-  // order of the rows in the table, not the code, decides a comparison such as signed against unsigned.
-  await queryOn(ctx.dbUrl, 'VACUUM users, codes, orders, balance_ledger, api_nonces');
+type Reseller = { id: number; api_key: string };
+
+/** One reseller's order request: one code product, quantity 1, a unique request_id each time, signed on demand. */
+function orderRequest(productId: string, reseller: Reseller, signed: boolean): autocannon.Request {
   const tag = randomBytes(4).toString('hex');
   let n = 0;
-  const key = ctx.user.api_key;
-  const request: autocannon.Request = {
+  return {
     method: 'POST',
     path: '/api/v1/order/create',
     setupRequest: (req) => {
       const body = JSON.stringify({ product_id: productId, quantity: 1, request_id: `b-${tag}-${n++}` });
-      const headers: Record<string, string> = { ...ctx.auth, 'content-type': 'application/json' };
-      if (opts.signed) {
+      const headers: Record<string, string> = { authorization: `Bearer ${reseller.api_key}`, 'content-type': 'application/json' };
+      if (signed) {
         const ts = String(Math.floor(Date.now() / 1000));
         const nonce = randomBytes(16).toString('hex');
         headers['x-api-timestamp'] = ts;
         headers['x-api-nonce'] = nonce;
         headers['x-api-signature'] =
-          `sha256=${createHmac('sha256', key).update(`POST\n/api/v1/order/create\n${ts}\n${nonce}\n${body}`).digest('hex')}`;
+          `sha256=${createHmac('sha256', reseller.api_key).update(`POST\n/api/v1/order/create\n${ts}\n${nonce}\n${body}`).digest('hex')}`;
       }
       return { ...req, headers, body };
     },
   };
-  return loadWith({ url: ctx.ours.base, requests: [request], duration: ctx.seconds, connections: opts.connections ?? ctx.connections });
 }
 
-export const products: RowFn = async (ctx) => {
-  await warm(ctx.ours.base + PRODUCTS_PATH, ctx.auth);
-  const ours = await measured(ctx.ours, () => get(ctx, ctx.ours.base + PRODUCTS_PATH, ctx.auth));
-  await warm(`${ctx.bare.base}/products`);
-  const limit = await measured(ctx.bare, () => get(ctx, `${ctx.bare.base}/products`));
+/**
+ * Order creation at full speed, one code product, quantity 1, a unique request_id per request. With several
+ * resellers, connection i orders as reseller i mod their count, each with its own key. Stock is topped up before the
+ * load; nothing is vacuumed (loads run back to back, as in production between autovacuum's visits).
+ */
+async function orderLoad(
+  ctx: BenchContext,
+  opts: { signed: boolean; connections?: number; resellers?: Reseller[]; seconds?: number },
+): Promise<LoadResult> {
+  const productId = await ctx.codeProduct(ctx.seconds * 4000);
+  const resellers = opts.resellers ?? [ctx.user];
+  let next = 0;
+  return loadWith({
+    url: ctx.ours.base,
+    requests: [orderRequest(productId, resellers[0]!, opts.signed)],
+    setupClient: (client) => client.setRequests([orderRequest(productId, resellers[next++ % resellers.length]!, opts.signed)]),
+    duration: opts.seconds ?? ctx.seconds,
+    connections: opts.connections ?? ctx.connections,
+  });
+}
+
+/**
+ * The bare stack doing TPC-B's writes in one call (bench/table/bare-server.ts, POST /tpcb): account, teller, branch
+ * and delta drawn as pgbench's tpcb-like script draws them, on the tables of `tpcbTables` at `scale`.
+ */
+function tpcbLoad(ctx: BenchContext, scale: number, seconds = ctx.seconds): Promise<LoadResult> {
+  const pick = (n: number) => 1 + Math.floor(Math.random() * n);
+  const request: autocannon.Request = {
+    method: 'POST',
+    path: '/tpcb',
+    setupRequest: (req) => ({
+      ...req,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ aid: pick(100_000 * scale), tid: pick(10 * scale), bid: pick(scale), delta: pick(10_001) - 5001 }),
+    }),
+  };
+  return loadWith({ url: ctx.bare.base, requests: [request], duration: seconds, connections: ctx.connections });
+}
+
+async function productsRow(ctx: BenchContext, path: string, barePath: string, name: string): Promise<Row> {
+  await warm(ctx.ours.base + path, ctx.auth);
+  const ours = await measured(ctx.ours, () => get(ctx, ctx.ours.base + path, ctx.auth));
+  await warm(ctx.bare.base + barePath);
+  const limit = await measured(ctx.bare, () => get(ctx, ctx.bare.base + barePath));
   const ratio = ratioOf(ours.okRps, limit.okRps);
   return {
-    name: `cached GET ${PRODUCTS_PATH} with a key`,
+    name,
     ours: rate(ours),
     limit: `bare Fastify, same bytes: ${rate(limit)}`,
     ratio,
@@ -82,6 +121,52 @@ export const products: RowFn = async (ctx) => {
     met: ratio >= 0.75,
     note: cpuNote(ours, limit),
   };
+}
+
+export const products: RowFn = (ctx) =>
+  productsRow(ctx, PRODUCTS_PATH, '/products', `cached GET ${PRODUCTS_PATH} with a key (20 short products, no description)`);
+
+export const productsLarge: RowFn = (ctx) =>
+  productsRow(
+    ctx,
+    ctx.largeProductsPath,
+    '/products-large',
+    'the same, old large page (20 of 40 products with 200-character descriptions)',
+  );
+
+/**
+ * The small product page with a second server under test at LOG_LEVEL=info (the default: one access line per
+ * request), its stdout a pipe that the bench reads as a log collector would, against ours at the bench's level (warn)
+ * and bare Fastify sending the same bytes.
+ */
+export const accessLog: RowFn = async (ctx) => {
+  const info = await ctx.startAnother({ LOG_LEVEL: 'info' }, { stdout: 'pipe' });
+  try {
+    await warm(info.base + PRODUCTS_PATH, ctx.auth);
+    const out0 = info.stdout();
+    const atInfo = await measured(info, () => get(ctx, info.base + PRODUCTS_PATH, ctx.auth));
+    const out1 = info.stdout();
+    await warm(ctx.ours.base + PRODUCTS_PATH, ctx.auth);
+    const quiet = await measured(ctx.ours, () => get(ctx, ctx.ours.base + PRODUCTS_PATH, ctx.auth));
+    await warm(`${ctx.bare.base}/products`);
+    const bare = await measured(ctx.bare, () => get(ctx, `${ctx.bare.base}/products`));
+    const lines = out1.lines - out0.lines;
+    const ratio = ratioOf(atInfo.okRps, bare.okRps);
+    return {
+      name: `cached GET ${PRODUCTS_PATH} at LOG_LEVEL=info (access log to a pipe)`,
+      ours: rate(atInfo),
+      limit: `bare Fastify, same bytes: ${rate(bare)}; ours at ${OURS_LOG_LEVEL}: ${rate(quiet)}`,
+      ratio,
+      target: '≥ 0.75 (the products target, at the default level)',
+      met: ratio >= 0.75,
+      note:
+        `info ÷ ${OURS_LOG_LEVEL}: ${ratioOf(atInfo.okRps, quiet.okRps)}; ${(lines / Math.max(1, atInfo.total)).toFixed(2)} log lines per request ` +
+        `(${Math.round((out1.bytes - out0.bytes) / Math.max(1, lines))} bytes each); server CPU ${atInfo.cpuUs} µs/request ` +
+        `(at ${OURS_LOG_LEVEL} ${quiet.cpuUs}, bare ${bare.cpuUs})${problems(atInfo)}`,
+    };
+  } finally {
+    await info.stop();
+  }
 };
 
 export const balance: RowFn = async (ctx) => {
@@ -118,39 +203,99 @@ async function orderStatementLimit(ctx: BenchContext): Promise<{ tps: number; cl
   return { tps: r.tps, clients };
 }
 
-/** Runs `fn` and answers the CPU time (ms) PostgreSQL and our server spent meanwhile (null when not measurable here). */
-async function cpuDuring<T>(ctx: BenchContext, fn: () => Promise<T>): Promise<{ result: T; pgMs: number | null; serverMs: number }> {
+/** Runs `fn` and answers the CPU time (ms) PostgreSQL and `proc` spent meanwhile (pg null when not measurable here). */
+async function cpuDuring<T>(
+  ctx: BenchContext,
+  proc: Proc,
+  fn: () => Promise<T>,
+): Promise<{ result: T; pgMs: number | null; serverMs: number }> {
   const pg0 = await pgServerCpuMs(ctx.serverUrl);
-  const s0 = ctx.ours.cpuMs();
+  const s0 = proc.cpuMs();
   const result = await fn();
-  const s1 = ctx.ours.cpuMs();
+  const s1 = proc.cpuMs();
   const pg1 = await pgServerCpuMs(ctx.serverUrl);
   return { result, pgMs: pg0 === null || pg1 === null ? null : pg1 - pg0, serverMs: s1 - s0 };
 }
 
 const perTx = (ms: number | null, n: number) => (ms === null || n === 0 ? '?' : `${Math.round((ms * 1000) / n)} µs`);
+type Timed = { pgMs: number | null; serverMs: number; n: number };
+const sumCpu = (xs: Timed[]) => ({
+  pgMs: xs.some((x) => x.pgMs === null) ? null : xs.reduce((a, x) => a + x.pgMs!, 0),
+  serverMs: xs.reduce((a, x) => a + x.serverMs, 0),
+  n: xs.reduce((a, x) => a + x.n, 0),
+});
+const LOADS = 3;
 
-export const orders: RowFn = async (ctx) => {
-  await ctx.codeProduct(ctx.seconds * 4000); // stock imported before the measured window
-  const o = await cpuDuring(ctx, () => orderLoad(ctx, { signed: false }));
-  const ours = o.result;
-  const t = await cpuDuring(ctx, () => pgbench(ctx.serverUrl, ctx.connections, ctx.seconds));
-  const limit = t.result;
-  const own = await orderStatementLimit(ctx);
-  const ratio = ratioOf(ours.okRps, limit.tps);
-  const tpcbCount = limit.tps * ctx.seconds;
-  return {
-    name: 'POST /api/v1/order/create (one reseller, one code product, unique request_ids)',
-    ours: rate(ours, 'orders/s'),
-    limit: `pgbench tpcb-like, ${ctx.connections} clients: ${limit.tps} tps, latency avg ${limit.latencyMs} ms`,
-    ratio,
-    target: '≥ 0.8, p99 < 100 ms',
-    met: ratio >= 0.8 && ours.p99 < 100,
-    note:
-      `CPU per order: PostgreSQL ${perTx(o.pgMs, ours.total)}, our server ${perTx(o.serverMs, ours.total)} (PostgreSQL per tpcb-like transaction: ${perTx(t.pgMs, tpcbCount)}). ` +
-      `PostgreSQL alone running our order statement (pgbench, ${own.clients} clients, as many as we send one reseller's orders at once): ${own.tps} tps, so ours is ${ratioOf(ours.okRps, own.tps)} of it${problems(ours)}`,
-  };
-};
+/**
+ * Orders at a hot-row count: `count` resellers (one balance row each) against the bare stack and pgbench at scale
+ * `count` (one branch row each), same client count. LOADS loads of ours, each followed by one of the bare stack and
+ * one of pgbench, back to back without a vacuum; the ratios are the medians of the per-round ratios, "holds" is our
+ * last load ÷ our first. Two lines: against the bare stack (the real limit for one call) and against pgbench.
+ */
+async function orderRows(ctx: BenchContext, count: number): Promise<Row[]> {
+  const resellers = await ctx.resellers(count);
+  await tpcbTables(ctx.dbUrl, count);
+  await ctx.codeProduct(ctx.seconds * 4000);
+  // Both stacks warm their JIT and their pools first (not measured).
+  await orderLoad(ctx, { signed: false, resellers, seconds: 1, connections: 10 });
+  await tpcbLoad(ctx, count, 1);
+  const ours: (LoadResult & Timed)[] = [];
+  const bare: (LoadResult & Timed)[] = [];
+  const tpcb: (PgbenchResult & Timed)[] = [];
+  for (let i = 0; i < LOADS; i++) {
+    await ctx.codeProduct(ctx.seconds * 4000); // stock imported before the measured window
+    const o = await cpuDuring(ctx, ctx.ours, () => orderLoad(ctx, { signed: false, resellers }));
+    ours.push({ ...o.result, ...o, n: o.result.total });
+    const b = await cpuDuring(ctx, ctx.bare, () => tpcbLoad(ctx, count));
+    bare.push({ ...b.result, ...b, n: b.result.total });
+    const t = await cpuDuring(ctx, ctx.bare, () => pgbench(ctx.dbUrl, ctx.connections, ctx.seconds));
+    tpcb.push({ ...t.result, ...t, n: t.result.tps * ctx.seconds });
+  }
+  const own = count === 1 ? await orderStatementLimit(ctx) : null;
+  const vsBare = median(ours.map((o, i) => ratioOf(o.okRps, bare[i]!.okRps)));
+  const vsPgbench = median(ours.map((o, i) => ratioOf(o.okRps, tpcb[i]!.tps)));
+  const p99 = median(ours.map((o) => o.p99));
+  const holds = ratioOf(ours[LOADS - 1]!.okRps, ours[0]!.okRps);
+  const list = (xs: number[]) => xs.join(', ');
+  const who = count === 1 ? 'one reseller' : `${count} resellers, connection i as reseller i mod ${count}`;
+  const oursText =
+    `${list(ours.map((o) => o.okRps))} orders/s, p99 ${list(ours.map((o) => o.p99))} ms (loads 1-${LOADS}); ` +
+    `holds ${holds} (last ÷ first)${problems({ ...ours[0]!, non2xx: ours.reduce((a, o) => a + o.non2xx, 0), errors: ours.reduce((a, o) => a + o.errors, 0) })}`;
+  const o = sumCpu(ours);
+  const b = sumCpu(bare);
+  const t = sumCpu(tpcb);
+  const name = `POST /api/v1/order/create (${who}, one code product, unique request_ids)`;
+  return [
+    {
+      name,
+      ours: oursText,
+      limit:
+        `bare Fastify + pg pool of ${process.env.BENCH_POOL_SIZE ?? 10}, one plpgsql call doing TPC-B's writes, scale ${count}: ` +
+        `${list(bare.map((x) => x.okRps))} req/s, p99 ${list(bare.map((x) => x.p99))} ms`,
+      ratio: vsBare,
+      target: '≥ 0.6, p99 < 100 ms',
+      met: vsBare >= 0.6 && p99 < 100,
+      note:
+        `median of ${LOADS} alternating rounds, p99 median ${p99} ms. CPU per order: PostgreSQL ${perTx(o.pgMs, o.n)}, our server ${perTx(o.serverMs, o.n)}; ` +
+        `per bare call: PostgreSQL ${perTx(b.pgMs, b.n)}, bare server ${perTx(b.serverMs, b.n)}` +
+        (own
+          ? `. PostgreSQL alone running our order statement (pgbench, ${own.clients} clients, as many as we send one reseller's orders at once): ${own.tps} tps`
+          : ''),
+    },
+    {
+      name: `the same orders (${who}) against pgbench`,
+      ours: `median ${median(ours.map((x) => x.okRps))} orders/s`,
+      limit: `pgbench tpcb-like, scale ${count}, ${ctx.connections} clients, -n (no vacuum): ${list(tpcb.map((x) => x.tps))} tps`,
+      ratio: vsPgbench,
+      target: '≥ 0.8, p99 < 100 ms',
+      met: vsPgbench >= 0.8 && p99 < 100,
+      note: `median of ${LOADS} alternating rounds. PostgreSQL CPU per tpcb-like transaction: ${perTx(t.pgMs, t.n)}`,
+    },
+  ];
+}
+
+export const orders: RowFn = (ctx) => orderRows(ctx, 1);
+export const orders16: RowFn = (ctx) => orderRows(ctx, 16);
 
 export const signedOrders: RowFn = async (ctx) => {
   const unsigned = await orderLoad(ctx, { signed: false });
@@ -170,6 +315,7 @@ export const signedOrders: RowFn = async (ctx) => {
 /** The cached product page while orders are placed at full speed: a flash sale must not push it to its uncached rate. */
 export const readsDuringOrders: RowFn = async (ctx) => {
   const url = ctx.ours.base + PRODUCTS_PATH;
+  await ctx.codeProduct(ctx.seconds * 4000); // an import drops the page cache: not during the loads
   await warm(url, ctx.auth);
   const alone = await get(ctx, url, ctx.auth);
   const [during, orderRun] = await Promise.all([get(ctx, url, ctx.auth), orderLoad(ctx, { signed: false })]);
@@ -227,7 +373,7 @@ export const paymentCreate: RowFn = async (ctx) => {
   // The order path does similar work (one client's signed-or-keyed write, one transaction): unsigned orders, measured
   // right after, are the limit.
   // PostgreSQL's CPU per creation moves less with the neighbours' load than req/s does.
-  const run = await cpuDuring(ctx, () =>
+  const run = await cpuDuring(ctx, ctx.ours, () =>
     measured(ctx.ours, () => loadWith({ url: ctx.ours.base, requests: [request], duration: ctx.seconds, connections: ctx.connections })),
   );
   const ours = run.result;
@@ -247,11 +393,15 @@ export const paymentCreate: RowFn = async (ctx) => {
 /** The table, in order. */
 export const rows: { id: string; fn: RowFn }[] = [
   { id: 'products', fn: products },
+  { id: 'products-large', fn: productsLarge },
+  { id: 'access-log', fn: accessLog },
   { id: 'balance', fn: balance },
   { id: 'orders', fn: orders },
+  { id: 'orders-16', fn: orders16 },
   { id: 'signed', fn: signedOrders },
   { id: 'reads-during-orders', fn: readsDuringOrders },
   { id: 'payments', fn: paymentCreate },
   { id: 'sync', fn: syncRow },
   { id: 'webhooks', fn: webhooksRow },
+  { id: 'sustained', fn: sustainedRow },
 ];

@@ -5,60 +5,23 @@
  * hang, never 500), serve again within 5 s of the database's return, and every 2xx order must exist with balance and
  * stock conserved. Bounded: about 30 s. Run: npx tsx scripts/drills/db-outage.ts
  */
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
-import { ADMIN_TOKEN, adminData, call, freePort, onAbort, runDrill, sleep, startServer, until, type Answer, type Server } from './kit.js';
+import { throwawayCluster, type Cluster } from '../pg-cluster.js';
+import { ADMIN_TOKEN, adminData, call, onAbort, runDrill, sleep, startServer, until, type Answer, type Server } from './kit.js';
 
 // Enough balance and stock for the whole run: an order refused for either would hide whether the server serves again.
 const INITIAL = 100_000_000;
 const PRICE = 1000;
 
-function pgBin(): string {
-  const root = '/usr/lib/postgresql';
-  const versions = fs.existsSync(root) ? fs.readdirSync(root).filter((v) => fs.existsSync(path.join(root, v, 'bin', 'initdb'))) : [];
-  versions.sort((a, b) => Number(b) - Number(a));
-  if (!versions[0]) throw new Error('no initdb under /usr/lib/postgresql/*/bin');
-  return path.join(root, versions[0], 'bin');
-}
-
-/** PostgreSQL refuses to run as root: as root, its tools run as the postgres OS user. */
-function pgTool(bin: string, tool: string, args: string[]): void {
-  const asRoot = process.getuid?.() === 0;
-  const cmd = asRoot ? 'runuser' : path.join(bin, tool);
-  const full = asRoot ? ['-u', 'postgres', '--', path.join(bin, tool), ...args] : args;
-  execFileSync(cmd, full, { stdio: 'pipe', timeout: 60_000 });
-}
-
 async function main(failures: string[], facts: Record<string, unknown>): Promise<void> {
-  const bin = pgBin();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-drill-pg-'));
-  const pgCtl = (...args: string[]) => pgTool(bin, 'pg_ctl', ['-D', dir, ...args]);
-  const removeCluster = () => {
-    if (fs.existsSync(path.join(dir, 'postmaster.pid'))) pgCtl('-m', 'immediate', 'stop');
-    fs.rmSync(dir, { recursive: true, force: true });
-  };
-  const unregister = onAbort(removeCluster);
+  let cluster: Cluster | null = null;
+  let unregister: () => unknown = () => undefined;
   let server: Server | null = null;
   try {
-    if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
-    const port = await freePort();
-    pgTool(bin, 'initdb', ['-D', dir, '-U', 'postgres', '-A', 'trust', '--no-sync']);
-    const start = () =>
-      pgCtl(
-        '-o',
-        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
-        '-l',
-        path.join(dir, 'log'),
-        '-w',
-        '-t',
-        '30',
-        'start',
-      );
-    start();
-    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    cluster = await throwawayCluster({ prefix: 'rg-drill-pg', settings: ['fsync=off'] });
+    unregister = onAbort(cluster.remove);
+    const { port, url } = cluster;
+    const start = cluster.start;
     server = await startServer({ DATABASE_URL: url, DATABASE_POOL_SIZE: '10' });
     const s = server;
     const user = await adminData<{ id: number; api_key: string }>(s.base, 'POST', '/admin/v1/users', { name: 'drill', balance: INITIAL });
@@ -100,7 +63,7 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     await killer.end();
     facts.backends_terminated = killed.rows[0].n;
     await sleep(1000);
-    pgCtl('-m', 'immediate', 'stop');
+    cluster.stop('immediate');
     const stoppedAt = Date.now();
     await sleep(5000);
     const ready = await call(s.base, 'GET', '/readyz');
@@ -159,10 +122,10 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
   } finally {
     await server?.stop();
     try {
-      removeCluster();
+      cluster?.remove();
       unregister();
     } catch (err) {
-      failures.push(`the throwaway cluster in ${dir} could not be removed: ${(err as Error).message}`);
+      failures.push(`the throwaway cluster in ${cluster?.dir} could not be removed: ${(err as Error).message}`);
     }
   }
 }

@@ -69,17 +69,25 @@ async function rowsServer(): Promise<{ url: string; cluster: Cluster | null; rel
   const given = process.env.BENCH_DATABASE_URL;
   if (given) return { url: given, cluster: null, release: () => {} };
   const cluster = await throwawayCluster({ prefix: 'rg-bench-pg' });
+  // `on`, not `once`: a second signal (tsx relays a Ctrl-C on top of the terminal's own) must not find the default
+  // action. The clean-up (synchronous) waits a moment: tsx's parent process kills its child unless the child's report
+  // of the signal (an IPC message, written by the event loop) reaches it within 30 ms.
+  let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
     console.error(`\nstopped by ${signal}: ending the servers and removing the throwaway cluster`);
-    killAll();
-    try {
-      cluster.remove();
-    } finally {
-      process.exit(130);
-    }
+    setTimeout(() => {
+      killAll();
+      try {
+        cluster.remove();
+      } finally {
+        process.exit(130);
+      }
+    }, 100);
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   return {
     url: cluster.url,
     cluster,

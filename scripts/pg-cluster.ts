@@ -49,8 +49,11 @@ export async function throwawayCluster(opts: { prefix: string; settings?: string
   const pgCtl = (...args: string[]) => pgTool(bin, 'pg_ctl', ['-D', dir, ...args]);
   const running = () => fs.existsSync(path.join(dir, 'postmaster.pid'));
   const remove = () => {
-    if (running()) pgCtl('-m', 'immediate', 'stop');
-    fs.rmSync(dir, { recursive: true, force: true });
+    try {
+      if (running()) pgCtl('-m', 'immediate', 'stop');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   };
   try {
     if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);

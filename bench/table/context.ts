@@ -83,13 +83,14 @@ async function startOurs(
 }
 
 /**
- * Creates the bench database on the server of `serverUrl`, both servers and the fixtures; `close` stops and drops
- * everything.
+ * Creates the bench database on the server of `serverUrl`, both servers and the fixtures (`pages: false`: without
+ * the 60 products of the page rows); `close` stops and drops everything.
  */
 export async function createContext(
   seconds: number,
   connections: number,
   serverUrl = process.env.BENCH_DATABASE_URL ?? DEFAULT_SERVER_URL,
+  opts: { pages?: boolean } = {},
 ): Promise<BenchContext & { close(): Promise<void> }> {
   const own = await ownDatabase(serverUrl, 'table');
   const dbUrl = own.url;
@@ -107,11 +108,13 @@ export async function createContext(
     const auth = { authorization: `Bearer ${user.api_key}` };
     // The small page first, so that it is the first page of the catalogue (PRODUCTS_PATH); then the old large one.
     const cat = await ours.admin<{ id: string }>('POST', '/admin/v1/categories', { name: 'Bench' });
-    for (let i = 0; i < 20; i++) {
+    // `pages: false` (a context for orders only, as the sustained row's): no products but the code product.
+    const pages = opts.pages ?? true;
+    for (let i = 0; i < (pages ? 20 : 0); i++) {
       await ours.admin('POST', '/admin/v1/products', { category_id: cat.id, name: `Thẻ ${i}`, price: 1000 + i });
     }
     const large = await ours.admin<{ id: string }>('POST', '/admin/v1/categories', { name: 'Bench large' });
-    for (let i = 0; i < 40; i++) {
+    for (let i = 0; i < (pages ? 40 : 0); i++) {
       await ours.admin('POST', '/admin/v1/products', {
         category_id: large.id,
         name: `Thẻ bench ${i}`,

@@ -10,13 +10,13 @@ const run = promisify(execFile);
 export type PgbenchResult = { tps: number; latencyMs: number };
 
 /**
- * pgbench's tables at `scale` in the bench's own database (`pgbench -i`, which drops and recreates them: one branch
+ * pgbench's tables at `scale` in the bench's own database (`pgbench -i`, which drops and recreates them, the rows generated server-side: one branch
  * row per scale unit, as many hot rows as resellers), and `bench_tpcb`, one plpgsql function doing the writes of
  * pgbench's tpcb-like script (what bench/table/bare-server.ts calls once per request). Both the bare stack and
  * pgbench then run on these tables.
  */
 export async function tpcbTables(dbUrl: string, scale: number): Promise<void> {
-  await run('pgbench', ['-i', '-q', '-s', String(scale)], { env: pgEnv(dbUrl), timeout: 300_000 });
+  await run('pgbench', ['-i', '-q', '-I', 'dtGvp', '-s', String(scale)], { env: pgEnv(dbUrl), timeout: 300_000 });
   await queryOn(
     dbUrl,
     `CREATE OR REPLACE FUNCTION bench_tpcb(p_aid int, p_tid int, p_bid int, p_delta int) RETURNS int LANGUAGE plpgsql AS $$

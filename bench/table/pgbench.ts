@@ -10,10 +10,10 @@ const run = promisify(execFile);
 export type PgbenchResult = { tps: number; latencyMs: number };
 
 /**
- * pgbench's tables at `scale` in the bench's own database (`pgbench -i`, which drops and recreates them, the rows generated server-side: one branch
- * row per scale unit, as many hot rows as resellers), and `bench_tpcb`, one plpgsql function doing the writes of
- * pgbench's tpcb-like script (what bench/table/bare-server.ts calls once per request). Both the bare stack and
- * pgbench then run on these tables.
+ * pgbench's tables at `scale` in the bench's own database (`pgbench -i`, which drops and recreates them, the rows
+ * generated server-side: one branch row per scale unit, as many hot rows as resellers), and `bench_tpcb`, one plpgsql
+ * function doing the writes of pgbench's tpcb-like script (what bench/table/bare-server.ts calls once per request).
+ * Both the bare stack and pgbench then run on these tables.
  */
 export async function tpcbTables(dbUrl: string, scale: number): Promise<void> {
   await run('pgbench', ['-i', '-q', '-I', 'dtGvp', '-s', String(scale)], { env: pgEnv(dbUrl), timeout: 300_000 });

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 import { loadWith, type LoadResult } from '../lib.js';
-import { OURS_LOG_LEVEL, PRODUCTS_PATH, type BenchContext } from './context.js';
+import { OURS_LOG_LEVEL, PRODUCTS_PATH, queryOn, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
 import { sustainedRow, syncRow, webhooksRow } from './feature-rows.js';
 import { pgbench, pgbenchStatement, tpcbTables, type PgbenchResult } from './pgbench.js';
@@ -239,6 +239,7 @@ async function orderRows(ctx: BenchContext, count: number): Promise<Row[]> {
   // Both stacks warm their JIT and their pools first (not measured).
   await orderLoad(ctx, { signed: false, resellers, seconds: 1, connections: 10 });
   await tpcbLoad(ctx, count, 1);
+  const before = await ordersPerReseller(ctx, resellers);
   const ours: (LoadResult & Timed)[] = [];
   const bare: (LoadResult & Timed)[] = [];
   const tpcb: (PgbenchResult & Timed)[] = [];
@@ -251,6 +252,7 @@ async function orderRows(ctx: BenchContext, count: number): Promise<Row[]> {
     const t = await cpuDuring(ctx, ctx.bare, () => pgbench(ctx.dbUrl, ctx.connections, ctx.seconds));
     tpcb.push({ ...t.result, ...t, n: t.result.tps * ctx.seconds });
   }
+  const spread = spreadText(resellers, before, await ordersPerReseller(ctx, resellers));
   const own = count === 1 ? await orderStatementLimit(ctx) : null;
   const vsBare = median(ours.map((o, i) => ratioOf(o.okRps, bare[i]!.okRps)));
   const vsPgbench = median(ours.map((o, i) => ratioOf(o.okRps, tpcb[i]!.tps)));
@@ -276,7 +278,7 @@ async function orderRows(ctx: BenchContext, count: number): Promise<Row[]> {
       target: '≥ 0.6, p99 < 100 ms',
       met: vsBare >= 0.6 && p99 < 100,
       note:
-        `median of ${LOADS} alternating rounds, p99 median ${p99} ms. CPU per order: PostgreSQL ${perTx(o.pgMs, o.n)}, our server ${perTx(o.serverMs, o.n)}; ` +
+        `median of ${LOADS} alternating rounds, p99 median ${p99} ms; ${spread}. CPU per order: PostgreSQL ${perTx(o.pgMs, o.n)}, our server ${perTx(o.serverMs, o.n)}; ` +
         `per bare call: PostgreSQL ${perTx(b.pgMs, b.n)}, bare server ${perTx(b.serverMs, b.n)}` +
         (own
           ? `. PostgreSQL alone running our order statement (pgbench, ${own.clients} clients, as many as we send one reseller's orders at once): ${own.tps} tps`
@@ -292,6 +294,22 @@ async function orderRows(ctx: BenchContext, count: number): Promise<Row[]> {
       note: `median of ${LOADS} alternating rounds. PostgreSQL CPU per tpcb-like transaction: ${perTx(t.pgMs, t.n)}`,
     },
   ];
+}
+
+/** Orders stored per reseller so far (spreadText compares two readings: did the load reach each reseller?). */
+async function ordersPerReseller(ctx: BenchContext, resellers: Reseller[]): Promise<Map<number, number>> {
+  const { rows: got } = await queryOn(
+    ctx.dbUrl,
+    `SELECT user_id::int AS id, count(*)::int AS n FROM orders WHERE user_id IN (${resellers.map((r) => Number(r.id)).join(', ')}) GROUP BY user_id`,
+  );
+  return new Map(resellers.map((r) => [Number(r.id), (got as { id: number; n: number }[]).find((g) => g.id === Number(r.id))?.n ?? 0]));
+}
+
+function spreadText(resellers: Reseller[], before: Map<number, number>, after: Map<number, number>): string {
+  const made = resellers.map((r) => (after.get(Number(r.id)) ?? 0) - (before.get(Number(r.id)) ?? 0));
+  return resellers.length === 1
+    ? `${made[0]} orders stored`
+    : `orders stored per reseller: ${Math.min(...made)} to ${Math.max(...made)} (${made.filter((n) => n > 0).length} of ${made.length} resellers)`;
 }
 
 export const orders: RowFn = (ctx) => orderRows(ctx, 1);

@@ -119,7 +119,7 @@ a.back{display:inline-block;margin-top:16px;padding:12px 18px;border-radius:8px;
  */
 const JS = `(function(){
 var d=document,b=d.body,url=b.getAttribute('data-status-url'),every=+b.getAttribute('data-refresh')*1000;
-var exp=Date.parse(b.getAttribute('data-expires')||''),skew=0,shown=b.getAttribute('data-status'),timer=d.getElementById('left');
+var exp=Date.parse(b.getAttribute('data-expires')||''),skew=null,shown=b.getAttribute('data-status'),timer=d.getElementById('left');
 var finals={approved:1,expired:1,cancelled:1,rejected:1};
 d.querySelectorAll('button[data-copy]').forEach(function(btn){btn.addEventListener('click',function(){
 var t=btn.getAttribute('data-copy'),label=btn.textContent;
@@ -130,10 +130,10 @@ if(s==='pending_payment'||s==='payment_reported'){if(!d.getElementById('screen-p
 d.querySelectorAll('[data-screen]').forEach(function(e){e.hidden=e.getAttribute('data-screen')!=='pay'});
 d.getElementById('reported').hidden=s!=='payment_reported';d.getElementById('waiting').hidden=s==='payment_reported';return}
 d.querySelectorAll('[data-screen]').forEach(function(e){e.hidden=e.getAttribute('data-screen')!==s});}
-function tick(){if(!timer||isNaN(exp))return;var ms=Math.max(0,exp-(Date.now()+skew)),s=Math.floor(ms/1000);
+function tick(){if(!timer||isNaN(exp)||skew===null)return;var ms=Math.max(0,exp-(Date.now()+skew)),s=Math.floor(ms/1000);
 timer.textContent=String(Math.floor(s/60)).padStart(2,'0')+':'+String(s%60).padStart(2,'0')}
 function poll(){fetch(url,{cache:'no-store',credentials:'omit'}).then(function(r){return r.ok?r.json():null}).then(function(j){
-if(!j)return;var st=Date.parse(j.server_time);if(!isNaN(st))skew=st-Date.now();if(j.expires_at)exp=Date.parse(j.expires_at);show(j.status);
+if(!j)return;var st=Date.parse(j.server_time);if(!isNaN(st))skew=st-Date.now();if(j.expires_at)exp=Date.parse(j.expires_at);tick();show(j.status);
 if(!finals[j.status])setTimeout(poll,every)},function(){setTimeout(poll,every)})}
 if(!finals[shown]){setInterval(tick,1000);tick();poll()}
 })();`;

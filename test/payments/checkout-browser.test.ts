@@ -15,9 +15,10 @@ type Created = PaymentBody & { checkout_url: string };
 
 const available = chromiumAvailable();
 // Locally, without chromium, the suite is skipped with the reason as its one (skipped) test's name; in CI it fails.
-describe.skipIf(available || process.env.CI === 'true')('checkout page in chromium', () => {
-  it.skip(`SKIPPED: no chromium at ${CHROMIUM_PATH} (apt install chromium, or set CHROMIUM_PATH)`, () => {});
-});
+if (!available && process.env.CI !== 'true')
+  describe('checkout page in chromium', () => {
+    it.skip(`SKIPPED: no chromium at ${CHROMIUM_PATH} (apt install chromium, or set CHROMIUM_PATH)`, () => {});
+  });
 
 describe.runIf(available || process.env.CI === 'true')('checkout page in chromium', () => {
   let t: TestApp;

@@ -1,5 +1,8 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { loadWith, type LoadResult } from '../lib.js';
 import { measureSync } from '../sync.bench.js';
 import { measureWebhooks } from '../webhooks.bench.js';
+import { PRODUCTS_PATH } from './context.js';
 import type { RowFn } from './rows.js';
 
 /**
@@ -31,5 +34,74 @@ export const webhooksRow: RowFn = async (ctx) => {
     target: '≥ 500 deliveries/s',
     met: many!.perSecond >= 500,
     note: `${one!.label}; receiver answers 200 at once`,
+  };
+};
+
+const rateOf = (r: LoadResult) => `${r.okRps} req/s, p99 ${r.p99} ms`;
+
+/**
+ * The hosted checkout page: a payer's view is the page (its HTML cached per payment, status and language, one indexed
+ * read of the payment) and a status poll, sent alternately on each connection, against the cached product list read
+ * with a key (the products row) in the same run. The page's own rate limit is lifted for the run.
+ */
+export const checkoutRow: RowFn = async (ctx) => {
+  const tag = randomBytes(4).toString('hex');
+  await ctx.ours.admin('PUT', '/admin/v1/settings/checkout_rate_limit_per_minute', { value: '1000000' });
+  const requested = await ctx.ours.admin<{ id: number }>('POST', '/admin/v1/pay/clients', {
+    name: 'Checkout bench shop',
+    domain: 'checkout.bench.example.com',
+    webhook_url: 'https://hooks.checkout.bench.example.com/pay',
+  });
+  const client = await ctx.ours.admin<{ api_key: string; api_secret: string }>('POST', `/admin/v1/pay/clients/${requested.id}/approve`, {
+    ips: ['127.0.0.1', '::1'],
+  });
+  await ctx.ours.admin('POST', '/admin/v1/pay/methods', {
+    code: `CK${tag}`.slice(0, 16),
+    bank_bin: '970436',
+    bank_code: 'VCB',
+    bank_name: 'Vietcombank',
+    account_number: '0123456789',
+    account_name: 'Cong ty ABC',
+    activate: true,
+  });
+  const event = 'payment.request.create';
+  const body = JSON.stringify({ merchant_invoice_id: `CK-${tag}`, amount: 20000, payment_method_code: `CK${tag}`.slice(0, 16) });
+  const res = await fetch(`${ctx.ours.base}/api/v1/payment-requests`, {
+    method: 'POST',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'idempotency-key': `ck-${tag}`,
+      'x-api-key': client.api_key,
+      'x-api-event': event,
+      'x-api-signature-alg': 'HMAC-SHA256',
+      'x-api-signature': createHmac('sha256', client.api_secret).update(`${event}\n${body}`).digest('hex'),
+    },
+  });
+  if (res.status !== 201) throw new Error(`checkout bench: create answered ${res.status}: ${await res.text()}`);
+  const page = new URL(((await res.json()) as { checkout_url: string }).checkout_url).pathname;
+  const requests = [
+    { method: 'GET' as const, path: page },
+    { method: 'GET' as const, path: `${page}/status` },
+  ];
+  const run = () => loadWith({ url: ctx.ours.base, requests, duration: ctx.seconds, connections: ctx.connections });
+  await loadWith({ url: ctx.ours.base, requests, duration: 1, connections: 10 });
+  const ours = await run();
+  const products = await loadWith({
+    url: ctx.ours.base + PRODUCTS_PATH,
+    headers: ctx.auth,
+    duration: ctx.seconds,
+    connections: ctx.connections,
+  });
+  const ratio = products.okRps > 0 ? Math.round((ours.okRps / products.okRps) * 100) / 100 : 0;
+  const bad = ours.non2xx + ours.errors;
+  return {
+    name: 'checkout page views (GET /pay/<token> + its status poll)',
+    ours: `${Math.round(ours.okRps / 2)} views/s (${rateOf(ours)})`,
+    limit: `cached GET ${PRODUCTS_PATH} with a key: ${rateOf(products)}`,
+    ratio,
+    target: '≥ 0.5',
+    met: ratio >= 0.5 && bad === 0,
+    note: `requests/s of page and status together against products requests/s${bad > 0 ? ` (${ours.non2xx} non-2xx, ${ours.errors} errors)` : ''}`,
   };
 };

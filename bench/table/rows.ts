@@ -3,7 +3,7 @@ import type autocannon from 'autocannon';
 import { loadWith, type LoadResult } from '../lib.js';
 import { PRODUCTS_PATH, queryOn, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
-import { syncRow, webhooksRow } from './feature-rows.js';
+import { checkoutRow, syncRow, webhooksRow } from './feature-rows.js';
 import { pgbench, pgbenchStatement } from './pgbench.js';
 import { pgServerCpuMs } from './pgcpu.js';
 
@@ -254,4 +254,5 @@ export const rows: { id: string; fn: RowFn }[] = [
   { id: 'payments', fn: paymentCreate },
   { id: 'sync', fn: syncRow },
   { id: 'webhooks', fn: webhooksRow },
+  { id: 'checkout', fn: checkoutRow },
 ];

@@ -177,7 +177,10 @@ const FINAL: readonly PaymentStatus[] = ['approved', 'expired', 'cancelled', 're
 
 export type PageInput = { p: PaymentRow; token: string; lang: Lang; timeZone: string; refreshSeconds: number };
 
-/** The page of one payment in one status and language. */
+/**
+ * The page of one payment in one status and language. Its links are relative (the status URL, the language switch),
+ * so that the page works under the path of public_base_url behind a proxy.
+ */
 export function renderPage({ p, token, lang, timeZone, refreshSeconds }: PageInput): string {
   const t = TEXT[lang];
   const status = p.status as PaymentStatus;
@@ -211,7 +214,7 @@ ${esc(t.expiresAt)} ${esc(p.expiresAt ? timeText(p.expiresAt, lang, timeZone) : 
 <title>${esc(t.title)}</title>
 ${open ? `<noscript><meta http-equiv="refresh" content="${refreshSeconds}"></noscript>` : ''}
 <style>${CSS}</style></head>
-<body data-status="${esc(status)}" data-status-url="/pay/${esc(token)}/status" data-refresh="${refreshSeconds}" data-expires="${esc(p.expiresAt?.toISOString() ?? '')}">
+<body data-status="${esc(status)}" data-status-url="${esc(token)}/status" data-refresh="${refreshSeconds}" data-expires="${esc(p.expiresAt?.toISOString() ?? '')}">
 <main><p class="lang"><a href="?lang=${lang === 'vi' ? 'en' : 'vi'}">${esc(t.other)}</a></p>
 ${pay}
 ${screen('approved', 'ok', t.approved, t.approvedText, `<p class="big">${esc(amount)}</p>${back}`)}

@@ -18,7 +18,7 @@ export type CheckoutRoutesDeps = {
 };
 
 /** Rendered pages kept, by payment, status, language and time zone (a payment's data never changes once prepared). */
-const CACHE_MAX = 2000;
+const CACHE_MAX = 500;
 
 /** Headers of every answer of the page's routes: no framing, no referrer, no caching of payer data, no sniffing. */
 function pageHeaders(reply: FastifyReply): FastifyReply {

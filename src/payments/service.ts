@@ -1,4 +1,4 @@
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { paymentRequests, paymentTransitions } from '../db/schema/index.js';
@@ -36,6 +36,14 @@ export function createPaymentsService(deps: PaymentsDeps) {
   const { db } = deps;
   const lifecycle = createLifecycle(deps);
   const prepare = createPrepare({ ...deps, lifecycle });
+  // The hot read of the checkout page and its status poll: built once and prepared by name, so that neither drizzle
+  // nor PostgreSQL plans it again on every poll.
+  const byTokenHash = db
+    .select()
+    .from(paymentRequests)
+    .where(eq(paymentRequests.checkoutTokenHash, sql.placeholder('hash')))
+    .limit(1)
+    .prepare('payment_by_checkout_token');
   const tokenOf = (p: PaymentRow): string | null => (p.checkoutToken ? deps.cipher.decrypt(p.checkoutToken) : null);
 
   async function byPaymentId(clientId: number, paymentId: string): Promise<PaymentRow> {
@@ -68,11 +76,7 @@ export function createPaymentsService(deps: PaymentsDeps) {
      */
     async byCheckoutToken(token: string): Promise<PaymentRow | null> {
       if (token.length === 0 || token.length > CHECKOUT_TOKEN_MAX_LOOKUP) return null;
-      const [p] = await db
-        .select()
-        .from(paymentRequests)
-        .where(eq(paymentRequests.checkoutTokenHash, deps.cipher.digest(token)))
-        .limit(1);
+      const [p] = await byTokenHash.execute({ hash: deps.cipher.digest(token) });
       return p ? lifecycle.expireIfDue(await prepare(p)) : null;
     },
     /** Cron: prepares requests left in preparing_payment and expires overdue ones. */

@@ -10,6 +10,7 @@ import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { sha256Hex, type Cipher } from '../shared/crypto.js';
 import { newPaymentId } from '../shared/ids.js';
 import { newCheckoutToken } from './checkout-token.js';
+import { returnUrlOn } from './checkout-url.js';
 import { compareMoney } from '../shared/money.js';
 import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable } from './errors.js';
 import { asActor, type Lifecycle } from './lifecycle.js';
@@ -27,7 +28,7 @@ export type CreateInput = {
   amount: string;
   description?: string;
   payment_method_code?: string;
-  /** Checked against the client's domain by the route (checkout.ts, returnUrlOn). */
+  /** Checked against the client's domain (create's `clientDomain`, returnUrlOn in checkout-url.ts). */
   return_url?: string;
 };
 
@@ -68,6 +69,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
     rawBody: string,
     input: CreateInput,
     requestId?: string,
+    clientDomain = '',
   ): Promise<Created> {
     const hash = sha256Hex(rawBody);
     const now = clock.now();
@@ -90,6 +92,9 @@ export function createIdempotentCreate(deps: CreateDeps) {
       .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)))
       .limit(1);
     if (recorded && recorded.expiresAt > now) return replay(recorded);
+    // Checked after the replay, as the limits are: a later change of the client's domain does not refuse a retry.
+    if (input.return_url !== undefined && !returnUrlOn(input.return_url, clientDomain))
+      throw validation(`return_url must be an http(s) URL on ${clientDomain} or a subdomain of it`, 'body.return_url');
     const s = await settings.all();
     if (s.currency === 'VND' && !/^\d+$/.test(input.amount)) throw validation('amount must be a whole number of VND', 'body.amount');
     if (compareMoney(input.amount, s.payment_min_amount) < 0)

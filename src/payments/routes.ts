@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError, errorResponses, fieldError, type ErrorCode } from '../http/errors.js';
-import { returnUrlOn, withCheckoutUrl } from './checkout-url.js';
+import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import { withCheckoutUrl } from './checkout-url.js';
 import { installErrorVocabulary, PAYMENT_VOCABULARY } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
@@ -164,13 +164,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     handler: async (req, reply) => {
       const client = payClientOf(req);
       const key = String(req.headers['idempotency-key']);
-      if (req.body.return_url !== undefined && !returnUrlOn(req.body.return_url, client.domain))
-        throw fieldError(
-          'VALIDATION_ERROR',
-          'body.return_url',
-          `return_url must be an http(s) URL on ${client.domain} or a subdomain of it`,
-        );
-      const created = await deps.payments.create(client.id, key, req.rawBody ?? '', req.body, req.id);
+      const created = await deps.payments.create(client.id, key, req.rawBody ?? '', req.body, req.id, client.domain);
       if (created.replay) reply.header('Idempotent-Replayed', 'true');
       return reply.code(201).send({ ok: true as const, ...(await withCheckoutUrl(req, deps.settings, created)) });
     },

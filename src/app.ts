@@ -18,6 +18,7 @@ import { orderingRoutes } from './ordering/routes.js';
 import { paymentRoutes } from './payments/routes.js';
 import { cronRoutes } from './jobs/routes.js';
 import { bankFeedRoutes } from './payments/bank-feed-routes.js';
+import { checkoutRoutes } from './payments/checkout-routes.js';
 
 function trustHops(n: number): (addr: string, hop: number) => boolean {
   return (_addr, hop) => hop < n;
@@ -143,6 +144,14 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     settings: deps.settings,
     cipher: deps.cipher,
     clock: deps.clock,
+  });
+  await app.register(checkoutRoutes, {
+    payments: deps.payments,
+    settings: deps.settings,
+    clock: deps.clock,
+    redis: deps.redis,
+    redisPrefix: config.REDIS_PREFIX,
+    refreshSeconds: config.CHECKOUT_REFRESH_SECONDS,
   });
   await app.register(bankFeedRoutes, { settings: deps.settings, clock: deps.clock, bankFeeds: deps.bankFeeds });
   await app.register(adminRoutes, {

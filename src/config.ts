@@ -84,6 +84,8 @@ export const envSchema = z.object({
     .string()
     .regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'must be empty or a path like /pay')
     .default(''),
+  // The checkout page polls its status this often, and reloads this often without JavaScript (docs/payments.md).
+  CHECKOUT_REFRESH_SECONDS: z.coerce.number().int().min(1).max(60).default(5),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   // Socket timeouts (docs/operations.md): generous for a slow mobile link, bounded against clients that trickle bytes.
   HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),

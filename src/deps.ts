@@ -148,7 +148,7 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
   const guard = createGuard({ clock, settings, logger, redis, prefix: config.REDIS_PREFIX });
   const payClients = createPayClientsService({ db, cipher, clock });
   const payMethods = createMethodsService({ db });
-  const payments = createPaymentsService({ db, clock, settings, methods: payMethods, logger, metrics: metrics.domain });
+  const payments = createPaymentsService({ db, clock, cipher, settings, methods: payMethods, logger, metrics: metrics.domain });
   const webhooks = createWebhooksService({
     db,
     clock,

@@ -1,6 +1,9 @@
 import { measureSustained, sustainedServerUrl } from '../sustained.bench.js';
+import { createHmac, randomBytes } from 'node:crypto';
+import { loadWith, type LoadResult } from '../lib.js';
 import { measureSync } from '../sync.bench.js';
 import { measureWebhooks } from '../webhooks.bench.js';
+import { PRODUCTS_PATH } from './context.js';
 import type { RowFn } from './rows.js';
 
 /**
@@ -52,5 +55,77 @@ export const sustainedRow: RowFn = async (ctx) => {
     target: '≥ 0.9',
     met: s.ratio >= 0.9,
     note: `last window per order: ${last.line.slice(last.line.indexOf('per order: ') + 'per order: '.length)}`,
+  };
+};
+
+const rateOf = (r: LoadResult) => `${r.okRps} req/s, p99 ${r.p99} ms`;
+
+/**
+ * The hosted checkout page: a payer's view is the page (its HTML cached per payment, status and language, one indexed
+ * read of the payment) and a status poll, sent alternately on each connection, against the cached product list read
+ * with a key (the products row) in the same run. The page's own rate limit is lifted for the run.
+ */
+export const checkoutRow: RowFn = async (ctx) => {
+  const tag = randomBytes(4).toString('hex');
+  await ctx.ours.admin('PUT', '/admin/v1/settings/checkout_rate_limit_per_minute', { value: '1000000' });
+  const requested = await ctx.ours.admin<{ id: number }>('POST', '/admin/v1/pay/clients', {
+    name: 'Checkout bench shop',
+    domain: 'checkout.bench.example.com',
+    webhook_url: 'https://hooks.checkout.bench.example.com/pay',
+  });
+  const client = await ctx.ours.admin<{ api_key: string; api_secret: string }>('POST', `/admin/v1/pay/clients/${requested.id}/approve`, {
+    ips: ['127.0.0.1', '::1'],
+  });
+  await ctx.ours.admin('POST', '/admin/v1/pay/methods', {
+    code: `CK${tag}`.slice(0, 16),
+    bank_bin: '970436',
+    bank_code: 'VCB',
+    bank_name: 'Vietcombank',
+    account_number: '0123456789',
+    account_name: 'Cong ty ABC',
+    activate: true,
+  });
+  const event = 'payment.request.create';
+  const body = JSON.stringify({ merchant_invoice_id: `CK-${tag}`, amount: 20000, payment_method_code: `CK${tag}`.slice(0, 16) });
+  const res = await fetch(`${ctx.ours.base}/api/v1/payment-requests`, {
+    method: 'POST',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'idempotency-key': `ck-${tag}`,
+      'x-api-key': client.api_key,
+      'x-api-event': event,
+      'x-api-signature-alg': 'HMAC-SHA256',
+      'x-api-signature': createHmac('sha256', client.api_secret).update(`${event}\n${body}`).digest('hex'),
+    },
+  });
+  if (res.status !== 201) throw new Error(`checkout bench: create answered ${res.status}: ${await res.text()}`);
+  const page = new URL(((await res.json()) as { checkout_url: string }).checkout_url).pathname;
+  const requests = [
+    { method: 'GET' as const, path: page },
+    { method: 'GET' as const, path: `${page}/status` },
+  ];
+  const run = () => loadWith({ url: ctx.ours.base, requests, duration: ctx.seconds, connections: ctx.connections });
+  await loadWith({ url: ctx.ours.base, requests, duration: 1, connections: 10 });
+  // Server CPU per answered request as well: on a shared machine req/s swings with the neighbours' load.
+  const cpu = async (load: () => Promise<LoadResult>) => {
+    const before = ctx.ours.cpuMs();
+    const r = await load();
+    return { ...r, cpuUs: Math.round(((ctx.ours.cpuMs() - before) * 1000) / Math.max(1, r.total)) };
+  };
+  const ours = await cpu(run);
+  const products = await cpu(() =>
+    loadWith({ url: ctx.ours.base + PRODUCTS_PATH, headers: ctx.auth, duration: ctx.seconds, connections: ctx.connections }),
+  );
+  const ratio = products.okRps > 0 ? Math.round((ours.okRps / products.okRps) * 100) / 100 : 0;
+  const bad = ours.non2xx + ours.errors;
+  return {
+    name: 'checkout page views (GET /pay/<token> + its status poll)',
+    ours: `${Math.round(ours.okRps / 2)} views/s (${rateOf(ours)})`,
+    limit: `cached GET ${PRODUCTS_PATH} with a key: ${rateOf(products)}`,
+    ratio,
+    target: '≥ 0.5',
+    met: ratio >= 0.5 && bad === 0,
+    note: `requests/s of page and status together against products requests/s; server CPU ${ours.cpuUs} µs/request (products ${products.cpuUs})${bad > 0 ? ` (${ours.non2xx} non-2xx, ${ours.errors} errors)` : ''}`,
   };
 };

@@ -3,7 +3,7 @@ import type autocannon from 'autocannon';
 import { loadWith, type LoadResult } from '../lib.js';
 import { OURS_LOG_LEVEL, PRODUCTS_PATH, queryOn, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
-import { sustainedRow, syncRow, webhooksRow } from './feature-rows.js';
+import { checkoutRow, sustainedRow, syncRow, webhooksRow } from './feature-rows.js';
 import { pgbench, pgbenchStatement, tpcbTables, type PgbenchResult } from './pgbench.js';
 import { pgServerCpuMs } from './pgcpu.js';
 
@@ -421,5 +421,6 @@ export const rows: { id: string; fn: RowFn }[] = [
   { id: 'payments', fn: paymentCreate },
   { id: 'sync', fn: syncRow },
   { id: 'webhooks', fn: webhooksRow },
+  { id: 'checkout', fn: checkoutRow },
   { id: 'sustained', fn: sustainedRow },
 ];

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, errorResponses } from '../http/errors.js';
+import { baseUrlOf } from '../http/base-url.js';
 import type { SettingsService } from '../settings/service.js';
 import type { FilesService } from '../files/service.js';
 import { z } from 'zod';
@@ -30,10 +31,7 @@ export type OrderRoutesDeps = {
   upstream: UpstreamOrders;
 };
 
-/** Base of links we hand out (download_url): the public_base_url setting, else the address the client called. */
-export async function baseUrlOf(req: FastifyRequest, settings: SettingsService): Promise<string> {
-  return (await settings.get('public_base_url')) || `${req.protocol}://${req.host}`;
-}
+export { baseUrlOf };
 
 /** Order endpoints (create, status, delivery, download, list); registered inside the ordering plugin, behind its auth and signing hooks. */
 export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps): void {

@@ -7,8 +7,10 @@ import { DomainError } from '../shared/domain-error.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
-import { sha256Hex } from '../shared/crypto.js';
+import { sha256Hex, type Cipher } from '../shared/crypto.js';
 import { newPaymentId } from '../shared/ids.js';
+import { newCheckoutToken } from './checkout-token.js';
+import { returnUrlOn } from './checkout-url.js';
 import { compareMoney } from '../shared/money.js';
 import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable } from './errors.js';
 import { asActor, type Lifecycle } from './lifecycle.js';
@@ -21,11 +23,22 @@ import { paymentView, type PaymentRow, type PaymentView } from './view.js';
 const STALE_IN_PROGRESS_MS = 60_000;
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
-export type CreateInput = { merchant_invoice_id: string; amount: string; description?: string; payment_method_code?: string };
+export type CreateInput = {
+  merchant_invoice_id: string;
+  amount: string;
+  description?: string;
+  payment_method_code?: string;
+  /** Checked against the client's domain (create's `clientDomain`, returnUrlOn in checkout-url.ts). */
+  return_url?: string;
+};
+
+/** A created or replayed request, with the token of its checkout page (null for a request from before the page). */
+export type Created = { view: PaymentView; replay: boolean; checkoutToken: string | null };
 
 export type CreateDeps = {
   db: Db;
   clock: Clock;
+  cipher: Cipher;
   settings: SettingsService;
   methods: MethodsService;
   logger: Logger;
@@ -38,7 +51,8 @@ export type CreateDeps = {
 const validation = (message: string, path: string): DomainError => new DomainError('invalid', message, { path });
 
 export function createIdempotentCreate(deps: CreateDeps) {
-  const { db, clock, settings, methods, prepare, lifecycle, byPaymentId } = deps;
+  const { db, clock, cipher, settings, methods, prepare, lifecycle, byPaymentId } = deps;
+  const tokenOf = (p: PaymentRow): string | null => (p.checkoutToken ? cipher.decrypt(p.checkoutToken) : null);
   /**
    * Creates a request exactly once per (client, Idempotency-Key), in one transaction: the key record (done, naming the
    * payment), the request and its preparation commit together or not at all. A retry with the same body replays the
@@ -55,11 +69,12 @@ export function createIdempotentCreate(deps: CreateDeps) {
     rawBody: string,
     input: CreateInput,
     requestId?: string,
-  ): Promise<{ view: PaymentView; replay: boolean }> {
+    clientDomain = '',
+  ): Promise<Created> {
     const hash = sha256Hex(rawBody);
     const now = clock.now();
     /** The answer to a request whose Idempotency-Key is already recorded. */
-    const replay = async (rec: typeof paymentIdempotency.$inferSelect): Promise<{ view: PaymentView; replay: boolean }> => {
+    const replay = async (rec: typeof paymentIdempotency.$inferSelect): Promise<Created> => {
       if (rec.requestHash !== hash) throw new IdempotencyRefused('reused', 'This Idempotency-Key was used with a different request body');
       const stale = now.getTime() - rec.createdAt.getTime() > STALE_IN_PROGRESS_MS;
       if (rec.state === 'in_progress' && !stale)
@@ -67,7 +82,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
       if (!rec.paymentId)
         throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key did not finish; retry shortly');
       const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(clientId, rec.paymentId)));
-      return { view: paymentView(p), replay: true };
+      return { view: paymentView(p), replay: true, checkoutToken: tokenOf(p) };
     };
     // A retry answers from its key first: later changes to limits or methods must not turn it into an error. An
     // expired record is read too, so that only then does the transaction spend a statement deleting it.
@@ -77,6 +92,9 @@ export function createIdempotentCreate(deps: CreateDeps) {
       .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)))
       .limit(1);
     if (recorded && recorded.expiresAt > now) return replay(recorded);
+    // Checked after the replay, as the limits are: a later change of the client's domain does not refuse a retry.
+    if (input.return_url !== undefined && !returnUrlOn(input.return_url, clientDomain))
+      throw validation(`return_url must be an http(s) URL on ${clientDomain} or a subdomain of it`, 'body.return_url');
     const s = await settings.all();
     if (s.currency === 'VND' && !/^\d+$/.test(input.amount)) throw validation('amount must be a whole number of VND', 'body.amount');
     if (compareMoney(input.amount, s.payment_min_amount) < 0)
@@ -94,7 +112,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
 
     // One transaction does it all (docs/PERFORMANCE.md, "Payment creation"): the key record (already done, naming the
     // payment), the request, and its preparation, each transition recorded by the trigger under its own actor.
-    const attempt = async (paymentId: string, fields: PreparedFields | null) => {
+    const attempt = async (paymentId: string, fields: PreparedFields | null, token: string) => {
       return asActor(db, `client:${clientId}`, async (tx) => {
         // A concurrent creation with the same key holds this lock until it commits or rolls back: answer at once
         // rather than wait on its uncommitted key row (no lock_timeout bounds that wait). Two ints: the lock space of
@@ -155,6 +173,9 @@ export function createIdempotentCreate(deps: CreateDeps) {
             description: input.description ?? '',
             methodCode: method.code,
             status: 'preparing_payment',
+            checkoutTokenHash: cipher.digest(token),
+            checkoutToken: cipher.encrypt(token),
+            returnUrl: input.return_url ?? null,
           })
           .onConflictDoNothing({
             target: [paymentRequests.clientId, paymentRequests.merchantInvoiceId],
@@ -198,7 +219,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
         unprepared = err;
       }
       try {
-        created = await attempt(paymentId, fields);
+        created = await attempt(paymentId, fields, newCheckoutToken());
       } catch (err) {
         // A transfer_content drawn twice rolls the whole creation back: draw again, as preparation always did.
         if (!isUniqueViolation(err) || draw >= 4) throw err;
@@ -220,6 +241,6 @@ export function createIdempotentCreate(deps: CreateDeps) {
     counted.inc(created.row.status);
     if (created.prepared) counted.inc(created.prepared.status);
     const p = created.prepared ?? created.row;
-    return { view: paymentView(p), replay: false };
+    return { view: paymentView(p), replay: false, checkoutToken: tokenOf(p) };
   };
 }

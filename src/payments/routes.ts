@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import { withCheckoutUrl } from './checkout-url.js';
 import { installErrorVocabulary, PAYMENT_VOCABULARY } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
@@ -163,9 +164,9 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     handler: async (req, reply) => {
       const client = payClientOf(req);
       const key = String(req.headers['idempotency-key']);
-      const { view, replay } = await deps.payments.create(client.id, key, req.rawBody ?? '', req.body, req.id);
-      if (replay) reply.header('Idempotent-Replayed', 'true');
-      return reply.code(201).send({ ok: true as const, ...view });
+      const created = await deps.payments.create(client.id, key, req.rawBody ?? '', req.body, req.id, client.domain);
+      if (created.replay) reply.header('Idempotent-Replayed', 'true');
+      return reply.code(201).send({ ok: true as const, ...(await withCheckoutUrl(req, deps.settings, created)) });
     },
   });
 
@@ -180,7 +181,10 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
       params: paymentIdParams,
       response: { 200: paymentResponse, ...errorResponses(...AUTH_ERRORS, 'PAYMENT_NOT_FOUND') },
     },
-    handler: async (req) => ({ ok: true as const, ...(await deps.payments.status(payClientOf(req).id, req.params.payment_id)) }),
+    handler: async (req) => ({
+      ok: true as const,
+      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.status(payClientOf(req).id, req.params.payment_id))),
+    }),
   });
 
   r.post('/api/v1/payment-requests/:payment_id/cancel', {
@@ -193,6 +197,9 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
       params: paymentIdParams,
       response: { 200: paymentResponse, ...errorResponses(...AUTH_ERRORS, 'PAYMENT_NOT_FOUND', 'VALIDATION_ERROR') },
     },
-    handler: async (req) => ({ ok: true as const, ...(await deps.payments.cancelByClient(payClientOf(req).id, req.params.payment_id)) }),
+    handler: async (req) => ({
+      ok: true as const,
+      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.cancelByClient(payClientOf(req).id, req.params.payment_id))),
+    }),
   });
 }

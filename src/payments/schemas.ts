@@ -25,6 +25,12 @@ export const paymentResponse = z
     status: z.enum(PAYMENT_STATUSES),
     payment_ready: z.boolean().describe('false while payment data is not yet available: poll the status endpoint'),
     payment: paymentData.optional(),
+    checkout_url: z
+      .string()
+      .optional()
+      .describe(
+        'absolute URL of the hosted checkout page (/pay/<token>) to send the payer to; absent only on requests made before the page existed',
+      ),
   })
   .describe('The payment request with its bank data, transfer note and VietQR code once payment_ready is true.');
 
@@ -50,6 +56,11 @@ export const createPaymentBody = z.object({
     .max(32)
     .optional()
     .meta({ description: 'an active method (GET /api/v1/payment-methods); without it, the default method' }),
+  return_url: z.string().min(1).max(2048).optional().meta({
+    description:
+      'where the checkout page sends the payer after an approval or a cancellation: an http(s) URL on your project domain or a subdomain of it (no user:password@); another: 400 VALIDATION_ERROR',
+    example: 'https://shop.example.com/orders/1001',
+  }),
 });
 
 export const paymentIdParams = z.object({ payment_id: z.string().min(1).max(64) });

@@ -1,24 +1,30 @@
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { paymentRequests, paymentTransitions } from '../db/schema/index.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
+import type { Cipher } from '../shared/crypto.js';
 import type { DomainMetrics } from '../shared/metrics.js';
 import { createIdempotentCreate } from './create.js';
 import { PaymentStateError } from './errors.js';
 import { createLifecycle } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
 import { createPrepare } from './prepare.js';
+import { CHECKOUT_TOKEN_MAX_LOOKUP } from './checkout-token.js';
 import { paymentView, type PaymentRow, type PaymentView } from './view.js';
 
 export type { CreateInput } from './create.js';
 export type { PaymentStatus } from './statuses.js';
 export type { PaymentRow, PaymentView } from './view.js';
 
+/** A payment's answer and the token of its checkout page (null for a request from before the page). */
+export type WithToken = { view: PaymentView; checkoutToken: string | null };
+
 export type PaymentsDeps = {
   db: Db;
   clock: Clock;
+  cipher: Cipher;
   settings: SettingsService;
   methods: MethodsService;
   logger: Logger;
@@ -30,6 +36,15 @@ export function createPaymentsService(deps: PaymentsDeps) {
   const { db } = deps;
   const lifecycle = createLifecycle(deps);
   const prepare = createPrepare({ ...deps, lifecycle });
+  // The hot read of the checkout page and its status poll: built once and prepared by name, so that neither drizzle
+  // nor PostgreSQL plans it again on every poll.
+  const byTokenHash = db
+    .select()
+    .from(paymentRequests)
+    .where(eq(paymentRequests.checkoutTokenHash, sql.placeholder('hash')))
+    .limit(1)
+    .prepare('payment_by_checkout_token');
+  const tokenOf = (p: PaymentRow): string | null => (p.checkoutToken ? deps.cipher.decrypt(p.checkoutToken) : null);
 
   async function byPaymentId(clientId: number, paymentId: string): Promise<PaymentRow> {
     const [row] = await db
@@ -46,12 +61,23 @@ export function createPaymentsService(deps: PaymentsDeps) {
     transition: lifecycle.transition,
     create: createIdempotentCreate({ ...deps, prepare, lifecycle, byPaymentId }),
     /** Status read: finishes a pending preparation and answers expired once expires_at has passed. */
-    async status(clientId: number, paymentId: string): Promise<PaymentView> {
-      const p = await byPaymentId(clientId, paymentId);
-      return paymentView(await lifecycle.expireIfDue(await prepare(p)));
+    async status(clientId: number, paymentId: string): Promise<WithToken> {
+      const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(clientId, paymentId)));
+      return { view: paymentView(p), checkoutToken: tokenOf(p) };
     },
-    async cancelByClient(clientId: number, paymentId: string): Promise<PaymentView> {
-      return paymentView(await lifecycle.transition(paymentId, 'cancelled', `client:${clientId}`, clientId));
+    async cancelByClient(clientId: number, paymentId: string): Promise<WithToken> {
+      const p = await lifecycle.transition(paymentId, 'cancelled', `client:${clientId}`, clientId);
+      return { view: paymentView(p), checkoutToken: tokenOf(p) };
+    },
+    /**
+     * The request of a checkout page token, read as the status read does (prepared, expired once due), or null. Every
+     * token up to CHECKOUT_TOKEN_MAX_LOOKUP characters costs one digest and one indexed read, well-formed or not, so
+     * that the answer's timing tells a malformed token from an unknown one no more than its length does.
+     */
+    async byCheckoutToken(token: string): Promise<PaymentRow | null> {
+      if (token.length === 0 || token.length > CHECKOUT_TOKEN_MAX_LOOKUP) return null;
+      const [p] = await byTokenHash.execute({ hash: deps.cipher.digest(token) });
+      return p ? lifecycle.expireIfDue(await prepare(p)) : null;
     },
     /** Cron: prepares requests left in preparing_payment and expires overdue ones. */
     async sweep(): Promise<{ prepared: number; expired: number }> {

@@ -54,6 +54,11 @@ export const settingDefs = {
   rate_limit_per_minute: def({ schema: int(1, 1_000_000), default: '120', help: 'requests per minute per API key' }),
   payment_rate_limit_per_minute: def({ schema: int(1, 1_000_000), default: '120', help: 'payment API requests per minute per API client' }),
   order_rate_limit_per_minute: def({ schema: int(1, 1_000_000), default: '30', help: 'order creations per minute per API key' }),
+  checkout_rate_limit_per_minute: def({
+    schema: int(1, 1_000_000),
+    default: '600',
+    help: 'checkout page requests (page, status) per minute per address',
+  }),
   guard_enabled: def({ schema: bool, default: 'true', help: 'trip api_guard for keys or addresses that keep exceeding limits' }),
   guard_seconds: def({ schema: int(1, 86_400), default: '300', help: 'how long api_guard lasts' }),
   currency: def({

@@ -81,6 +81,8 @@ function registeredRoutes(app: FastifyInstance): [string, string][] {
     if (!m[3]) continue;
     const url = stack.join('');
     if (url.startsWith('/docs') || url === '/openapi.json') continue;
+    // The hosted checkout page and its status poll serve browsers, not API clients (docs/payments.md, section 7.2).
+    if (url === '/pay/:token' || url === '/pay/:token/status') continue;
     const path = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     for (const method of m[3].split(',').map((s) => s.trim().toLowerCase())) if (method !== 'head') out.push([method, path]);
   }

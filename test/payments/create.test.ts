@@ -64,6 +64,7 @@ describe('payment request creation', () => {
         qr_image: expect.stringMatching(/^data:image\/png;base64,/),
         expires_at: expect.any(String),
       },
+      checkout_url: expect.stringMatching(/^http:\/\/localhost(:\d+)?\/pay\/[0-9A-Za-z]{32}$/),
     });
     const [row] = await q<Record<string, unknown>>(
       t,

@@ -90,6 +90,12 @@ export const paymentRequests = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    /** The hosted checkout page's token, keyed digest (cipher.digest): the page is found by it (docs/payments.md, "Checkout page"). */
+    checkoutTokenHash: text('checkout_token_hash').unique(),
+    /** The same token encrypted (cipher.encrypt), so that a replay or a status read hands out the same checkout_url. */
+    checkoutToken: text('checkout_token'),
+    /** Where the page sends the payer after an approval or cancellation; on the client's domain. */
+    returnUrl: text('return_url'),
   },
   (t) => [
     uniqueIndex('payment_requests_open_invoice_uq')

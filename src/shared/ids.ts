@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -22,15 +22,27 @@ export function newApiKey(): string {
 
 const CODE_ALPHABET = '0123456789ABCDEFGHJKLMNPQRSTUVWXYZ';
 
+// Random bytes for order codes, drawn 4 KiB at a time: one randomBytes(32) per order was about 3 % of the order
+// path's CPU (docs/PERFORMANCE.md, "Orders: CPU per order"). The bytes are the same CSPRNG's, each used once.
+const POOL_BYTES = 4096;
+const pool = Buffer.alloc(POOL_BYTES);
+let poolAt = POOL_BYTES;
+
+function randomByte(): number {
+  if (poolAt === POOL_BYTES) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  return pool[poolAt++]!;
+}
+
 /** Order codes: "OD" + 14 chars without look-alikes (I, O): readable on the phone, ~71 bits of randomness. */
 export function newOrderCode(): string {
   let out = 'OD';
   while (out.length < 16) {
-    for (const b of randomBytes(32)) {
-      // 34 symbols; 238 = 7 * 34 keeps the draw unbiased
-      if (b < 238) out += CODE_ALPHABET[b % 34];
-      if (out.length === 16) break;
-    }
+    const b = randomByte();
+    // 34 symbols; 238 = 7 * 34 keeps the draw unbiased
+    if (b < 238) out += CODE_ALPHABET[b % 34];
   }
   return out;
 }

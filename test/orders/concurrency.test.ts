@@ -129,6 +129,42 @@ describe(`orders under concurrency (${RACE})`, () => {
     expect(await count(t, sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(99000);
   });
 
+  it('60 requests (30 request_ids, each sent twice at once) with codes for all and a balance for 8: 8 paid once, no overdraft, refused debits sell no code', async () => {
+    // The claim and the order row come before the debit (order_create): a debit refused for the balance must roll
+    // them back, so the codes of the 22 refused orders stay on sale.
+    const user = await makeUser(t, { balance: '8000' });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, price: '1000' });
+    const codes = Array.from({ length: 40 }, (_, i) => `OVER-${p.id}-${i}`);
+    await importCodes(t, p.id, codes);
+    const ids = Array.from({ length: 30 }, (_, i) => `over-${i}`);
+    const answers = await Promise.all(
+      [...ids, ...ids].map((request_id) => order(t, user.api_key, { product_id: p.id, quantity: 1, request_id })),
+    );
+    const sent = [...ids, ...ids];
+    // A request_id is paid once and both its requests answer that order, or both are refused: 16 and 44.
+    const paid = new Map<string, Set<string>>();
+    answers.forEach((a, i) => {
+      if (a.statusCode !== 200) {
+        expect(a.statusCode).toBe(422);
+        expect(a.json()).toMatchObject({ reason: 'insufficient_balance' });
+        return;
+      }
+      paid.set(sent[i]!, (paid.get(sent[i]!) ?? new Set<string>()).add(a.json().order_code as string));
+    });
+    expect(answers.filter((a) => a.statusCode === 200)).toHaveLength(16);
+    expect(paid.size).toBe(8);
+    for (const set of paid.values()) expect(set.size).toBe(1);
+    expect(await count(t, sql`SELECT balance AS n FROM users WHERE id = ${user.id}`)).toBe(0);
+    expect(await count(t, sql`SELECT count(*) AS n FROM orders WHERE user_id = ${user.id}`)).toBe(8);
+    expect(await count(t, sql`SELECT count(*) AS n FROM balance_ledger WHERE user_id = ${user.id} AND kind = 'order'`)).toBe(8);
+    expect(await count(t, sql`SELECT count(*) AS n FROM codes WHERE product_id = ${Number(p.id)} AND status = 'sold'`)).toBe(8);
+    expect(
+      await count(t, sql`SELECT count(DISTINCT order_id) AS n FROM codes WHERE product_id = ${Number(p.id)} AND status = 'sold'`),
+    ).toBe(8);
+    expect(await count(t, sql`SELECT count(*) AS n FROM codes WHERE product_id = ${Number(p.id)} AND status = 'available'`)).toBe(32);
+  });
+
   it('insufficient balance changes nothing', async () => {
     const user = await makeUser(t, { balance: '999.99' });
     const cat = await makeCategory(t);

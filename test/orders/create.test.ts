@@ -304,6 +304,29 @@ describe('POST /api/v1/order/create', () => {
     expect(await stateOf(t, f)).toEqual(after);
   });
 
+  it('replays a known request_id whose product has since been hidden or had its max_qty lowered; a new request_id is refused', async () => {
+    const f = await fixture(t);
+    const first = await post(t, f.key, { product_id: f.productId, quantity: 2, request_id: 'replay-gone' });
+    expect(first.statusCode).toBe(200);
+    const after = await stateOf(t, f);
+
+    await t.adminData('PATCH', `/admin/v1/products/${f.productId}`, { hidden: true });
+    const hidden = await post(t, f.key, { product_id: f.productId, quantity: 2, request_id: 'replay-gone' });
+    expect(hidden.statusCode).toBe(200);
+    expect(hidden.json()).toEqual({ ...first.json(), idempotent_replay: true });
+    const fresh = await post(t, f.key, { product_id: f.productId, quantity: 2, request_id: 'replay-gone-2' });
+    expect(fresh.json()).toEqual(orderFailed('product_unavailable'));
+
+    await t.adminData('PATCH', `/admin/v1/products/${f.productId}`, { hidden: false, max_qty: 1 });
+    const narrowed = await post(t, f.key, { product_id: f.productId, quantity: 2, request_id: 'replay-gone' });
+    expect(narrowed.statusCode).toBe(200);
+    expect(narrowed.json()).toEqual({ ...first.json(), idempotent_replay: true });
+    // The same request_id with another quantity is still the conflict, not the refusal of the new quantity.
+    const other = await post(t, f.key, { product_id: f.productId, quantity: 3, request_id: 'replay-gone' });
+    expect(other.statusCode).toBe(409);
+    expect(await stateOf(t, f)).toEqual(after);
+  });
+
   it('records nothing for a failed order: the same request_id succeeds after a credit', async () => {
     const f = await fixture(t, { balance: '500', price: '1000' });
     const before = await stateOf(t, f);

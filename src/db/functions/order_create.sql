@@ -7,6 +7,10 @@
 -- A refusal raises SQLSTATE RG001 with its reason as message (one of SQL_REFUSALS, src/ordering/refusals.ts) and a
 -- detail: the statement rolls back whole. A NULL or negative markup is no refusal but the caller's bug
 -- (price_markup_percent is 0 or more, src/settings/registry.ts): it raises RG002 before anything is read or written.
+-- A request_id is looked up only when it can matter: on a refusal before anything is written (a replay answers its
+-- order even if the product has become unavailable since) and when the order row's insert meets an existing one. A
+-- new order, the common case, probes orders_user_request_uq once, in its insert (docs/PERFORMANCE.md, "Orders: CPU
+-- per order").
 -- Order of writes: the order row first (a racing duplicate request_id waits on its unique index and replays), then
 -- the codes (SKIP LOCKED), and the balance last, so that the user's row is locked only until the commit that follows
 -- at once. The claim is pinned to the partial index codes_available_idx: with one product holding most codes, the
@@ -49,19 +53,12 @@ DECLARE
   v_last bigint;
   v_more integer;
   v_more_last bigint;
+  v_found boolean;
+  v_refused boolean;
 BEGIN
   IF p_markup IS NULL OR p_markup < 0 THEN
     RAISE EXCEPTION 'order_create: markup must be 0 or more, not %', COALESCE(p_markup::text, 'NULL') USING ERRCODE = 'RG002';
   END IF;
-  IF p_request_id IS NOT NULL THEN
-    RETURN QUERY SELECT * FROM orders o
-     WHERE o.user_id = p_user_id AND o.request_id >= p_request_id AND o.request_id <= p_request_id
-     ORDER BY o.request_id LIMIT 1;
-    IF FOUND THEN
-      RETURN;
-    END IF;
-  END IF;
-
   SELECT COALESCE(po.name, p.name) AS name, p.type, sp.price, p.min_qty, p.max_qty, p.source_id,
          product_visible_at(p.hidden, p.missing, po.hidden, c.missing, co.hidden, p.source_id, p.source_stock, p.source_status,
                             COALESCE((SELECT lower(btrim(s.value)) IN ('true', '1', 'yes', 'on') FROM settings s
@@ -76,24 +73,33 @@ BEGIN
     CROSS JOIN LATERAL (SELECT product_shown_price(p.source_id, p.price, po.fixed_price, po.price_adjust,
                                                   COALESCE(co.markup_percent, p_markup)) AS price) sp
    WHERE p.id = p_product_id;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'product_unavailable' USING ERRCODE = 'RG001';
-  END IF;
+  v_found := FOUND;
   -- A local file product sells its attached files: with none attached yet there is nothing to deliver. A service
   -- product is fulfilled by hand, never through the API (src/catalog/queries.ts, fulfilmentOf).
   v_fulfilment := CASE
+    WHEN NOT v_found THEN 'none'
     WHEN v_prod.source_id IS NOT NULL THEN CASE WHEN v_prod.type = 'service' THEN 'none' ELSE 'source' END
     WHEN v_prod.type = 'code' THEN 'codes'
     WHEN v_prod.type = 'file' AND v_prod.has_files THEN 'files'
     ELSE 'none' END;
-  IF NOT v_prod.visible OR v_fulfilment = 'none' THEN
+  -- Unbounded numeric: a total numeric(18,2) cannot hold is more than any balance, not a database error.
+  v_total := CASE WHEN v_found THEN v_prod.price * p_quantity END;
+  v_refused := NOT v_found OR NOT v_prod.visible OR v_fulfilment = 'none'
+    OR p_quantity < v_prod.min_qty OR p_quantity > v_prod.max_qty OR v_total >= 10000000000000000::numeric;
+  IF v_refused AND p_request_id IS NOT NULL THEN
+    RETURN QUERY SELECT * FROM orders o
+     WHERE o.user_id = p_user_id AND o.request_id >= p_request_id AND o.request_id <= p_request_id
+     ORDER BY o.request_id LIMIT 1;
+    IF FOUND THEN
+      RETURN;
+    END IF;
+  END IF;
+  IF NOT v_found OR NOT v_prod.visible OR v_fulfilment = 'none' THEN
     RAISE EXCEPTION 'product_unavailable' USING ERRCODE = 'RG001';
   END IF;
   IF p_quantity < v_prod.min_qty OR p_quantity > v_prod.max_qty THEN
     RAISE EXCEPTION 'quantity_out_of_range' USING ERRCODE = 'RG001', DETAIL = format('allowed %s-%s', v_prod.min_qty, v_prod.max_qty);
   END IF;
-  -- Unbounded numeric: a total numeric(18,2) cannot hold is more than any balance, not a database error.
-  v_total := v_prod.price * p_quantity;
   IF v_total >= 10000000000000000::numeric THEN
     RAISE EXCEPTION 'insufficient_balance' USING ERRCODE = 'RG001';
   END IF;
@@ -105,7 +111,7 @@ BEGIN
   ON CONFLICT (user_id, request_id) DO NOTHING
   RETURNING * INTO v_order;
   IF NOT FOUND THEN
-    -- The racing request with this request_id committed first (read committed: this statement sees it).
+    -- A replay, or the racing request with this request_id that committed first (read committed: this statement sees it).
     RETURN QUERY SELECT * FROM orders o
        WHERE o.user_id = p_user_id AND o.request_id >= p_request_id AND o.request_id <= p_request_id
        ORDER BY o.request_id LIMIT 1;

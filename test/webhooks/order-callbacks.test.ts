@@ -5,6 +5,8 @@ import { orders } from '../../src/db/schema/index.js';
 import { rowsOf } from '../../src/db/tx.js';
 import { importCodes, makeCategory, makeProduct, makeUser } from '../harness.js';
 import { opensslHmacHex } from '../helpers/openssl-sign.js';
+import { scrape, valueOf } from '../helpers/prom-text.js';
+import { cliKit } from '../foundation/cli-kit.js';
 import { midOnFake, type MidOnFake } from '../intermediary/fake-source.js';
 import { attemptsOf, startReceiver, until, type Answer, type Received } from './kit.js';
 
@@ -206,6 +208,22 @@ describe('order callbacks to resellers', () => {
     expect(r.received).toEqual([]);
   });
 
+  it("the create's own forward settles a source order: its answer tells the outcome, no callback is written", async () => {
+    const set = await setUp();
+    s = set.s;
+    const r = await receiver();
+    await callbacksTo(s, r.url);
+    s.fake.state.createStatus = 'success';
+    const ok = await s.order({ product_id: set.id, quantity: 1, request_id: 'own-1' });
+    expect(ok.json()).toMatchObject({ ok: true, status: 'success' });
+    s.fake.state.createStatus = 'failed';
+    const refused = await s.order({ product_id: set.id, quantity: 1, request_id: 'own-2' });
+    expect(refused.json()).toMatchObject({ ok: false, error: 'order_failed' });
+    await s.cron();
+    expect(await outbox(s)).toEqual([]);
+    expect(r.received).toEqual([]);
+  });
+
   it('a receiver that answers 500 gets the same event again on the retry schedule, and 200 ends it', async () => {
     const set = await setUp();
     s = set.s;
@@ -242,6 +260,10 @@ describe('order callbacks to resellers', () => {
     const [a] = await attemptsOf(s.mid, row!.event_id);
     expect(a).toMatchObject({ status_code: null, error: expect.stringContaining('refused target: 127.0.0.1 is 127.0.0.1 (loopback)') });
     expect(a!.error).toContain('user update --callback-url or --allow-private-targets');
+    // Counted with the payment webhooks, by the same gauges and counter.
+    let m = await scrape(s.mid);
+    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'dead' })).toBe(1);
 
     // Listed with the order callbacks, and resent once the admin allows the target.
     const listed = await s.mid.adminData<{ event_id: string; user_id: number; order_code: string; client_id: null }[]>(
@@ -259,6 +281,9 @@ describe('order callbacks to resellers', () => {
     expect(resent.attempt_log).toHaveLength(2);
     expect(r.received).toHaveLength(1);
     expect(r.received[0]!.headers['x-webhook-id']).toBe(row!.event_id);
+    m = await scrape(s.mid);
+    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead' })).toBe(0);
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'delivered' })).toBe(1);
   });
 
   it('a rotated secret signs every callback sent after it, a resend of an older event included; the old one no longer verifies', async () => {
@@ -355,6 +380,39 @@ describe('order callbacks to resellers', () => {
       ok: false,
       reason: 'not an order event',
     });
+  });
+
+  it('the CLI: user update sets and clears the URL, user callback-secret prints {id, callback_url, callback_secret} once', async () => {
+    s = await midOnFake();
+    const url = await s.mid.listen();
+    const { ok, fails } = cliKit(() => url);
+    const set = await ok<Record<string, unknown>>(
+      'user',
+      'update',
+      'buyer',
+      '--callback-url',
+      'https://reseller.example.com/cb',
+      '--allow-private-targets',
+      'true',
+    );
+    expect(set).toMatchObject({
+      id: s.buyer.id,
+      callback_url: 'https://reseller.example.com/cb',
+      allow_private_targets: true,
+      callback_secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{48}$/),
+    });
+    // A second change keeps the secret, and does not show it.
+    expect(await ok('user', 'update', 'buyer', '--allow-private-targets', 'false')).not.toHaveProperty('callback_secret');
+    const rotated = await ok('user', 'callback-secret', 'buyer');
+    expect(rotated).toEqual({
+      id: s.buyer.id,
+      callback_url: 'https://reseller.example.com/cb',
+      callback_secret: expect.stringMatching(/^whsec_/),
+    });
+    expect(rotated.callback_secret).not.toBe(set.callback_secret);
+    expect(await ok('user', 'update', 'buyer', '--callback-url', '')).toMatchObject({ callback_url: null, allow_private_targets: false });
+    expect((await fails('user', 'update', 'buyer')).envelope).toMatchObject({ ok: false, error: 'usage' });
+    expect((await fails('user', 'update', 'buyer', '--allow-private-targets', 'maybe')).envelope).toMatchObject({ error: 'usage' });
   });
 
   it('the callback URL is checked: http(s) only, no credentials; a user without callbacks shows null', async () => {

@@ -72,22 +72,17 @@ const REFUSED_HINT = {
  * Where one event goes, read at delivery time (docs/decisions.md, "Order callbacks"): a pay client's webhook URL and
  * secret, or a reseller's callback URL and secret. `problem`: why it cannot be sent now.
  */
-type Target = {
-  kind: 'client' | 'user';
-  url: string;
-  secretEnc: string;
-  allowPrivate: boolean;
-  problem?: AttemptResult;
-};
+type Target =
+  { kind: 'client' | 'user'; url: string; secretEnc: string; allowPrivate: boolean } | { kind: 'client' | 'user'; problem: AttemptResult };
 
-function clientTarget(c: typeof payClients.$inferSelect | undefined): Target | { problem: AttemptResult; kind: 'client' } {
+function clientTarget(c: typeof payClients.$inferSelect | undefined): Target {
   if (!c?.webhookSecretEnc) return { kind: 'client', problem: failed('the API client has no webhook secret (not approved)') };
   if (!webhookOnDomain(c.webhookUrl, c.domain))
     return { kind: 'client', problem: failed(`webhook_url is not on the client's domain ${c.domain}; refused`, 'refused') };
   return { kind: 'client', url: c.webhookUrl, secretEnc: c.webhookSecretEnc, allowPrivate: c.allowPrivateTargets };
 }
 
-function userTarget(u: typeof users.$inferSelect | undefined): Target | { problem: AttemptResult; kind: 'user' } {
+function userTarget(u: typeof users.$inferSelect | undefined): Target {
   // Callbacks turned off after the event was written: nothing to send to until an admin sets a URL and resends it.
   if (!u?.callbackUrl || !u.callbackSecretEnc)
     return { kind: 'user', problem: failed('the user has no callback URL any more; refused', 'refused') };
@@ -138,7 +133,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     }
   }
 
-  async function attempt(row: Claimed, target: Target | { problem: AttemptResult; kind: Target['kind'] }): Promise<OutboxStatus> {
+  async function attempt(row: Claimed, target: Target): Promise<OutboxStatus> {
     const now = clock.now();
     let result: AttemptResult;
     if ('url' in target) {
@@ -217,7 +212,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
   }
 
   /** The target of each claimed row by its key, in one read per kind. */
-  async function targetsOf(rows: Claimed[]): Promise<Map<string, Target | { problem: AttemptResult; kind: Target['kind'] }>> {
+  async function targetsOf(rows: Claimed[]): Promise<Map<string, Target>> {
     const ids = (k: 'client_id' | 'user_id') => [...new Set(rows.flatMap((r) => (r[k] === null ? [] : [r[k]])))];
     const [clientIds, userIds] = [ids('client_id'), ids('user_id')];
     const [clients, resellers] = await Promise.all([
@@ -239,7 +234,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     while (!stopped) {
       const room = MAX_IN_FLIGHT - active.size;
       let claimed: Claimed[] = [];
-      let targets = new Map<string, Target | { problem: AttemptResult; kind: Target['kind'] }>();
+      let targets = new Map<string, Target>();
       if (room > 0 && Date.now() - started < DRAIN_BUDGET_MS) {
         try {
           const now = clock.now();

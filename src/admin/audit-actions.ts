@@ -51,6 +51,8 @@ export const AUDIT_ACTIONS: Record<string, AuditSpec> = {
   adminEnableUser: { action: 'user.enable' },
   adminSetUserIps: { action: 'user.set_ips', summary: (r) => pick(r.body, ['ips']) },
   adminCreditUser: { action: 'user.credit', summary: (r) => pick(r.body, ['amount', 'note']) },
+  adminUpdateUser: { action: 'user.update', summary: (r) => pick(r.body, ['callback_url', 'allow_private_targets']) },
+  adminRotateCallbackSecret: { action: 'user.callback_secret' },
   adminCreateCategory: { action: 'category.create', summary: (r) => pick(r.body, ['name', 'parent_id', 'sort']) },
   adminCreateProduct: { action: 'product.create', summary: (r) => pick(r.body, PRODUCT_FIELDS) },
   adminUpdateProduct: { action: 'product.update', target: product, summary: (r) => ({ ...fieldsOf(r), ...pick(r.body, PRODUCT_FIELDS) }) },

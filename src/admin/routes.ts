@@ -35,6 +35,8 @@ import {
   settingKeyParams,
   settingSetBody,
   settingView,
+  userCallbackBody,
+  callbackSecretView,
   userCreateBody,
   userRefParams,
   userView,
@@ -166,6 +168,28 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
       response: { 200: ok(userView, 'The user with its new allowlist, under data.'), ...errs('not_found', 'invalid_request') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.users.setIps(req.params.ref, req.body.ips) }),
+  });
+  r.patch('/admin/v1/users/:ref', {
+    schema: {
+      operationId: 'adminUpdateUser',
+      summary: "Change a user's order callbacks",
+      description:
+        'The callback URL of order callbacks ("" turns them off) and whether they may go to private addresses. A first callback URL makes the callback secret, shown in this answer only (callback_secret).',
+      params: userRefParams,
+      body: userCallbackBody,
+      response: { 200: ok(userView, 'The changed user, under data.'), ...errs('not_found', 'invalid_request') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.updateCallback(req.params.ref, req.body) }),
+  });
+  r.post('/admin/v1/users/:ref/callback-secret', {
+    schema: {
+      operationId: 'adminRotateCallbackSecret',
+      summary: "Rotate a user's callback secret",
+      description: 'A new secret signs every order callback sent from now on, retries included; shown this once.',
+      params: userRefParams,
+      response: { 200: ok(callbackSecretView, 'The new callback secret, under data.'), ...errs('not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.rotateCallbackSecret(req.params.ref) }),
   });
   r.post('/admin/v1/users/:ref/credit', {
     schema: {

@@ -10,8 +10,25 @@ export const userView = z.object({
   api_enabled: z.boolean(),
   balance: z.number(),
   allowed_ips: z.array(z.string()),
+  callback_url: z.string().nullable().describe('where order callbacks go; null: none are sent'),
+  allow_private_targets: z.boolean().describe('order callbacks may go to loopback/private addresses'),
+  callback_secret: z.string().optional().describe('only in the answer that made the first callback secret: shown once'),
   created_at: z.string(),
   updated_at: z.string(),
+});
+
+export const userCallbackBody = z.object({
+  callback_url: z
+    .string()
+    .max(2000)
+    .optional()
+    .meta({ description: 'an http(s) URL for order callbacks; "" turns them off', example: 'https://reseller.example.com/callbacks' }),
+  allow_private_targets: z.boolean().optional().describe('let callbacks reach loopback/private addresses (local setups and tests)'),
+});
+export const callbackSecretView = z.object({
+  id: z.number().int(),
+  callback_url: z.string().nullable(),
+  callback_secret: z.string().describe('the new secret: shown this once'),
 });
 
 export const ipsInput = z

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
-import { OUTBOX_STATUSES, type WebhooksService } from '../webhooks/service.js';
+import { EVENT_KINDS, OUTBOX_STATUSES, type WebhooksService } from '../webhooks/service.js';
 import { ok } from './schemas.js';
 
 export type AdminWebhookDeps = { webhooks: WebhooksService };
@@ -10,8 +10,10 @@ export type AdminWebhookDeps = { webhooks: WebhooksService };
 const eventView = z.object({
   event_id: z.string(),
   event: z.string(),
-  client_id: z.number().int(),
+  client_id: z.number().int().nullable().describe('the pay client of a payment event; null for an order callback'),
   payment_id: z.string().nullable(),
+  user_id: z.number().int().nullable().describe('the reseller of an order callback; null for a payment event'),
+  order_code: z.string().nullable().describe('the order of an order callback'),
   status: z.enum(['pending', 'delivered', 'dead']),
   attempts: z.number().int().describe('attempts made so far (claims, including one that died with its process)'),
   next_attempt_at: z.string().nullable().describe('while pending: when the next attempt is due'),
@@ -41,13 +43,20 @@ export function registerAdminWebhookRoutes(app: FastifyInstance, deps: AdminWebh
       operationId: 'adminWebhookList',
       tags,
       summary: 'List webhook events',
-      description: 'The newest 200 outbox events, optionally of one status (pending, delivered, dead).',
-      querystring: z.object({ status: z.enum(OUTBOX_STATUSES as [string, ...string[]]).optional() }),
+      description:
+        'The newest 200 outbox events, optionally of one status (pending, delivered, dead) and of one kind (payment: payment webhooks to pay clients; order: order callbacks to resellers).',
+      querystring: z.object({
+        status: z.enum(OUTBOX_STATUSES as [string, ...string[]]).optional(),
+        kind: z.enum(EVENT_KINDS as [string, ...string[]]).optional(),
+      }),
       response: { 200: ok(z.array(eventView), 'The newest outbox events, under data.'), ...errs('invalid_request') },
     },
     handler: async (req) => ({
       ok: true as const,
-      data: await deps.webhooks.list(req.query.status as (typeof OUTBOX_STATUSES)[number] | undefined),
+      data: await deps.webhooks.list({
+        status: req.query.status as (typeof OUTBOX_STATUSES)[number] | undefined,
+        kind: req.query.kind as (typeof EVENT_KINDS)[number] | undefined,
+      }),
     }),
   });
   r.get('/admin/v1/pay/webhooks/:event_id', {
@@ -65,7 +74,7 @@ export function registerAdminWebhookRoutes(app: FastifyInstance, deps: AdminWebh
     schema: {
       operationId: 'adminWebhookResend',
       tags,
-      summary: 'Send a webhook event again',
+      summary: 'Send a webhook event or order callback again',
       description:
         'A delivered or dead event is sent again now, with the same event_id and body, and gets a fresh retry schedule; answers the event after that attempt. A pending event is refused (conflict): it is already being retried.',
       params: eventParams,

@@ -7,6 +7,7 @@ import type { Clock } from '../shared/clock.js';
 import type { EventBus } from '../shared/events.js';
 import { newOrderCode } from '../shared/ids.js';
 import { moneyOut } from '../shared/money.js';
+import { enqueueOrderEvent } from '../webhooks/order-events.js';
 import { createOrderFn } from './create-order-fn.js';
 import { LaneFull, OrderNotFound, OrderRefused, OrderStateConflict, RequestIdConflict } from './errors.js';
 import { createLanes, LaneWaitEnded, type LaneOptions } from '../shared/lanes.js';
@@ -140,12 +141,14 @@ export function createOrderService(deps: OrderServiceDeps) {
 
   /**
    * Gives the total back with a ledger row; codes return to stock only if the client never saw them. `failed` (a source
-   * refusal) ends the order as failed instead of refunded; `outer` joins the caller's transaction.
+   * refusal) ends the order as failed instead of refunded; `outer` joins the caller's transaction. The reseller's
+   * callback (order.refunded or order.failed) is written in the same transaction, unless `announce` is false (the
+   * create's own forward: its answer tells the outcome).
    */
   async function refund(
     orderCode: string,
     actor: string,
-    opts: { outer?: Db; final?: 'refunded' | 'failed'; message?: string } = {},
+    opts: { outer?: Db; final?: 'refunded' | 'failed'; message?: string; announce?: boolean } = {},
   ): Promise<OrderRow> {
     const final = opts.final ?? 'refunded';
     const result = await withTx(opts.outer ?? db, async (tx) => {
@@ -188,6 +191,8 @@ export function createOrderService(deps: OrderServiceDeps) {
         })
         .where(eq(orders.id, o.id))
         .returning();
+      if (opts.announce !== false)
+        await enqueueOrderEvent(tx, updated!, final === 'failed' ? 'order.failed' : 'order.refunded', deps.clock.now());
       return updated!;
     });
     await bus.publish('catalog');

@@ -51,5 +51,7 @@ export function newOrderCode(): string {
 export const newPayApiKey = (): string => `pk_${randomBase62(40)}`;
 export const newPayApiSecret = (): string => `psk_${randomBase62(48)}`;
 export const newWebhookSecret = (): string => `whsec_${randomBase62(48)}`;
+/** An outbox event id as the payment triggers make them: "evt_" + 24 random chars. */
+export const newEventId = (): string => `evt_${randomBase62(24)}`;
 /** payment_id: "pay_" + 24 base62 chars. */
 export const newPaymentId = (): string => `pay_${randomBase62(24)}`;

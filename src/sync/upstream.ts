@@ -9,6 +9,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { hasUnsafeText } from '../shared/text.js';
+import { enqueueOrderEvent } from '../webhooks/order-events.js';
 import { SourceError, type SourceClient } from './client.js';
 import { checkDelivery, detailOf, readEntry, type DeliveredCode, type DeliveryVerdict } from './delivery-check.js';
 import { createReconciler, leaseFree } from './reconcile.js';
@@ -78,8 +79,11 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     return checkDelivery(body, { upstreamCode, quantity: order.quantity, productType: order.productType, timeZone });
   }
 
-  /** Stores the checked delivery and marks success, only if the order is still pending (a concurrent forward may have won). */
-  async function complete(order: OrderRow, upstreamCode: string, delivered: DeliveredCode[]): Promise<void> {
+  /**
+   * Stores the checked delivery and marks success, only if the order is still pending (a concurrent forward may have
+   * won); `announce`: the change comes after the create answer, so the reseller's callback is written with it.
+   */
+  async function complete(order: OrderRow, upstreamCode: string, delivered: DeliveredCode[], announce: boolean): Promise<void> {
     try {
       await withTx(db, async (tx) => {
         const [o] = await tx.select().from(orders).where(eq(orders.id, order.id)).for('update').limit(1);
@@ -104,7 +108,7 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
         }
         const message =
           o.productType === 'file' ? 'Order completed: files ready to download' : `Order completed: ${delivered.length} code(s) delivered`;
-        await tx
+        const [done] = await tx
           .update(orders)
           .set({
             status: 'success',
@@ -114,7 +118,9 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
             usageCheckedAt: clock.now(),
             updatedAt: clock.now(),
           })
-          .where(eq(orders.id, o.id));
+          .where(eq(orders.id, o.id))
+          .returning();
+        if (announce) await enqueueOrderEvent(tx, done!, 'order.completed', clock.now());
       });
     } catch (err) {
       if (!(err instanceof CodeDeliveredTwice)) throw err;
@@ -122,11 +128,12 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     }
   }
 
-  async function fail(order: OrderRow, why: string): Promise<void> {
+  async function fail(order: OrderRow, why: string, announce: boolean): Promise<void> {
     try {
       await deps.orders.refund(order.orderCode, 'source-site', {
         final: 'failed',
         message: `The source site refused the order; refunded (${why})`,
+        announce,
       });
     } catch (err) {
       // Someone else settled it first (the reconciler, or this request's twin): nothing left to do.
@@ -204,10 +211,13 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     return taken ?? null;
   }
 
-  /** What follows from a verdict on the source's delivery: success, a refund on a definite no, or pending with why. */
-  async function settle(order: OrderRow, upstreamCode: string, verdict: DeliveryVerdict): Promise<void> {
-    if (verdict.kind === 'delivered') return complete(order, upstreamCode, verdict.codes);
-    if (verdict.kind === 'refused') return fail(order, `upstream status ${verdict.status}`);
+  /**
+   * What follows from a verdict on the source's delivery: success, a refund on a definite no, or pending with why.
+   * `announce`: not the create's own forward, whose outcome the create answer tells (docs/webhooks.md, "Order callbacks").
+   */
+  async function settle(order: OrderRow, upstreamCode: string, verdict: DeliveryVerdict, announce: boolean): Promise<void> {
+    if (verdict.kind === 'delivered') return complete(order, upstreamCode, verdict.codes, announce);
+    if (verdict.kind === 'refused') return fail(order, `upstream status ${verdict.status}`, announce);
     await leavePending(order, verdict.issue);
   }
 
@@ -218,7 +228,7 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     let answered = order.upstreamOrderCode !== null;
     try {
       if (order.upstreamOrderCode !== null)
-        return await settle(order, order.upstreamOrderCode, await deliveryOf(order, order.upstreamOrderCode));
+        return await settle(order, order.upstreamOrderCode, await deliveryOf(order, order.upstreamOrderCode), !first);
       // The source answered our create with an order code we cannot use: asking again would be a second create, which a
       // source that ignores request_id would charge twice. The order waits for the admin (docs/operations.md).
       if (order.upstreamIssue === UNUSABLE_ORDER_CODE) return await leavePending(order, UNUSABLE_ORDER_CODE);
@@ -234,8 +244,8 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
         .update(orders)
         .set({ upstreamOrderCode: upstreamCode })
         .where(and(eq(orders.id, order.id), sql`${orders.upstreamOrderCode} IS NULL`));
-      if (body.status === 'success') await settle(order, upstreamCode, await deliveryOf(order, upstreamCode));
-      else if (body.status === 'failed' || body.status === 'refunded') await fail(order, `upstream status ${String(body.status)}`);
+      if (body.status === 'success') await settle(order, upstreamCode, await deliveryOf(order, upstreamCode), !first);
+      else if (body.status === 'failed' || body.status === 'refunded') await fail(order, `upstream status ${String(body.status)}`, !first);
       else
         await leavePending(
           order,
@@ -244,7 +254,7 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     } catch (err) {
       if (!(err instanceof SourceError)) throw err;
       if (!answered && ((err.kind === 'refused' && (first || answersTheOrder(err.code))) || (first && err.kind === 'config')))
-        return await fail(order, err.code ?? 'refused');
+        return await fail(order, err.code ?? 'refused', !first);
       await leavePending(order, issueOf(err));
     }
   }

@@ -7,7 +7,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { sha256Hex } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
-import { newApiKey } from '../shared/ids.js';
+import { newApiKey, newWebhookSecret } from '../shared/ids.js';
 import { allowlistOf, createIpMatcher, type IpMatcher } from '../shared/ip.js';
 import { DomainError } from '../shared/domain-error.js';
 import { MONEY_LIMIT, MONEY_RE, moneyOut } from '../shared/money.js';
@@ -22,9 +22,37 @@ export type UserView = {
   api_enabled: boolean;
   balance: number;
   allowed_ips: string[];
+  /** Where order callbacks go; null: none are sent (docs/webhooks.md, "Order callbacks"). */
+  callback_url: string | null;
+  allow_private_targets: boolean;
+  /** Only in the answer that made it (a first callback URL, or `user callback-secret`): shown once. */
+  callback_secret?: string;
   created_at: string;
   updated_at: string;
 };
+
+/** The answer of `user callback-secret`: the new secret, shown this once. */
+export type CallbackSecretView = { id: number; callback_url: string | null; callback_secret: string };
+
+/** Longest callback URL taken, as for a pay client's webhook URL. */
+const CALLBACK_URL_MAX = 2000;
+
+/** An http(s) URL without credentials (they would be sent, and shown in lists), or null for "" (callbacks off). */
+function callbackUrlOf(raw: string): string | null {
+  const s = raw.trim();
+  if (s === '') return null;
+  let u: URL | null = null;
+  try {
+    u = new URL(s);
+  } catch {
+    // refused below
+  }
+  if (!u || (u.protocol !== 'https:' && u.protocol !== 'http:') || u.username || u.password || s.length > CALLBACK_URL_MAX)
+    throw new DomainError('invalid', `callback_url must be an http(s) URL of at most ${CALLBACK_URL_MAX} characters, without credentials`, {
+      fields: [{ path: 'body.callback_url', message: 'must be an http(s) URL without credentials' }],
+    });
+  return u.toString();
+}
 
 type UserRow = typeof users.$inferSelect;
 
@@ -65,6 +93,8 @@ export function createUsersService(deps: UsersDeps) {
       api_enabled: row.apiEnabled,
       balance: moneyOut(row.balance),
       allowed_ips: row.allowedIps,
+      callback_url: row.callbackUrl,
+      allow_private_targets: row.allowPrivateTargets,
       created_at: row.createdAt.toISOString(),
       updated_at: row.updatedAt.toISOString(),
     };
@@ -157,6 +187,27 @@ export function createUsersService(deps: UsersDeps) {
     },
     async setIps(ref: string, ips: string[]): Promise<UserView> {
       return update(ref, { allowedIps: allowlistOf(ips) });
+    },
+    /**
+     * Order callbacks: their URL ("" turns them off; the secret is kept for when they are turned on again) and whether
+     * they may reach private addresses. A first URL makes the secret, shown in this answer only.
+     */
+    async updateCallback(ref: string, input: { callback_url?: string; allow_private_targets?: boolean }): Promise<UserView> {
+      const url = input.callback_url === undefined ? undefined : callbackUrlOf(input.callback_url);
+      const row = await find(ref);
+      const secret = url && !row.callbackSecretEnc ? newWebhookSecret() : undefined;
+      const v = await update(ref, {
+        ...(url !== undefined ? { callbackUrl: url } : {}),
+        ...(secret ? { callbackSecretEnc: cipher.encrypt(secret) } : {}),
+        ...(input.allow_private_targets !== undefined ? { allowPrivateTargets: input.allow_private_targets } : {}),
+      });
+      return secret ? { ...v, callback_secret: secret } : v;
+    },
+    /** A new callback secret, in force for every callback sent from now on (retries included); shown this once. */
+    async rotateCallbackSecret(ref: string): Promise<CallbackSecretView> {
+      const secret = newWebhookSecret();
+      const v = await update(ref, { callbackSecretEnc: cipher.encrypt(secret) });
+      return { id: v.id, callback_url: v.callback_url, callback_secret: secret };
     },
     /** Moves the balance by a signed amount in SQL numeric, never below zero, with its ledger row in the same transaction. */
     async credit(

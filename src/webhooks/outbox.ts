@@ -1,12 +1,18 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { rowsOf } from '../db/tx.js';
 
-/** An outbox row this process has claimed for one attempt (its lease is committed before anything is sent). */
+/**
+ * An outbox row this process has claimed for one attempt (its lease is committed before anything is sent). Its target
+ * is a pay client (payment events) or a reseller (order callbacks): `target` names it, `c<client_id>` or `u<user_id>`,
+ * for the per-target cap.
+ */
 export type Claimed = {
   id: number;
   event_id: string;
-  client_id: number;
+  client_id: number | null;
+  user_id: number | null;
+  target: string;
   event: string;
   body: string;
   attempts: number;
@@ -21,23 +27,31 @@ const iso = (d: Date) => d.toISOString();
  * Claims due rows for one attempt each: a row never tried since its schedule (re)started, or whose next attempt is due
  * (a retry, or a claim whose process died: the lease simply runs out). The claim bumps `attempts` and moves
  * next_attempt_at to the end of the lease in one committed statement, so another process skips the row (SKIP LOCKED
- * while we update it, the lease after), and each attempt number is sent by one process only. At most `perClient` rows
- * of one client are claimed, minus those this process already has in flight.
+ * while we update it, the lease after), and each attempt number is sent by one process only. At most `perTarget` rows
+ * of one target (a pay client, or a reseller's callback) are claimed, minus those this process already has in flight.
  */
 export async function claimDue(
   db: Db,
-  o: { now: Date; leaseUntil: Date; limit: number; perClient: number; inFlight: Record<number, number>; eventId?: string },
+  o: { now: Date; leaseUntil: Date; limit: number; perTarget: number; inFlight: Record<string, number>; eventId?: string },
 ): Promise<Claimed[]> {
   const only = o.eventId !== undefined ? sql` AND w.event_id = ${o.eventId}` : sql``;
   const due = sql`w.status = 'pending' AND (w.attempts = w.retry_base OR w.next_attempt_at <= ${iso(o.now)}::timestamptz)${only}`;
+  const inFlight = JSON.stringify(o.inFlight);
+  // Each target's first few due rows, one short walk of its index (webhook_outbox_client_due_idx, _user_due_idx).
+  const firstDue = (column: SQL, key: SQL) => sql`
+    SELECT w.id, w.next_attempt_at FROM webhook_outbox w
+    WHERE ${column} AND ${due}
+    ORDER BY w.next_attempt_at, w.id
+    LIMIT greatest(0, ${o.perTarget} - coalesce((${inFlight}::jsonb ->> (${key}))::int, 0))`;
   const res = await db.execute(sql`
     WITH cand AS (
-      SELECT d.id, d.next_attempt_at FROM pay_clients c
-      CROSS JOIN LATERAL (
-        SELECT w.id, w.next_attempt_at FROM webhook_outbox w
-        WHERE w.client_id = c.id AND ${due}
-        ORDER BY w.next_attempt_at, w.id
-        LIMIT greatest(0, ${o.perClient} - coalesce((${JSON.stringify(o.inFlight)}::jsonb ->> c.id::text)::int, 0))
+      SELECT d.id, d.next_attempt_at FROM (
+        SELECT d.id, d.next_attempt_at FROM pay_clients c
+        CROSS JOIN LATERAL (${firstDue(sql`w.client_id = c.id`, sql`'c' || c.id`)}) d
+        UNION ALL
+        SELECT d.id, d.next_attempt_at
+        FROM (SELECT DISTINCT p.user_id FROM webhook_outbox p WHERE p.status = 'pending' AND p.user_id IS NOT NULL) u
+        CROSS JOIN LATERAL (${firstDue(sql`w.user_id = u.user_id`, sql`'u' || u.user_id`)}) d
       ) d
       ORDER BY d.next_attempt_at, d.id
       LIMIT ${o.limit}
@@ -48,8 +62,10 @@ export async function claimDue(
     )
     UPDATE webhook_outbox w SET attempts = w.attempts + 1, next_attempt_at = ${iso(o.leaseUntil)}::timestamptz
     FROM c WHERE w.id = c.id
-    RETURNING w.id, w.event_id, w.client_id, w.event, w.body, w.attempts, w.retry_base`);
-  return rowsOf<Claimed>(res).map((r) => ({ ...r, id: Number(r.id), client_id: Number(r.client_id) }));
+    RETURNING w.id, w.event_id, w.client_id, w.user_id, CASE WHEN w.user_id IS NULL THEN 'c' || w.client_id ELSE 'u' || w.user_id END AS target,
+      w.event, w.body, w.attempts, w.retry_base`);
+  const idOrNull = (v: number | string | null) => (v === null ? null : Number(v));
+  return rowsOf<Claimed>(res).map((r) => ({ ...r, id: Number(r.id), client_id: idOrNull(r.client_id), user_id: idOrNull(r.user_id) }));
 }
 
 export type AttemptRecord = {
@@ -94,8 +110,12 @@ export async function recordAttempts(db: Db, items: { row: Claimed; rec: Attempt
 export type EventView = {
   event_id: string;
   event: string;
-  client_id: number;
+  /** The pay client of a payment event; null for an order callback. */
+  client_id: number | null;
   payment_id: string | null;
+  /** The reseller of an order callback; null for a payment event. */
+  user_id: number | null;
+  order_code: string | null;
   status: OutboxStatus;
   attempts: number;
   next_attempt_at: string | null;
@@ -113,9 +133,10 @@ export type AttemptView = {
   error: string | null;
 };
 
-type EventRow = Omit<EventView, 'next_attempt_at' | 'delivered_at' | 'created_at' | 'client_id'> & {
+type EventRow = Omit<EventView, 'next_attempt_at' | 'delivered_at' | 'created_at' | 'client_id' | 'user_id'> & {
   id: number | string;
-  client_id: number | string;
+  client_id: number | string | null;
+  user_id: number | string | null;
   body: string;
   next_attempt_at: Date | string;
   delivered_at: Date | string | null;
@@ -128,8 +149,10 @@ function eventView(r: EventRow): EventView {
   return {
     event_id: r.event_id,
     event: r.event,
-    client_id: Number(r.client_id),
+    client_id: r.client_id === null ? null : Number(r.client_id),
     payment_id: r.payment_id,
+    user_id: r.user_id === null ? null : Number(r.user_id),
+    order_code: r.order_code,
     status: r.status,
     attempts: r.attempts,
     next_attempt_at: r.status === 'pending' ? toIso(r.next_attempt_at) : null,
@@ -140,13 +163,20 @@ function eventView(r: EventRow): EventView {
 }
 
 const SELECT_EVENTS = sql`
-  SELECT o.id, o.event_id, o.event, o.client_id, p.payment_id, o.status, o.attempts, o.next_attempt_at, o.last_error,
-         o.delivered_at, o.created_at, o.body
-  FROM webhook_outbox o LEFT JOIN payment_requests p ON p.id = o.payment_request_id`;
+  SELECT o.id, o.event_id, o.event, o.client_id, p.payment_id, o.user_id, r.order_code, o.status, o.attempts,
+         o.next_attempt_at, o.last_error, o.delivered_at, o.created_at, o.body
+  FROM webhook_outbox o LEFT JOIN payment_requests p ON p.id = o.payment_request_id LEFT JOIN orders r ON r.id = o.order_id`;
 
-/** The newest events first, optionally of one status. */
-export async function listEvents(db: Db, status: OutboxStatus | undefined, limit: number): Promise<EventView[]> {
-  const where = status ? sql` WHERE o.status = ${status}` : sql``;
+/** The two kinds of event of the outbox: payment webhooks and order callbacks. */
+export type EventKind = 'payment' | 'order';
+
+/** The newest events first, optionally of one status and of one kind. */
+export async function listEvents(db: Db, filter: { status?: OutboxStatus; kind?: EventKind }, limit: number): Promise<EventView[]> {
+  const terms = [
+    ...(filter.status ? [sql`o.status = ${filter.status}`] : []),
+    ...(filter.kind ? [filter.kind === 'order' ? sql`o.user_id IS NOT NULL` : sql`o.client_id IS NOT NULL`] : []),
+  ];
+  const where = terms.length > 0 ? sql` WHERE ${sql.join(terms, sql` AND `)}` : sql``;
   const res = await db.execute(sql`${SELECT_EVENTS}${where} ORDER BY o.id DESC LIMIT ${limit}`);
   return rowsOf<EventRow>(res).map(eventView);
 }

@@ -1,6 +1,7 @@
 /**
- * Receiver kit for project websites (import 'reseller-gateway/webhook-verify'): checks a webhook delivery as the
- * payment specification obliges a receiver to. No dependency beyond node:crypto, no import from the rest of this
+ * Receiver kit for project websites and reseller backends (import 'reseller-gateway/webhook-verify'): checks a payment
+ * webhook as the payment specification obliges a receiver to, and an order callback (docs/webhooks.md) the same way:
+ * both are signed alike, each with its own secret. No dependency beyond node:crypto, no import from the rest of this
  * package, so it can be copied into a project as it is.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -16,6 +17,19 @@ export type WebhookEvent = {
   amount: number;
   transfer_content: string | null;
   status: string;
+};
+
+/** An order callback to a reseller (docs/webhooks.md, "Order callbacks"): never the codes. */
+export type OrderEvent = {
+  event_id: string;
+  event: 'order.completed' | 'order.failed' | 'order.refunded';
+  created_at: string;
+  order_code: string;
+  request_id: string | null;
+  status: 'success' | 'failed' | 'refunded';
+  product_id: string;
+  quantity: number;
+  total: number;
 };
 
 /** What the website stored when it created the payment request. */
@@ -68,6 +82,36 @@ export function verifyWebhook(
   if (typeof event !== 'object' || event === null || event.event_id !== header(headers, 'x-webhook-id'))
     return { ok: false, reason: 'event_id differs from X-Webhook-ID' };
   return { ok: true, event };
+}
+
+const ORDER_EVENT_STATUS: Record<OrderEvent['event'], OrderEvent['status']> = {
+  'order.completed': 'success',
+  'order.failed': 'failed',
+  'order.refunded': 'refunded',
+};
+
+/**
+ * Checks an order callback as verifyWebhook checks a payment webhook (keyed with the callback secret), then that the
+ * body is an order event whose status goes with its event name.
+ */
+export function verifyOrderCallback(
+  rawBody: string | Uint8Array,
+  headers: HeaderBag,
+  opts: { secret: string; toleranceSeconds?: number; nowMs?: number },
+): { ok: true; event: OrderEvent } | { ok: false; reason: string } {
+  const v = verifyWebhook(rawBody, headers, opts);
+  if (!v.ok) return v;
+  const e = v.event as unknown as Record<string, unknown>;
+  const status = ORDER_EVENT_STATUS[e.event as OrderEvent['event']] as string | undefined;
+  const shaped =
+    status !== undefined &&
+    e.status === status &&
+    typeof e.order_code === 'string' &&
+    (e.request_id === null || typeof e.request_id === 'string') &&
+    typeof e.product_id === 'string' &&
+    typeof e.quantity === 'number' &&
+    typeof e.total === 'number';
+  return shaped ? { ok: true, event: e as unknown as OrderEvent } : { ok: false, reason: 'not an order event' };
 }
 
 /** "150000", 150000 and "150000.00" are one amount: compared as integers of the minor unit, never as floats. */

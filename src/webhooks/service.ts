@@ -1,7 +1,7 @@
 import { inArray } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
-import { payClients } from '../db/schema/index.js';
+import { payClients, users } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
 import { webhookOnDomain } from '../payments/clients.js';
 import type { SettingsService } from '../settings/service.js';
@@ -18,6 +18,7 @@ import {
   showEvent,
   type AttemptRecord,
   type Claimed,
+  type EventKind,
   type OutboxStatus,
 } from './outbox.js';
 import { sendWebhook, type AttemptResult } from './send.js';
@@ -26,7 +27,7 @@ import { DomainError } from '../shared/domain-error.js';
 
 /** A claim outlives the longest attempt (15 s) with margin; a process that dies mid-attempt frees its row after it. */
 const LEASE_MS = 60_000;
-/** Deliveries in flight per client in one process: one slow receiver never holds up the others. */
+/** Deliveries in flight per target (a pay client, a reseller) in one process: one slow receiver never holds up the others. */
 export const PER_CLIENT_IN_FLIGHT = 4;
 /** Deliveries in flight in one process. */
 const MAX_IN_FLIGHT = 64;
@@ -62,7 +63,31 @@ const failed = (error: string, outcome: 'retry' | 'refused' = 'retry'): AttemptR
 });
 
 /** What ends a refused event: only an admin change can make its target valid (docs/decisions.md). */
-const REFUSED_HINT = 'not retried: fix the client (pay client update --webhook-url or --allow-private-targets) and resend the event';
+const REFUSED_HINT = {
+  client: 'not retried: fix the client (pay client update --webhook-url or --allow-private-targets) and resend the event',
+  user: 'not retried: fix the user (user update --callback-url or --allow-private-targets) and resend the event',
+};
+
+/**
+ * Where one event goes, read at delivery time (docs/decisions.md, "Order callbacks"): a pay client's webhook URL and
+ * secret, or a reseller's callback URL and secret. `problem`: why it cannot be sent now.
+ */
+type Target =
+  { kind: 'client' | 'user'; url: string; secretEnc: string; allowPrivate: boolean } | { kind: 'client' | 'user'; problem: AttemptResult };
+
+function clientTarget(c: typeof payClients.$inferSelect | undefined): Target {
+  if (!c?.webhookSecretEnc) return { kind: 'client', problem: failed('the API client has no webhook secret (not approved)') };
+  if (!webhookOnDomain(c.webhookUrl, c.domain))
+    return { kind: 'client', problem: failed(`webhook_url is not on the client's domain ${c.domain}; refused`, 'refused') };
+  return { kind: 'client', url: c.webhookUrl, secretEnc: c.webhookSecretEnc, allowPrivate: c.allowPrivateTargets };
+}
+
+function userTarget(u: typeof users.$inferSelect | undefined): Target {
+  // Callbacks turned off after the event was written: nothing to send to until an admin sets a URL and resends it.
+  if (!u?.callbackUrl || !u.callbackSecretEnc)
+    return { kind: 'user', problem: failed('the user has no callback URL any more; refused', 'refused') };
+  return { kind: 'user', url: u.callbackUrl, secretEnc: u.callbackSecretEnc, allowPrivate: u.allowPrivateTargets };
+}
 
 /**
  * Webhook delivery from the outbox (docs/payments.md, section 7): attempted as soon as an event row commits (the trigger's NOTIFY), due
@@ -79,7 +104,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
     strict: createTargetAgent({ resolver, allowPrivate: false, connectTimeoutMs: connectMs }),
     open: createTargetAgent({ resolver, allowPrivate: true, connectTimeoutMs: connectMs }),
   };
-  const inFlight = new Map<number, number>();
+  // Attempts in flight per target (Claimed.target), for the per-target cap.
+  const inFlight = new Map<string, number>();
   let draining: Promise<void> | null = null;
   let again = false;
   let stopped = false;
@@ -107,31 +133,28 @@ export function createWebhooksService(deps: WebhooksDeps) {
     }
   }
 
-  async function attempt(row: Claimed, client: typeof payClients.$inferSelect | undefined): Promise<OutboxStatus> {
+  async function attempt(row: Claimed, target: Target): Promise<OutboxStatus> {
     const now = clock.now();
     let result: AttemptResult;
-    if (!client?.webhookSecretEnc) result = failed('the API client has no webhook secret (not approved)');
-    else if (!webhookOnDomain(client.webhookUrl, client.domain))
-      result = failed(`webhook_url is not on the client's domain ${client.domain}; refused`, 'refused');
-    else {
+    if ('url' in target) {
       try {
         // A clear reason before any connection; the connection itself checks again (rebinding).
-        await resolveTarget(new URL(client.webhookUrl).hostname, resolver, client.allowPrivateTargets, connectMs);
+        await resolveTarget(new URL(target.url).hostname, resolver, target.allowPrivate, connectMs);
         const d = {
-          url: client.webhookUrl,
+          url: target.url,
           eventId: row.event_id,
           event: row.event,
           body: row.body,
-          secret: cipher.decrypt(client.webhookSecretEnc),
+          secret: cipher.decrypt(target.secretEnc),
           timestamp: Math.floor(now.getTime() / 1000),
           totalTimeoutMs,
           signal: halt.signal,
         };
-        result = await sendWebhook(client.allowPrivateTargets ? agents.open : agents.strict, d, now);
+        result = await sendWebhook(target.allowPrivate ? agents.open : agents.strict, d, now);
       } catch (err) {
         result = err instanceof TargetRefusedError ? failed(err.message, 'refused') : failed(`could not send: ${(err as Error).message}`);
       }
-    }
+    } else result = target.problem;
     const schedule = await settings.get('webhook_retry_schedule');
     const n = row.attempts - row.retry_base;
     const at = clock.now();
@@ -148,7 +171,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     }
     const error =
       result.outcome === 'refused'
-        ? `${result.error}; ${REFUSED_HINT}`
+        ? `${result.error}; ${REFUSED_HINT[target.kind]}`
         : next.status === 'dead' && result.outcome === 'retry'
           ? `${result.error} (last attempt of the schedule)`
           : result.error;
@@ -158,8 +181,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
     // Once per event: a refused event is dead after this attempt, so it is never attempted (nor logged) again until resent.
     if (result.outcome === 'refused')
       logger.warn(
-        { event_id: row.event_id, client_id: row.client_id, reason: result.error },
-        'webhook target refused; event dead until an admin fixes the client and resends it',
+        { event_id: row.event_id, client_id: row.client_id, user_id: row.user_id, reason: result.error },
+        `webhook target refused; event dead until an admin fixes the ${target.kind} and resends it`,
       );
     return next.status;
   }
@@ -188,10 +211,19 @@ export function createWebhooksService(deps: WebhooksDeps) {
     writing = false;
   }
 
-  async function clientsOf(rows: Claimed[]) {
-    const ids = [...new Set(rows.map((r) => r.client_id))];
-    const list = ids.length > 0 ? await db.select().from(payClients).where(inArray(payClients.id, ids)) : [];
-    return new Map(list.map((c) => [c.id, c]));
+  /** The target of each claimed row by its key, in one read per kind. */
+  async function targetsOf(rows: Claimed[]): Promise<Map<string, Target>> {
+    const ids = (k: 'client_id' | 'user_id') => [...new Set(rows.flatMap((r) => (r[k] === null ? [] : [r[k]])))];
+    const [clientIds, userIds] = [ids('client_id'), ids('user_id')];
+    const [clients, resellers] = await Promise.all([
+      clientIds.length > 0 ? db.select().from(payClients).where(inArray(payClients.id, clientIds)) : [],
+      userIds.length > 0 ? db.select().from(users).where(inArray(users.id, userIds)) : [],
+    ]);
+    const byClient = new Map(clients.map((c) => [c.id, c]));
+    const byUser = new Map(resellers.map((u) => [u.id, u]));
+    return new Map(
+      rows.map((r) => [r.target, r.user_id === null ? clientTarget(byClient.get(r.client_id!)) : userTarget(byUser.get(r.user_id))]),
+    );
   }
 
   /** Claims and sends due rows until none is left (or the budget is spent), keeping the in-flight caps. */
@@ -202,22 +234,22 @@ export function createWebhooksService(deps: WebhooksDeps) {
     while (!stopped) {
       const room = MAX_IN_FLIGHT - active.size;
       let claimed: Claimed[] = [];
-      let clients = new Map<number, typeof payClients.$inferSelect>();
+      let targets = new Map<string, Target>();
       if (room > 0 && Date.now() - started < DRAIN_BUDGET_MS) {
         try {
           const now = clock.now();
           // One claim at a time in this process, counted in flight before the next: the per-client cap holds across drains.
-          [claimed, clients] = await exclusive(async () => {
+          [claimed, targets] = await exclusive(async () => {
             const rows = await claimDue(db, {
               now,
               leaseUntil: new Date(now.getTime() + LEASE_MS),
               limit: room,
-              perClient: PER_CLIENT_IN_FLIGHT,
+              perTarget: PER_CLIENT_IN_FLIGHT,
               inFlight: Object.fromEntries(inFlight),
               eventId,
             });
-            for (const row of rows) inFlight.set(row.client_id, (inFlight.get(row.client_id) ?? 0) + 1);
-            return [rows, rows.length > 0 ? await clientsOf(rows) : new Map()] as const;
+            for (const row of rows) inFlight.set(row.target, (inFlight.get(row.target) ?? 0) + 1);
+            return [rows, rows.length > 0 ? await targetsOf(rows) : new Map()] as const;
           });
         } catch (err) {
           logger.error({ err: { message: (err as Error).message } }, 'webhook claim failed; the next cron call retries');
@@ -226,7 +258,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       }
       for (const row of claimed) {
         report.attempted++;
-        const p: Promise<void> = attempt(row, clients.get(row.client_id))
+        const p: Promise<void> = attempt(row, targets.get(row.target)!)
           .then((status) => {
             if (status === 'delivered') report.delivered++;
             else report.failed++;
@@ -240,9 +272,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
             );
           })
           .finally(() => {
-            const left = (inFlight.get(row.client_id) ?? 1) - 1;
-            if (left > 0) inFlight.set(row.client_id, left);
-            else inFlight.delete(row.client_id);
+            const left = (inFlight.get(row.target) ?? 1) - 1;
+            if (left > 0) inFlight.set(row.target, left);
+            else inFlight.delete(row.target);
             active.delete(p);
             attempts.delete(p);
           });
@@ -297,8 +329,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
   return {
     /** Cron: sends every due attempt (alongside a NOTIFY drain, if one runs: claims never overlap) and reports them. */
     deliverDue: (): Promise<DrainReport> => drain(),
-    async list(status: OutboxStatus | undefined, limit = 200) {
-      return listEvents(db, status, limit);
+    async list(filter: { status?: OutboxStatus; kind?: EventKind } = {}, limit = 200) {
+      return listEvents(db, filter, limit);
     },
     show,
     /** Sends a delivered or dead event again, now, with the same event_id and body, and a fresh retry schedule. */
@@ -364,3 +396,5 @@ export type WebhooksService = ReturnType<typeof createWebhooksService>;
 
 /** The statuses of an outbox row, for the admin list's filter. */
 export const OUTBOX_STATUSES: OutboxStatus[] = ['pending', 'delivered', 'dead'];
+/** The kinds of event, for the admin list's filter. */
+export const EVENT_KINDS: EventKind[] = ['payment', 'order'];

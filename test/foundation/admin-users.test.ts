@@ -114,6 +114,8 @@ describe('admin API: users', () => {
           api_enabled: true,
           balance: 1500.5,
           allowed_ips: ['10.0.0.1', '2001:db8::/32'],
+          callback_url: null,
+          allow_private_targets: false,
           created_at: expect.stringMatching(ISO_RE),
           updated_at: expect.stringMatching(ISO_RE),
         },
@@ -199,6 +201,8 @@ describe('admin API: users', () => {
         api_enabled: true,
         balance: 0,
         allowed_ips: ['10.1.1.1'],
+        callback_url: null,
+        allow_private_targets: false,
         created_at: expect.stringMatching(ISO_RE),
         updated_at: expect.stringMatching(ISO_RE),
       });

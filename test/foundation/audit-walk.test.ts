@@ -126,6 +126,18 @@ const FIXTURES: Record<string, Fixture> = {
     const u = await userFixture(c);
     return { res: await admin(c, 'PUT', `/admin/v1/users/${u.id}/ips`, { ips: ['10.1.2.3'] }), target: `user:${u.id}` };
   },
+  adminUpdateUser: async (c) => {
+    const u = await userFixture(c);
+    const res = await admin(c, 'PATCH', `/admin/v1/users/${u.id}`, { callback_url: 'https://reseller.example.com/cb' });
+    c.secrets.add(data<{ callback_secret: string }>(res).callback_secret);
+    return { res, target: `user:${u.id}` };
+  },
+  adminRotateCallbackSecret: async (c) => {
+    const u = await userFixture(c);
+    const res = await admin(c, 'POST', `/admin/v1/users/${u.id}/callback-secret`);
+    c.secrets.add(data<{ callback_secret: string }>(res).callback_secret);
+    return { res, target: `user:${u.id}` };
+  },
   adminCreditUser: async (c) => {
     const u = await userFixture(c);
     return { res: await admin(c, 'POST', `/admin/v1/users/${u.id}/credit`, { amount: '12.50', note: 'walk' }), target: `user:${u.id}` };

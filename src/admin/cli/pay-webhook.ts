@@ -5,10 +5,13 @@ export const payWebhookCommands: readonly Command[] = [
   cmd({
     noun: 'pay webhook',
     verb: 'list',
-    usage: '[--status pending|delivered|dead]',
-    summary: 'the newest webhook events of the outbox',
-    options: { status: S },
-    call: (_, o) => get(`/admin/v1/pay/webhooks${o.status === undefined ? '' : `?status=${enc(String(o.status))}`}`),
+    usage: '[--status pending|delivered|dead] [--kind payment|order]',
+    summary: 'the newest events of the outbox (payment webhooks and order callbacks)',
+    options: { status: S, kind: S },
+    call: (_, o) => {
+      const q = (['status', 'kind'] as const).flatMap((k) => (o[k] === undefined ? [] : [`${k}=${enc(String(o[k]))}`]));
+      return get(`/admin/v1/pay/webhooks${q.length > 0 ? `?${q.join('&')}` : ''}`);
+    },
   }),
   cmd({
     noun: 'pay webhook',

@@ -1,4 +1,4 @@
-import { cmd, type Command, defined, enc, get, list, pick, post, required, S, str } from './kit.js';
+import { bool, changes, cmd, type Command, defined, enc, get, list, pick, post, required, S, str } from './kit.js';
 
 const user = (ref: string) => `/admin/v1/users/${enc(ref)}`;
 
@@ -55,6 +55,28 @@ export const userCommands: readonly Command[] = [
       path: `${user(U)}/ips`,
       json: { ips: list(required(o, 'ips', ' (--ips "" allows any address)')) },
     }),
+  }),
+  cmd({
+    noun: 'user',
+    verb: 'update',
+    usage: 'U [--callback-url URL] [--allow-private-targets true|false]',
+    summary: 'order callbacks: their URL (--callback-url "" turns them off; a first URL prints callback_secret once)',
+    args: ['U'],
+    options: { 'callback-url': S, 'allow-private-targets': S },
+    call: ({ U }, o) => ({
+      method: 'PATCH',
+      path: user(U),
+      json: changes({ callback_url: str(o, 'callback-url'), allow_private_targets: bool(o, 'allow-private-targets') }),
+    }),
+  }),
+  cmd({
+    noun: 'user',
+    verb: 'callback-secret',
+    usage: 'U',
+    summary: 'new secret of the order callbacks; prints {id, callback_url, callback_secret} once',
+    args: ['U'],
+    call: ({ U }) => post(`${user(U)}/callback-secret`),
+    output: (d) => pick(d, ['id', 'callback_url', 'callback_secret']),
   }),
   cmd({
     noun: 'user',

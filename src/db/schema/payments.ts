@@ -1,6 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, check, index, integer, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { OPEN_STATUSES, PAYMENT_STATUSES, sqlList } from '../../payments/statuses.js';
+import { orders } from './orders.js';
+import { users } from './users.js';
 
 /**
  * API clients of the payment API (project websites). Keys and secrets are AES-256-GCM boxes (admin can view them; the
@@ -142,18 +144,19 @@ export const paymentIdempotency = pgTable(
 
 /**
  * Durable outbox of webhooks. The body is serialised once, when the row is written, and sent byte for byte on every
- * attempt; the same event keeps its event_id.
+ * attempt; the same event keeps its event_id. Two kinds of event share it: payment events go to a pay client
+ * (client_id), order callbacks to a reseller (user_id, order_id); exactly one target is set.
  */
 export const webhookOutbox = pgTable(
   'webhook_outbox',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
     eventId: text('event_id').notNull().unique(),
-    clientId: integer('client_id')
-      .notNull()
-      .references(() => payClients.id),
+    clientId: integer('client_id').references(() => payClients.id),
+    userId: integer('user_id').references(() => users.id),
     event: text('event').notNull(),
     paymentRequestId: bigint('payment_request_id', { mode: 'number' }).references(() => paymentRequests.id),
+    orderId: bigint('order_id', { mode: 'number' }).references(() => orders.id),
     body: text('body').notNull(),
     status: text('status').notNull().default('pending'),
     attempts: integer('attempts').notNull().default(0),
@@ -172,6 +175,11 @@ export const webhookOutbox = pgTable(
     index('webhook_outbox_dead_idx')
       .on(t.id)
       .where(sql`${t.status} = 'dead'`),
+    // A claim takes each reseller's first few due rows as it does each client's (src/webhooks/outbox.ts).
+    index('webhook_outbox_user_due_idx')
+      .on(t.userId, t.nextAttemptAt, t.id)
+      .where(sql`${t.status} = 'pending' AND ${t.userId} IS NOT NULL`),
     check('webhook_outbox_status', sql`${t.status} IN ('pending', 'delivered', 'dead')`),
+    check('webhook_outbox_one_target', sql`(${t.clientId} IS NULL) <> (${t.userId} IS NULL)`),
   ],
 );

@@ -1,7 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, check, index, integer, numeric, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 
-/** Resellers. The API key is stored as a SHA-256 digest (lookup) and an AES-256-GCM box (admin view, HMAC checks). */
+/**
+ * Resellers. The API key is stored as a SHA-256 digest (lookup) and an AES-256-GCM box (admin view, HMAC checks). The
+ * order callback secret is an AES-256-GCM box too (the server signs with it), shown once when it is made.
+ */
 export const users = pgTable(
   'users',
   {
@@ -16,6 +19,11 @@ export const users = pgTable(
       .array()
       .notNull()
       .default(sql`'{}'::text[]`),
+    /** Where order callbacks go (docs/webhooks.md); null: none are written. */
+    callbackUrl: text('callback_url'),
+    callbackSecretEnc: text('callback_secret_enc'),
+    /** Lets callbacks reach loopback/private addresses (local setups and tests), as pay_clients.allow_private_targets. */
+    allowPrivateTargets: boolean('allow_private_targets').notNull().default(false),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },

@@ -58,10 +58,10 @@ export function createIdempotentCreate(deps: CreateDeps) {
   };
   /**
    * Creates a request exactly once per (client, Idempotency-Key), in one statement (payment_create): the key record
-   * (done, naming the payment), the request and its preparation commit together or not at all. A retry with the same body replays the
-   * committed answer, with another body is refused (IdempotencyRefused 'reused'). A retry arriving while the first
-   * is still inside its transaction does not wait for it: the function first takes a transaction-scoped advisory
-   * lock on (client, key) without waiting, and a lock already held answers IdempotencyRefused 'in_progress'
+   * (done, naming the payment), the request and its preparation commit together or not at all. A retry with the same
+   * body replays the committed answer, with another body is refused (IdempotencyRefused 'reused'). A retry arriving
+   * while the first is still inside its statement does not wait for it: the function first takes a transaction-scoped
+   * advisory lock on (client, key) without waiting, and a lock already held answers IdempotencyRefused 'in_progress'
    * (IDEMPOTENCY_IN_PROGRESS, retry shortly). On the embedded database, which runs one transaction at a time, the
    * retry instead waits for the first to end and then replays it. `requestId` names the request in the log line of a
    * preparation that failed.

@@ -62,6 +62,20 @@ describe('payment creation in one call', () => {
     expect(again.json()).toEqual(first.json());
   });
 
+  it('20 concurrent creations of one invoice under different keys: one request, the others name it', async () => {
+    const invoice = uniq();
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => createRaw(t, c, { merchant_invoice_id: invoice, amount: 20000 }, uniq('key'))),
+    );
+    const created = answers.filter((a) => a.statusCode === 201);
+    expect(created).toHaveLength(1);
+    const id = (created[0]!.json() as PaymentBody).payment_id;
+    for (const a of answers.filter((x) => x.statusCode !== 201)) expectError(a, 409, 'PAYMENT_INVOICE_PENDING', { payment_id: id });
+    expect(await q(t, sql`SELECT payment_id FROM payment_requests WHERE merchant_invoice_id = ${invoice}`)).toEqual([{ payment_id: id }]);
+    // A refused creation leaves no key record behind: the whole statement rolled back.
+    expect(await q(t, sql`SELECT count(*)::int AS n FROM payment_idempotency WHERE payment_id = ${id}`)).toEqual([{ n: 1 }]);
+  });
+
   it('a cached method edited, replaced as the default, or deactivated by SQL is read again', async () => {
     const before = await createPayment(t, c);
     expect(before.payment!.account_number).toBe('0123456789');

@@ -93,6 +93,13 @@ function subscribedEvents(list: readonly string[]): string[] {
 /** API clients of the payment API: access requests, approval with issued credentials, IPs, rotation. */
 export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: Clock }) {
   const { db, cipher, clock } = deps;
+  // Prepared once per pooled connection: neither drizzle nor PostgreSQL builds or plans it again (PGlite: unnamed).
+  const clientByKeyHash = db
+    .select()
+    .from(payClients)
+    .where(eq(payClients.apiKeyHash, sql.placeholder('hash')))
+    .limit(1)
+    .prepare('pay_client_by_key');
 
   function view(c: PayClientRow, withSecrets: boolean): PayClientView {
     const graceOpen = c.prevApiSecretEnc && c.prevSecretExpiresAt && c.prevSecretExpiresAt > clock.now();
@@ -236,13 +243,9 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
         true,
       );
     },
-    /** Key -> client (any status); null when unknown. */
+    /** Key -> client (any status); null when unknown. Read on every payment API request, by a named statement. */
     async byKey(apiKey: string): Promise<PayClientRow | null> {
-      const [row] = await db
-        .select()
-        .from(payClients)
-        .where(eq(payClients.apiKeyHash, sha256Hex(apiKey)))
-        .limit(1);
+      const [row] = await clientByKeyHash.execute({ hash: sha256Hex(apiKey) });
       return row ?? null;
     },
   };

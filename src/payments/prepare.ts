@@ -24,8 +24,8 @@ type MethodRow = NonNullable<Awaited<ReturnType<MethodsService['resolve']>>>;
 
 /**
  * What preparing a request writes: the method's bank data, a fresh random transfer_content, the VietQR payload and
- * its PNG, the expiry, and the status pending_payment. Pure CPU (no database): creation builds it before its
- * transaction opens, so that no pooled connection waits on the PNG.
+ * its PNG, the expiry, and the status pending_payment. Pure CPU (no database): creation builds it before it
+ * calls payment_create, so that no pooled connection waits on the PNG.
  */
 export function preparedFields(method: MethodRow, s: Settings, amount: string, now: Date) {
   const transferContent = (s.payment_transfer_prefix + randomBase62(25).toUpperCase()).slice(
@@ -63,8 +63,8 @@ export function isUniqueViolation(err: unknown): boolean {
 /**
  * Copies the method's bank data into the request, makes a unique transfer_content, the VietQR payload and its PNG,
  * and moves preparing_payment -> pending_payment. Idempotent: a request already prepared is returned as it is.
- * Creation prepares in its own transaction (create.ts); this finishes a request left in preparing_payment (the next
- * status read or the cron sweep).
+ * Creation prepares in its own statement (payment_create, create.ts); this finishes a request left in preparing_payment
+ * (the next status read or the cron sweep).
  */
 export function createPrepare(deps: PrepareDeps) {
   const { db, clock, settings, methods, lifecycle } = deps;

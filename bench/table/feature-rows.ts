@@ -1,3 +1,4 @@
+import { measureEmbeddedMemory } from '../embedded-memory.bench.js';
 import { measureSync } from '../sync.bench.js';
 import { measureWebhooks } from '../webhooks.bench.js';
 import type { RowFn } from './rows.js';
@@ -31,5 +32,23 @@ export const webhooksRow: RowFn = async (ctx) => {
     target: '≥ 500 deliveries/s',
     met: many!.perSecond >= 500,
     note: `${one!.label}; receiver answers 200 at once`,
+  };
+};
+
+/**
+ * The embedded default's memory (bench/embedded-memory.bench.ts): `node dist/main.js` on PGlite syncing 50,000
+ * products from a source process, then started again on the same DATA_DIR. Always on PGlite, whatever the table's
+ * PostgreSQL server.
+ */
+export const embeddedMemoryRow: RowFn = async () => {
+  const f = await measureEmbeddedMemory();
+  return {
+    name: `embedded PGlite memory: sync of ${f.products} products, then a restart`,
+    ours: `peak RSS ${f.peakRssMiB} MiB (full sync in ${f.syncSeconds.toFixed(1)} s); idle RSS after a restart ${f.idleRssMiB} MiB`,
+    limit: '—',
+    ratio: null,
+    target: 'peak < 300 MiB, idle < 200 MiB',
+    met: f.peakRssMiB < 300 && f.idleRssMiB < 200,
+    note: `VmHWM / VmRSS of the server process (node dist/main.js); ${f.beforeSyncRssMiB} MiB before the sync, database folder ${f.pgdataMiB} MiB`,
   };
 };

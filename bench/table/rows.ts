@@ -254,4 +254,5 @@ export const rows: { id: string; fn: RowFn }[] = [
   { id: 'payments', fn: paymentCreate },
   { id: 'sync', fn: syncRow },
   { id: 'webhooks', fn: webhooksRow },
+  { id: 'embedded-memory', fn: async (ctx) => (await import('./feature-rows.js')).embeddedMemoryRow(ctx) },
 ];

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import v8 from 'node:v8';
 import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import { MIGRATIONS_DIR, openPglite, type Database } from './client.js';
@@ -92,6 +93,19 @@ function saveSnapshot(dir: string, key: string, tar: Buffer, log: Log): void {
   }
 }
 
+/**
+ * PGlite's PostgreSQL is a 9 MB WebAssembly module. V8 compiles all of it with its baseline compiler (Liftoff), then
+ * compiles its hot functions again with its optimising one (TurboFan) and keeps both: about 60 MiB of the resident
+ * memory of a server at rest, for SQL that runs a little faster. The embedded default is for a small shop on a small
+ * machine, so its PostgreSQL runs on the baseline code alone (docs/PERFORMANCE.md, "Embedded memory"). The flag is the
+ * process's and applies to modules compiled from now on: set before PGlite compiles its module, so it holds for the
+ * embedded database (and for the small HTTP parser undici compiles later); a server on PostgreSQL (DATABASE_URL) never
+ * opens one and keeps V8's defaults.
+ */
+export function baselineWasmOnly(): void {
+  v8.setFlagsFromString('--liftoff-only');
+}
+
 export type EmbeddedOptions = {
   /** The PostgreSQL data folder (DATA_DIR/pgdata). */
   pgdata: string;
@@ -109,6 +123,7 @@ export type EmbeddedOptions = {
  */
 export async function openEmbedded(opts: EmbeddedOptions): Promise<Database & { client: PGlite }> {
   const { pgdata, snapshotDir, log } = opts;
+  baselineWasmOnly();
   const marker = `${pgdata}.creating`;
   if (fs.existsSync(path.join(pgdata, 'PG_VERSION')) && !fs.existsSync(marker)) {
     log.info({ dir: pgdata }, `opening the embedded database in ${pgdata}`);

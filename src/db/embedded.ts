@@ -106,6 +106,20 @@ export function baselineWasmOnly(): void {
   v8.setFlagsFromString('--liftoff-only');
 }
 
+/** Above this, the size a gzip trailer states is not believed (a snapshot is about 40 MB). */
+const MAX_SNAPSHOT_BYTES = 1 << 30;
+
+/**
+ * gunzip into one buffer of the size the gzip trailer states (ISIZE, the last 4 bytes), instead of zlib's 16 KiB
+ * chunks joined at the end: those chunks come from the C heap, which keeps their pages after they are freed (about
+ * 20 MiB of a first start's RSS for the life of the process, docs/PERFORMANCE.md, "Embedded memory"). A damaged
+ * trailer only costs more chunks; the inflate and its checks are the same.
+ */
+export function gunzipWhole(gz: Buffer): Buffer {
+  const stated = gz.length >= 4 ? gz.readUInt32LE(gz.length - 4) : 0;
+  return zlib.gunzipSync(gz, stated >= 64 && stated <= MAX_SNAPSHOT_BYTES ? { chunkSize: stated } : {});
+}
+
 export type EmbeddedOptions = {
   /** The PostgreSQL data folder (DATA_DIR/pgdata). */
   pgdata: string;
@@ -157,7 +171,7 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<Database & { 
         // Unpacked here rather than by PGlite (loadDataDir): the database then opens like any later start, without
         // PGlite's copies of the archive in memory, and PGlite's gunzip would leave an unhandled rejection (which ends
         // the process) on a damaged file.
-        extractTar(zlib.gunzipSync(bytes), pgdata);
+        extractTar(gunzipWhole(bytes), pgdata);
         const database = await openPglite({ dataDir: pgdata });
         fs.rmSync(marker, { force: true });
         return database;

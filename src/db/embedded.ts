@@ -97,10 +97,10 @@ function saveSnapshot(dir: string, key: string, tar: Buffer, log: Log): void {
  * PGlite's PostgreSQL is a 9 MB WebAssembly module. V8 compiles all of it with its baseline compiler (Liftoff), then
  * compiles its hot functions again with its optimising one (TurboFan) and keeps both: 60 to 80 MiB of the resident
  * memory of a server at rest, for a speed-up the 50,000-product sync did not show. The embedded default is for a small
- * shop on a small machine, so its PostgreSQL runs on the baseline code alone (docs/PERFORMANCE.md, "Embedded memory"). The flag is the
- * process's and applies to modules compiled from now on: set before PGlite compiles its module, so it holds for the
- * embedded database (and for the small HTTP parser undici compiles later); a server on PostgreSQL (DATABASE_URL) never
- * opens one and keeps V8's defaults.
+ * shop on a small machine, so its PostgreSQL runs on the baseline code alone (docs/PERFORMANCE.md, "Embedded
+ * memory"). The flag is the process's and applies to modules compiled from now on: set before PGlite compiles its
+ * module, so it holds for the embedded database (and for the small HTTP parser undici compiles later); a server on
+ * PostgreSQL (DATABASE_URL) never opens one and keeps V8's defaults.
  */
 export function baselineWasmOnly(): void {
   v8.setFlagsFromString('--liftoff-only');

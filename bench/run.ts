@@ -1,7 +1,8 @@
 // Runs the benchmarks (never part of `npm test`). `npm run bench` prints the performance table (bench/table.bench.ts)
 // and writes it to docs/PERFORMANCE.md; `npm run bench -- catalog` or `-- download` runs one of the older benches,
 // `npm run bench -- table catalog download` several; `npm run bench -- sustained` runs 60 s of orders by one reseller
-// (bench/sustained.bench.ts). BENCH_SECONDS sets the length of each load run (default 5);
+// (bench/sustained.bench.ts); `npm run bench -- embedded-memory` the memory of the embedded default during and after a
+// sync of 50,000 products (bench/embedded-memory.bench.ts). BENCH_SECONDS sets the length of each load run (default 5);
 // BENCH_DATABASE_URL names the PostgreSQL server (the table creates and drops its own databases there).
 const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void> }>> = {
   table: () => import('./table.bench.js'),
@@ -12,6 +13,7 @@ const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void
   startup: () => import('./startup.bench.js'),
   metrics: () => import('./metrics.bench.js'),
   sustained: () => import('./sustained.bench.js'),
+  'embedded-memory': () => import('./embedded-memory.bench.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -1,6 +1,7 @@
 import { measureSustained, sustainedServerUrl } from '../sustained.bench.js';
 import { createHmac, randomBytes } from 'node:crypto';
 import { loadWith, type LoadResult } from '../lib.js';
+import { measureEmbeddedMemory } from '../embedded-memory.bench.js';
 import { measureSync } from '../sync.bench.js';
 import { measureWebhooks } from '../webhooks.bench.js';
 import { PRODUCTS_PATH } from './context.js';
@@ -127,5 +128,23 @@ export const checkoutRow: RowFn = async (ctx) => {
     target: '≥ 0.5',
     met: ratio >= 0.5 && bad === 0,
     note: `requests/s of page and status together against products requests/s; server CPU ${ours.cpuUs} µs/request (products ${products.cpuUs})${bad > 0 ? ` (${ours.non2xx} non-2xx, ${ours.errors} errors)` : ''}`,
+  };
+};
+
+/**
+ * The embedded default's memory (bench/embedded-memory.bench.ts): `node dist/main.js` on PGlite syncing 50,000
+ * products from a source process, then started again on the same DATA_DIR. Always on PGlite, whatever the table's
+ * PostgreSQL server.
+ */
+export const embeddedMemoryRow: RowFn = async () => {
+  const f = await measureEmbeddedMemory();
+  return {
+    name: `embedded PGlite memory: sync of ${f.products} products, then a restart`,
+    ours: `peak RSS ${f.peakRssMiB} MiB (full sync in ${f.syncSeconds.toFixed(1)} s); idle RSS after a restart ${f.idleRssMiB} MiB`,
+    limit: '—',
+    ratio: null,
+    target: 'peak < 300 MiB, idle < 200 MiB',
+    met: f.peakRssMiB < 300 && f.idleRssMiB < 200,
+    note: `VmHWM / VmRSS of the server process (node dist/main.js); ${f.beforeSyncRssMiB} MiB before the sync, database folder ${f.pgdataMiB} MiB`,
   };
 };

@@ -3,7 +3,7 @@ import type autocannon from 'autocannon';
 import { loadWith, type LoadResult } from '../lib.js';
 import { OURS_LOG_LEVEL, PRODUCTS_PATH, queryOn, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
-import { checkoutRow, sustainedRow, syncRow, webhooksRow } from './feature-rows.js';
+import { checkoutRow, embeddedMemoryRow, sustainedRow, syncRow, webhooksRow } from './feature-rows.js';
 import { pgbench, pgbenchStatement, tpcbTables, type PgbenchResult } from './pgbench.js';
 import { pgServerCpuMs } from './pgcpu.js';
 
@@ -423,4 +423,5 @@ export const rows: { id: string; fn: RowFn }[] = [
   { id: 'webhooks', fn: webhooksRow },
   { id: 'checkout', fn: checkoutRow },
   { id: 'sustained', fn: sustainedRow },
+  { id: 'embedded-memory', fn: embeddedMemoryRow },
 ];

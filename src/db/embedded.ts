@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import v8 from 'node:v8';
 import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import { MIGRATIONS_DIR, openPglite, type Database } from './client.js';
@@ -92,6 +93,33 @@ function saveSnapshot(dir: string, key: string, tar: Buffer, log: Log): void {
   }
 }
 
+/**
+ * PGlite's PostgreSQL is a 9 MB WebAssembly module. V8 compiles all of it with its baseline compiler (Liftoff), then
+ * compiles its hot functions again with its optimising one (TurboFan) and keeps both: 60 to 80 MiB of the resident
+ * memory of a server at rest, for a speed-up the 50,000-product sync did not show. The embedded default is for a small
+ * shop on a small machine, so its PostgreSQL runs on the baseline code alone (docs/PERFORMANCE.md, "Embedded
+ * memory"). The flag is the process's and applies to modules compiled from now on: set before PGlite compiles its
+ * module, so it holds for the embedded database (and for the small HTTP parser undici compiles later); a server on
+ * PostgreSQL (DATABASE_URL) never opens one and keeps V8's defaults.
+ */
+export function baselineWasmOnly(): void {
+  v8.setFlagsFromString('--liftoff-only');
+}
+
+/** Above this, the size a gzip trailer states is not believed (a snapshot is about 40 MB). */
+const MAX_SNAPSHOT_BYTES = 1 << 30;
+
+/**
+ * gunzip into one buffer of the size the gzip trailer states (ISIZE, the last 4 bytes), instead of zlib's 16 KiB
+ * chunks joined at the end: those chunks come from the C heap, which keeps their pages after they are freed (about
+ * 20 MiB of a first start's RSS for the life of the process, docs/PERFORMANCE.md, "Embedded memory"). A damaged
+ * trailer only costs more chunks; the inflate and its checks are the same.
+ */
+export function gunzipWhole(gz: Buffer): Buffer {
+  const stated = gz.length >= 4 ? gz.readUInt32LE(gz.length - 4) : 0;
+  return zlib.gunzipSync(gz, stated >= 64 && stated <= MAX_SNAPSHOT_BYTES ? { chunkSize: stated } : {});
+}
+
 export type EmbeddedOptions = {
   /** The PostgreSQL data folder (DATA_DIR/pgdata). */
   pgdata: string;
@@ -109,6 +137,7 @@ export type EmbeddedOptions = {
  */
 export async function openEmbedded(opts: EmbeddedOptions): Promise<Database & { client: PGlite }> {
   const { pgdata, snapshotDir, log } = opts;
+  baselineWasmOnly();
   const marker = `${pgdata}.creating`;
   if (fs.existsSync(path.join(pgdata, 'PG_VERSION')) && !fs.existsSync(marker)) {
     log.info({ dir: pgdata }, `opening the embedded database in ${pgdata}`);
@@ -142,7 +171,7 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<Database & { 
         // Unpacked here rather than by PGlite (loadDataDir): the database then opens like any later start, without
         // PGlite's copies of the archive in memory, and PGlite's gunzip would leave an unhandled rejection (which ends
         // the process) on a damaged file.
-        extractTar(zlib.gunzipSync(bytes), pgdata);
+        extractTar(gunzipWhole(bytes), pgdata);
         const database = await openPglite({ dataDir: pgdata });
         fs.rmSync(marker, { force: true });
         return database;

@@ -722,7 +722,7 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
         idempotencyKey: randomUUID(),
       });
       expect(res.status).toBe(201);
-      return res.body as { payment_id: string; payment: Record<string, unknown> };
+      return res.body as { payment_id: string; payment: Record<string, unknown>; checkout_url: string };
     }
 
     /** The webhook outbox rows of one payment, read with SQL (their delivery comes in a later version). */
@@ -761,6 +761,7 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
         ...view('pending_payment'),
         payment_id: expect.stringMatching(/^pay_[0-9A-Za-z]{24}$/),
         payment,
+        checkout_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/pay\/[0-9A-Za-z]{32}$/),
       });
 
       const opened = [
@@ -783,7 +784,7 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
         path: `/api/v1/payment-requests/${created.payment_id}`,
         event: 'payment.request.status',
       });
-      expect(status).toEqual({ status: 200, body: { ok: true, ...view('approved') } });
+      expect(status).toEqual({ status: 200, body: { ok: true, ...view('approved'), checkout_url: created.checkout_url } });
 
       // Approval wrote the payment.approved webhook to the outbox, in the body docs/payments.md section 7 gives.
       const rows = await outbox(created.payment_id);

@@ -47,7 +47,7 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
   }
 
   /** A page on a fresh context that records every request, console error, page error and CSP violation. */
-  async function open(p: Created, o: { width: number; height: number; js?: boolean; lang?: 'en'; allowConsole?: RegExp }) {
+  async function open(p: Created, o: { width: number; height: number; js?: boolean; lang?: 'en'; clock?: boolean; allowConsole?: RegExp }) {
     const context: BrowserContext = await browser.newContext({
       viewport: { width: o.width, height: o.height },
       javaScriptEnabled: o.js ?? true,
@@ -68,6 +68,8 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
         problems.push(`console ${m.type()}: ${m.text()}`);
     });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    // The page's timers on a clock the test can run forward (time flows as usual until it does).
+    if (o.clock) await page.clock.install();
     await page.goto(`${base}${new URL(p.checkout_url).pathname}`);
     const done = async () => {
       const csp = o.js === false ? [] : await page.evaluate(() => (window as unknown as { __csp?: string[] }).__csp ?? []);
@@ -142,7 +144,7 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
 
   it('an approval by the admin CLI turns the page to its approved screen without a reload, with the return link', async () => {
     const p = await create({ return_url: 'https://shop.example.com/orders/1001' });
-    const { page, done } = await open(p, { width: 360, height: 740, lang: 'en' });
+    const { page, done, requests } = await open(p, { width: 360, height: 740, lang: 'en', clock: true });
     let navigations = 0;
     page.on('framenavigated', () => navigations++);
     await page.evaluate(() => ((window as unknown as { __same: boolean }).__same = true));
@@ -153,9 +155,14 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
     expect(navigations).toBe(0);
     expect(await page.textContent('[data-screen="approved"] h1')).toBe('Payment received');
     expect(await page.getAttribute('[data-screen="approved"] a.back', 'href')).toBe('https://shop.example.com/orders/1001');
-    // Final: the page stops polling.
-    const requests = await done();
-    expect(requests.filter((u) => u.endsWith('/status')).length).toBeGreaterThanOrEqual(1);
+    // Final: the page stops polling. Its timers run three refresh intervals (1 s each here) on its clock, at once.
+    const polls = () => requests.filter((u) => u.endsWith('/status')).length;
+    const atFinal = polls();
+    expect(atFinal).toBeGreaterThanOrEqual(1);
+    await page.clock.runFor(3 * 1000);
+    await page.evaluate(() => 0);
+    expect(polls()).toBe(atFinal);
+    await done();
   });
 
   it('a refused poll (429) does not stop the page: it polls again later and shows the approval without a reload', async () => {

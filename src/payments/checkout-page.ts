@@ -116,6 +116,8 @@ a.back{display:inline-block;margin-top:16px;padding:12px 18px;border-radius:8px;
 /**
  * The page's script: copy buttons, the countdown, and the status poll. The server time of the status answer corrects
  * the device clock for the countdown; a final status shows its screen; a prepared payment reloads to show its data.
+ * A refused poll (429, 5xx) is tried again after Retry-After, at least two and at most ten refresh intervals; only a
+ * 404 (no such page) or a final status ends the polling.
  */
 const JS = `(function(){
 var d=document,b=d.body,url=b.getAttribute('data-status-url'),every=+b.getAttribute('data-refresh')*1000;
@@ -132,9 +134,11 @@ d.getElementById('reported').hidden=s!=='payment_reported';d.getElementById('wai
 d.querySelectorAll('[data-screen]').forEach(function(e){e.hidden=e.getAttribute('data-screen')!==s});}
 function tick(){if(!timer||isNaN(exp)||skew===null)return;var ms=Math.max(0,exp-(Date.now()+skew)),s=Math.floor(ms/1000);
 timer.textContent=String(Math.floor(s/60)).padStart(2,'0')+':'+String(s%60).padStart(2,'0')}
-function poll(){fetch(url,{cache:'no-store',credentials:'omit'}).then(function(r){return r.ok?r.json():null}).then(function(j){
-if(!j)return;var st=Date.parse(j.server_time);if(!isNaN(st))skew=st-Date.now();if(j.expires_at)exp=Date.parse(j.expires_at);tick();show(j.status);
-if(!finals[j.status])setTimeout(poll,every)},function(){setTimeout(poll,every)})}
+function later(ms){setTimeout(poll,ms)}
+function poll(){fetch(url,{cache:'no-store',credentials:'omit'}).then(function(r){if(r.status===404)return;
+if(!r.ok){var ra=parseInt(r.headers.get('Retry-After')||'',10)*1000;later(Math.min(Math.max(ra||0,2*every),10*every));return}
+return r.json().then(function(j){var st=Date.parse(j.server_time);if(!isNaN(st))skew=st-Date.now();if(j.expires_at)exp=Date.parse(j.expires_at);tick();show(j.status);
+if(!finals[j.status])later(every)})}).catch(function(){later(every)})}
 if(!finals[shown]){setInterval(tick,1000);tick();poll()}
 })();`;
 

@@ -37,6 +37,11 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
  * document. Rate-limited per caller address (checkout_rate_limit_per_minute).
  */
 export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesDeps): Promise<void> {
+  // First of all hooks, so that every answer of these routes has them: also a 429 of the rate limit (preParsing) and
+  // an error thrown before the handler.
+  app.addHook('onRequest', async (_req, reply) => {
+    pageHeaders(reply);
+  });
   await installRateLimit(app, {
     code: 'rate_limited',
     max: async () => deps.settings.get('checkout_rate_limit_per_minute'),
@@ -56,7 +61,7 @@ export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesD
   };
 
   app.get<{ Params: { token: string }; Querystring: { lang?: string } }>('/pay/:token', { schema: { hide: true } }, async (req, reply) => {
-    pageHeaders(reply).type('text/html; charset=utf-8');
+    reply.type('text/html; charset=utf-8');
     const p = await deps.payments.byCheckoutToken(req.params.token);
     if (!p) return reply.code(404).send(NOT_FOUND_PAGE);
     const lang = pickLang(req.query.lang, req.headers['accept-language']);
@@ -64,8 +69,7 @@ export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesD
     return reply.send(pageOf(p, req.params.token, lang, await deps.settings.get('display_timezone')));
   });
 
-  app.get<{ Params: { token: string } }>('/pay/:token/status', { schema: { hide: true } }, async (req, reply) => {
-    pageHeaders(reply);
+  app.get<{ Params: { token: string } }>('/pay/:token/status', { schema: { hide: true } }, async (req) => {
     const p = await deps.payments.byCheckoutToken(req.params.token);
     if (!p) throw new AppError('not_found', 'No such payment page');
     return { status: p.status, expires_at: p.expiresAt?.toISOString() ?? null, server_time: deps.clock.now().toISOString() };

@@ -5,7 +5,7 @@ import { cliKit } from '../foundation/cli-kit.js';
 import { chromiumAvailable, CHROMIUM_PATH, launchChromium } from '../helpers/browser.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, type PayCreds } from './helpers.js';
-import { createRaw, uniq, type PaymentBody } from './kit.js';
+import { createRaw, setSetting, uniq, type PaymentBody } from './kit.js';
 
 // The hosted checkout page in a real browser (docs/payments.md, "Checkout page"): Debian's chromium driven by
 // playwright-core, one browser for the file. Every request the page makes is recorded and must stay on the app's
@@ -47,7 +47,7 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
   }
 
   /** A page on a fresh context that records every request, console error, page error and CSP violation. */
-  async function open(p: Created, o: { width: number; height: number; js?: boolean; lang?: 'en' }) {
+  async function open(p: Created, o: { width: number; height: number; js?: boolean; lang?: 'en'; clock?: boolean; allowConsole?: RegExp }) {
     const context: BrowserContext = await browser.newContext({
       viewport: { width: o.width, height: o.height },
       javaScriptEnabled: o.js ?? true,
@@ -64,9 +64,12 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
     });
     const page = await context.newPage();
     page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
+      if ((m.type() === 'error' || m.type() === 'warning') && !o.allowConsole?.test(m.text()))
+        problems.push(`console ${m.type()}: ${m.text()}`);
     });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    // The page's timers on a clock the test can run forward (time flows as usual until it does).
+    if (o.clock) await page.clock.install();
     await page.goto(`${base}${new URL(p.checkout_url).pathname}`);
     const done = async () => {
       const csp = o.js === false ? [] : await page.evaluate(() => (window as unknown as { __csp?: string[] }).__csp ?? []);
@@ -77,7 +80,7 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
       expect(elsewhere).toEqual([]);
       return requests;
     };
-    return { page, context, done };
+    return { page, context, done, requests };
   }
 
   const visibleScreen = (page: Page) =>
@@ -141,7 +144,7 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
 
   it('an approval by the admin CLI turns the page to its approved screen without a reload, with the return link', async () => {
     const p = await create({ return_url: 'https://shop.example.com/orders/1001' });
-    const { page, done } = await open(p, { width: 360, height: 740, lang: 'en' });
+    const { page, done, requests } = await open(p, { width: 360, height: 740, lang: 'en', clock: true });
     let navigations = 0;
     page.on('framenavigated', () => navigations++);
     await page.evaluate(() => ((window as unknown as { __same: boolean }).__same = true));
@@ -152,10 +155,34 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
     expect(navigations).toBe(0);
     expect(await page.textContent('[data-screen="approved"] h1')).toBe('Payment received');
     expect(await page.getAttribute('[data-screen="approved"] a.back', 'href')).toBe('https://shop.example.com/orders/1001');
-    // Final: the page stops polling.
-    const requests = await done();
-    expect(requests.filter((u) => u.endsWith('/status')).length).toBeGreaterThanOrEqual(1);
+    // Final: the page stops polling. Its timers run three refresh intervals (1 s each here) on its clock, at once.
+    const polls = () => requests.filter((u) => u.endsWith('/status')).length;
+    const atFinal = polls();
+    expect(atFinal).toBeGreaterThanOrEqual(1);
+    await page.clock.runFor(3 * 1000);
+    await page.evaluate(() => 0);
+    expect(polls()).toBe(atFinal);
+    await done();
   });
+
+  it('a refused poll (429) does not stop the page: it polls again later and shows the approval without a reload', async () => {
+    const p = await create();
+    // The console reports each refused fetch; that is the point of this test, not a problem of the page.
+    const { page, done } = await open(p, { width: 360, height: 740, lang: 'en', allowConsole: /status of 429/ });
+    let navigations = 0;
+    page.on('framenavigated', () => navigations++);
+    await setSetting(t, 'checkout_rate_limit_per_minute', '1');
+    try {
+      await page.waitForResponse((r) => r.url().endsWith('/status') && r.status() === 429, { timeout: 15_000 });
+      await cli.ok('pay', 'payment', 'approve', p.payment_id);
+    } finally {
+      await setSetting(t, 'checkout_rate_limit_per_minute', '600');
+    }
+    await page.waitForSelector('[data-screen="approved"]:not([hidden])', { timeout: 30_000 });
+    expect(await visibleScreen(page)).toEqual(['approved']);
+    expect(navigations).toBe(0);
+    await done();
+  }, 60_000);
 
   it('the expiry screen shows once the server clock passes expires_at, and cancelled and rejected have their own', async () => {
     const p = await create();

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PAGE_CSP } from '../../src/payments/checkout-page.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, payRequest, type PayCreds } from './helpers.js';
 import { createRaw, expectError, expectValidation, q, setSetting, statusRead, uniq, type PaymentBody } from './kit.js';
@@ -258,6 +259,16 @@ describe('hosted checkout page', () => {
       expect((await from('/pay/unknown')).statusCode).toBe(404);
       const refused = await from(path);
       expectError(refused, 429, 'rate_limited');
+      // The refusal (preParsing, before the handler) carries the page's security headers too.
+      const status = await from(`${path}/status`);
+      expectError(status, 429, 'rate_limited');
+      for (const r of [refused, status]) {
+        expect(r.headers['cache-control']).toBe('no-store');
+        expect(r.headers['content-security-policy']).toBe(PAGE_CSP);
+        expect(r.headers['x-content-type-options']).toBe('nosniff');
+        expect(r.headers['x-frame-options']).toBe('DENY');
+        expect(r.headers['referrer-policy']).toBe('no-referrer');
+      }
       // Another address still gets the page.
       expect((await t.request({ method: 'GET', url: path, remoteAddress: '198.51.100.8' })).statusCode).toBe(200);
     } finally {

@@ -208,6 +208,32 @@ describe('order callbacks to resellers', () => {
     expect(r.received).toEqual([]);
   });
 
+  it('two first callback URLs at once: one answer shows a secret, and it is the stored one that signs', async () => {
+    const set = await setUp();
+    s = set.s;
+    const r = await receiver();
+    // The service itself, so that both calls read the user (no secret yet) before either writes; a few rounds.
+    let shown: string[] = [];
+    for (let round = 0; round < 8; round++) {
+      await s.mid.deps.db.execute(sql`UPDATE users SET callback_secret_enc = NULL WHERE id = ${s.buyer.id}`);
+      const both = await Promise.all(
+        [0, 1].map(() => s!.mid.deps.users.updateCallback(String(s!.buyer.id), { callback_url: r.url, allow_private_targets: true })),
+      );
+      shown = both.map((u) => u.callback_secret).filter((x): x is string => x !== undefined);
+      expect(shown).toHaveLength(1);
+      const [stored] = rowsOf<{ enc: string }>(
+        await s.mid.deps.db.execute(sql`SELECT callback_secret_enc AS enc FROM users WHERE id = ${s.buyer.id}`),
+      );
+      expect(s.mid.deps.cipher.decrypt(stored!.enc)).toBe(shown[0]);
+    }
+    await pendingOrder(s, set.id, 'race-secret');
+    s.fake.state.orders.get('SRC1')!.status = 'success';
+    await ageOrders(s);
+    expect(await reconcile(s)).toMatchObject({ settled: 1 });
+    await until(async () => (await outbox(s!))[0]?.status === 'delivered', 'delivery');
+    expectSigned(s, r.received[0]!, shown[0]!, (await outbox(s))[0]!.event_id, 'order.completed');
+  });
+
   it("the create's own forward settles a source order: its answer tells the outcome, no callback is written", async () => {
     const set = await setUp();
     s = set.s;

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { eq, sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyOrderCallback, verifyWebhook } from 'reseller-gateway/webhook-verify';
@@ -248,6 +249,44 @@ describe('order callbacks to resellers', () => {
     await s.cron();
     expect(await outbox(s)).toEqual([]);
     expect(r.received).toEqual([]);
+  });
+
+  it('a client that leaves while the source holds its create: the settlement later writes exactly one signed callback', async () => {
+    const set = await setUp();
+    s = set.s;
+    const r = await receiver();
+    const u = await callbacksTo(s, r.url);
+    s.fake.state.createStatus = 'success';
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let asked = 0;
+    s.fake.on('POST /api/v1/order/create', async (req, res) => {
+      asked++;
+      await gate;
+      await s!.fake.defaultOf('POST /api/v1/order/create')(req, res);
+    });
+    // A real client over a real socket, which gives up before the answer.
+    const base = await s.mid.listen();
+    const client = http.request(`${base}/api/v1/order/create`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.buyer.api_key}`, 'content-type': 'application/json' },
+    });
+    const ended = new Promise<void>((resolve) => client.on('error', () => resolve()).on('close', () => resolve()));
+    client.end(JSON.stringify({ product_id: set.id, quantity: 1, request_id: 'gone-1' }));
+    await until(() => asked === 1, 'the create at the source');
+    client.destroy();
+    await ended;
+    release();
+    await until(async () => (await outbox(s!))[0]?.status === 'delivered', 'delivery');
+    const rows = await outbox(s);
+    expect(rows.map((o) => [o.event, o.status])).toEqual([['order.completed', 'delivered']]);
+    expect((await s.get(`/api/v1/order/status?request_id=gone-1`)).json()).toMatchObject({ data: { status: 'success' } });
+    // Nothing more: a reconciler run finds it settled.
+    await ageOrders(s);
+    await s.cron();
+    expect(await outbox(s)).toHaveLength(1);
+    expect(r.received).toHaveLength(1);
+    expectSigned(s, r.received[0]!, u.callback_secret, rows[0]!.event_id, 'order.completed');
   });
 
   it('a receiver that answers 500 gets the same event again on the retry schedule, and 200 ends it', async () => {

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PoolStats } from '../db/client.js';
 import { PAYMENT_STATUSES } from '../payments/statuses.js';
-import type { DomainMetrics, OrderOutcome, SyncRunResult, WebhookAttemptResult } from '../shared/metrics.js';
+import { WEBHOOK_KINDS, type DomainMetrics, type OrderOutcome, type SyncRunResult, type WebhookAttemptResult } from '../shared/metrics.js';
 import type { FactsSource } from './facts.js';
 
 const ORDER_OUTCOMES: OrderOutcome[] = ['success', 'pending', 'failed', 'refused', 'replayed'];
@@ -53,8 +53,8 @@ export function createMetrics(deps: MetricsDeps) {
   });
   const attempts = new Counter({
     name: 'rg_webhook_attempts_total',
-    help: 'Webhook delivery attempts by result (dead: the attempt that gave up)',
-    labelNames: ['result'] as const,
+    help: 'Webhook delivery attempts by result (dead: the attempt that gave up) and kind (payment, order callback)',
+    labelNames: ['result', 'kind'] as const,
     registers: [registry],
   });
   const syncRuns = new Counter({
@@ -66,7 +66,7 @@ export function createMetrics(deps: MetricsDeps) {
   // Every label value at 0 from the start: rate() and alerts see a series before its first event.
   for (const o of ORDER_OUTCOMES) orders.inc({ outcome: o }, 0);
   for (const s of PAYMENT_STATUSES) payments.inc({ to: s }, 0);
-  for (const r of WEBHOOK_RESULTS) attempts.inc({ result: r }, 0);
+  for (const r of WEBHOOK_RESULTS) for (const kind of WEBHOOK_KINDS) attempts.inc({ result: r, kind }, 0);
   for (const r of SYNC_RESULTS) syncRuns.inc({ result: r }, 0);
 
   const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: [registry] });
@@ -94,7 +94,7 @@ export function createMetrics(deps: MetricsDeps) {
   const domain: DomainMetrics = {
     orders: { inc: (outcome) => orders.inc({ outcome }) },
     paymentTransitions: { inc: (to, n = 1) => payments.inc({ to }, n) },
-    webhookAttempts: { inc: (result) => attempts.inc({ result }) },
+    webhookAttempts: { inc: (result, kind) => attempts.inc({ result, kind }) },
     syncRuns: { inc: (result) => syncRuns.inc({ result }) },
   };
 

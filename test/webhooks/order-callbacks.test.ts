@@ -325,10 +325,11 @@ describe('order callbacks to resellers', () => {
     const [a] = await attemptsOf(s.mid, row!.event_id);
     expect(a).toMatchObject({ status_code: null, error: expect.stringContaining('refused target: 127.0.0.1 is 127.0.0.1 (loopback)') });
     expect(a!.error).toContain('user update --callback-url or --allow-private-targets');
-    // Counted with the payment webhooks, by the same gauges and counter.
+    // Counted by the same counter, with kind="order": the payment alerts (kind="payment") stay quiet.
     let m = await scrape(s.mid);
     expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead' })).toBe(1);
-    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'dead' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'dead', kind: 'order' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'dead', kind: 'payment' })).toBe(0);
 
     // Listed with the order callbacks, and resent once the admin allows the target.
     const listed = await s.mid.adminData<{ event_id: string; user_id: number; order_code: string; client_id: null }[]>(
@@ -348,7 +349,8 @@ describe('order callbacks to resellers', () => {
     expect(r.received[0]!.headers['x-webhook-id']).toBe(row!.event_id);
     m = await scrape(s.mid);
     expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead' })).toBe(0);
-    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'delivered' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'delivered', kind: 'order' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'delivered', kind: 'payment' })).toBe(0);
   });
 
   it('a rotated secret signs every callback sent after it, a resend of an older event included; the old one no longer verifies', async () => {

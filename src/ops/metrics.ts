@@ -76,8 +76,11 @@ export function createMetrics(deps: MetricsDeps) {
     dbGaugeNames.add(name);
     return gauge(name, help, labelNames);
   };
-  const outbox = dbGauge('rg_webhook_outbox', 'Webhook events waiting (pending) or given up (dead) in the outbox', ['state']);
-  const oldestPending = dbGauge('rg_webhook_outbox_oldest_pending_seconds', 'Age of the oldest pending webhook event, 0 when none');
+  const outbox = dbGauge('rg_webhook_outbox', 'Webhook events waiting (pending) or given up (dead) in the outbox, by kind', [
+    'state',
+    'kind',
+  ]);
+  const oldestPending = dbGauge('rg_webhook_outbox_oldest_pending_seconds', 'Age of the oldest pending payment webhook event, 0 when none');
   const syncLast = dbGauge(
     'rg_sync_last_success_timestamp_seconds',
     'End of the last successful catalogue sync (Unix seconds), 0 when none',
@@ -118,8 +121,10 @@ export function createMetrics(deps: MetricsDeps) {
       // One bounded read (ops/facts.ts), whether intermediary mode is on included: off, the sync gauges read 0.
       const f = await facts.get();
       const enabled = f.syncEnabled;
-      outbox.set({ state: 'pending' }, f.webhooksPending);
-      outbox.set({ state: 'dead' }, f.webhooksDead);
+      outbox.set({ state: 'pending', kind: 'payment' }, f.webhooksPending);
+      outbox.set({ state: 'dead', kind: 'payment' }, f.webhooksDead);
+      outbox.set({ state: 'pending', kind: 'order' }, f.orderCallbacksPending);
+      outbox.set({ state: 'dead', kind: 'order' }, f.orderCallbacksDead);
       oldestPending.set(f.oldestPendingSeconds);
       syncLast.set(f.syncLastSuccessAt ? f.syncLastSuccessAt.getTime() / 1000 : 0);
       syncFailures.set(enabled ? f.syncConsecutiveFailures : 0);

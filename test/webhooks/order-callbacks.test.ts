@@ -327,7 +327,12 @@ describe('order callbacks to resellers', () => {
     expect(a!.error).toContain('user update --callback-url or --allow-private-targets');
     // Counted by the same counter, with kind="order": the payment alerts (kind="payment") stay quiet.
     let m = await scrape(s.mid);
-    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead', kind: 'order' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead', kind: 'payment' })).toBe(0);
+    // A reseller's receiver never makes this server unready, nor shows as its webhook backlog.
+    const ready = await s.mid.request({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json()).toMatchObject({ checks: { webhooks: { state: 'ok', dead: 0, pending: 0 } } });
     expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'dead', kind: 'order' })).toBe(1);
     expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'dead', kind: 'payment' })).toBe(0);
 
@@ -348,7 +353,7 @@ describe('order callbacks to resellers', () => {
     expect(r.received).toHaveLength(1);
     expect(r.received[0]!.headers['x-webhook-id']).toBe(row!.event_id);
     m = await scrape(s.mid);
-    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead' })).toBe(0);
+    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead', kind: 'order' })).toBe(0);
     expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'delivered', kind: 'order' })).toBe(1);
     expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'delivered', kind: 'payment' })).toBe(0);
   });

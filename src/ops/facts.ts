@@ -15,9 +15,12 @@ import type { Clock } from '../shared/clock.js';
  * settled orders, whose tables grow; test/foundation/metrics-plan.test.ts checks the plan.
  */
 export type OpsFacts = {
+  /** Payment events (a pay client's); the order callbacks to resellers are counted apart and never make us unready. */
   webhooksPending: number;
   webhooksDead: number;
-  /** Age of the oldest pending webhook event (database time), 0 when none is pending. */
+  orderCallbacksPending: number;
+  orderCallbacksDead: number;
+  /** Age of the oldest pending payment event (database time), 0 when none is pending. */
   oldestPendingSeconds: number;
   /** Pending source orders flagged stuck (orders.upstream_stuck_at). */
   stuckOrders: number;
@@ -37,9 +40,11 @@ export const SYNC_FAILURES_CAP = 10_000;
 export const FACTS_QUERY = sql`
   WITH last_ok AS (SELECT id, finished_at FROM sync_runs WHERE ok ORDER BY id DESC LIMIT 1)
   SELECT
-    (SELECT count(*) FROM webhook_outbox WHERE status = 'pending')::int AS webhooks_pending,
-    (SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0) FROM webhook_outbox WHERE status = 'pending')::float8 AS oldest_pending_seconds,
-    (SELECT count(*) FROM webhook_outbox WHERE status = 'dead')::int AS webhooks_dead,
+    (SELECT count(*) FROM webhook_outbox WHERE status = 'pending' AND user_id IS NULL)::int AS webhooks_pending,
+    (SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0) FROM webhook_outbox WHERE status = 'pending' AND user_id IS NULL)::float8 AS oldest_pending_seconds,
+    (SELECT count(*) FROM webhook_outbox WHERE status = 'dead' AND user_id IS NULL)::int AS webhooks_dead,
+    (SELECT count(*) FROM webhook_outbox WHERE status = 'pending' AND user_id IS NOT NULL)::int AS callbacks_pending,
+    (SELECT count(*) FROM webhook_outbox WHERE status = 'dead' AND user_id IS NOT NULL)::int AS callbacks_dead,
     (SELECT count(*) FROM orders WHERE status = 'pending' AND upstream_stuck_at IS NOT NULL)::int AS stuck_orders,
     (SELECT finished_at FROM last_ok) AS sync_last_success_at,
     (SELECT count(*) FROM (
@@ -51,6 +56,8 @@ type FactsRow = {
   webhooks_pending: number;
   oldest_pending_seconds: number;
   webhooks_dead: number;
+  callbacks_pending: number;
+  callbacks_dead: number;
   stuck_orders: number;
   sync_last_success_at: Date | string | null;
   sync_failures: number;
@@ -105,6 +112,8 @@ export async function readFacts(db: Db, opts: { timeoutMs?: number; sourceUrlDef
   return {
     webhooksPending: Number(r!.webhooks_pending),
     webhooksDead: Number(r!.webhooks_dead),
+    orderCallbacksPending: Number(r!.callbacks_pending),
+    orderCallbacksDead: Number(r!.callbacks_dead),
     oldestPendingSeconds: Math.max(0, Number(r!.oldest_pending_seconds)),
     stuckOrders: Number(r!.stuck_orders),
     // Raw rows: pg answers a Date, PGlite may answer the text of the timestamp.

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PoolStats } from '../db/client.js';
 import { PAYMENT_STATUSES } from '../payments/statuses.js';
-import type { DomainMetrics, OrderOutcome, SyncRunResult, WebhookAttemptResult } from '../shared/metrics.js';
+import { WEBHOOK_KINDS, type DomainMetrics, type OrderOutcome, type SyncRunResult, type WebhookAttemptResult } from '../shared/metrics.js';
 import type { FactsSource } from './facts.js';
 
 const ORDER_OUTCOMES: OrderOutcome[] = ['success', 'pending', 'failed', 'refused', 'replayed'];
@@ -53,8 +53,8 @@ export function createMetrics(deps: MetricsDeps) {
   });
   const attempts = new Counter({
     name: 'rg_webhook_attempts_total',
-    help: 'Webhook delivery attempts by result (dead: the attempt that gave up)',
-    labelNames: ['result'] as const,
+    help: 'Webhook delivery attempts by result (dead: the attempt that gave up) and kind (payment, order callback)',
+    labelNames: ['result', 'kind'] as const,
     registers: [registry],
   });
   const syncRuns = new Counter({
@@ -66,7 +66,7 @@ export function createMetrics(deps: MetricsDeps) {
   // Every label value at 0 from the start: rate() and alerts see a series before its first event.
   for (const o of ORDER_OUTCOMES) orders.inc({ outcome: o }, 0);
   for (const s of PAYMENT_STATUSES) payments.inc({ to: s }, 0);
-  for (const r of WEBHOOK_RESULTS) attempts.inc({ result: r }, 0);
+  for (const r of WEBHOOK_RESULTS) for (const kind of WEBHOOK_KINDS) attempts.inc({ result: r, kind }, 0);
   for (const r of SYNC_RESULTS) syncRuns.inc({ result: r }, 0);
 
   const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: [registry] });
@@ -76,8 +76,11 @@ export function createMetrics(deps: MetricsDeps) {
     dbGaugeNames.add(name);
     return gauge(name, help, labelNames);
   };
-  const outbox = dbGauge('rg_webhook_outbox', 'Webhook events waiting (pending) or given up (dead) in the outbox', ['state']);
-  const oldestPending = dbGauge('rg_webhook_outbox_oldest_pending_seconds', 'Age of the oldest pending webhook event, 0 when none');
+  const outbox = dbGauge('rg_webhook_outbox', 'Webhook events waiting (pending) or given up (dead) in the outbox, by kind', [
+    'state',
+    'kind',
+  ]);
+  const oldestPending = dbGauge('rg_webhook_outbox_oldest_pending_seconds', 'Age of the oldest pending payment webhook event, 0 when none');
   const syncLast = dbGauge(
     'rg_sync_last_success_timestamp_seconds',
     'End of the last successful catalogue sync (Unix seconds), 0 when none',
@@ -94,7 +97,7 @@ export function createMetrics(deps: MetricsDeps) {
   const domain: DomainMetrics = {
     orders: { inc: (outcome) => orders.inc({ outcome }) },
     paymentTransitions: { inc: (to, n = 1) => payments.inc({ to }, n) },
-    webhookAttempts: { inc: (result) => attempts.inc({ result }) },
+    webhookAttempts: { inc: (result, kind) => attempts.inc({ result, kind }) },
     syncRuns: { inc: (result) => syncRuns.inc({ result }) },
   };
 
@@ -118,8 +121,10 @@ export function createMetrics(deps: MetricsDeps) {
       // One bounded read (ops/facts.ts), whether intermediary mode is on included: off, the sync gauges read 0.
       const f = await facts.get();
       const enabled = f.syncEnabled;
-      outbox.set({ state: 'pending' }, f.webhooksPending);
-      outbox.set({ state: 'dead' }, f.webhooksDead);
+      outbox.set({ state: 'pending', kind: 'payment' }, f.webhooksPending);
+      outbox.set({ state: 'dead', kind: 'payment' }, f.webhooksDead);
+      outbox.set({ state: 'pending', kind: 'order' }, f.orderCallbacksPending);
+      outbox.set({ state: 'dead', kind: 'order' }, f.orderCallbacksDead);
       oldestPending.set(f.oldestPendingSeconds);
       syncLast.set(f.syncLastSuccessAt ? f.syncLastSuccessAt.getTime() / 1000 : 0);
       syncFailures.set(enabled ? f.syncConsecutiveFailures : 0);

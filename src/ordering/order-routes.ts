@@ -22,6 +22,7 @@ import { orderSummary, type OrderRow, type OrderService } from './service.js';
 import { orderRateLimit } from './rate-limit.js';
 import { SourceError } from '../sync/client.js';
 import type { UpstreamOrders } from '../sync/upstream.js';
+import type { OrderEventName } from '../webhooks/order-events.js';
 
 export type OrderRoutesDeps = {
   orders: OrderService;
@@ -86,7 +87,34 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       let { order } = created;
       // A source product: paid and committed as pending; now ask the source (same request_id on every retry).
       if (!replay && order.status === 'pending') {
-        order = await deps.upstream.forward(order, true);
+        // A change this forward commits without its callback is announced later unless this answer, telling it, is
+        // written in full: the client left, or the route failed after the commit (docs/webhooks.md, "Order callbacks").
+        const id = order.id;
+        let unannounced: OrderEventName | undefined;
+        let told = false;
+        let forwarded = false;
+        let closed = reply.raw.destroyed;
+        let checked = false;
+        const check = () => {
+          if (!forwarded || !closed || checked) return;
+          checked = true;
+          if (unannounced && !(told && finished))
+            deps.upstream.announceLate(id, unannounced).catch((err: unknown) => req.log.error({ err }, 'late order callback not written'));
+        };
+        // 'finish': the whole answer was handed to the socket.
+        let finished = false;
+        reply.raw.once('finish', () => (finished = true));
+        reply.raw.once('close', () => {
+          closed = true;
+          check();
+        });
+        try {
+          order = await deps.upstream.forward(order, true, { lost: () => closed, settled: (e) => (unannounced = e) });
+        } finally {
+          forwarded = true;
+          check();
+        }
+        told = true;
         if (order.status === 'failed')
           throw new AppError('order_failed', `${order.message}. Order ${order.orderCode}`, { reason: 'upstream_failed', status: 502 });
       }

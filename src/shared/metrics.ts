@@ -12,11 +12,15 @@ export type DomainMetrics = {
   orders: { inc(outcome: OrderOutcome): void };
   /** Payment status changes the service made (the new status: a PaymentStatus), `n` at once for a sweep. */
   paymentTransitions: { inc(to: string, n?: number): void };
-  /** One webhook attempt, once its record is written. */
-  webhookAttempts: { inc(result: WebhookAttemptResult): void };
+  /** One webhook attempt, once its record is written; `kind`: a payment event, or an order callback to a reseller. */
+  webhookAttempts: { inc(result: WebhookAttemptResult, kind: WebhookKind): void };
   /** One catalogue sync run that started, once its row says how it ended. */
   syncRuns: { inc(result: SyncRunResult): void };
 };
+
+/** Whose event: a pay client's (payment) or a reseller's order callback (order). */
+export type WebhookKind = 'payment' | 'order';
+export const WEBHOOK_KINDS: readonly WebhookKind[] = ['payment', 'order'];
 
 const nothing = { inc: () => {} };
 

@@ -9,7 +9,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { hasUnsafeText } from '../shared/text.js';
-import { enqueueOrderEvent } from '../webhooks/order-events.js';
+import { enqueueOrderEvent, type OrderEventName } from '../webhooks/order-events.js';
 import { SourceError, type SourceClient } from './client.js';
 import { checkDelivery, detailOf, readEntry, type DeliveredCode, type DeliveryVerdict } from './delivery-check.js';
 import { createReconciler, leaseFree } from './reconcile.js';
@@ -27,6 +27,16 @@ export type UpstreamDeps = {
 
 /** Margin of a forward's lease beyond its source calls (order/create, then order/delivery, each within the timeout). */
 const LEASE_MARGIN_SECONDS = 30;
+
+/**
+ * The create request around its own forward: `lost()` once its client went away (the answer cannot reach it), and
+ * `settled(event)` hears of a change that forward committed without its callback (docs/webhooks.md, "Order callbacks").
+ */
+export type CreateAnswer = { lost(): boolean; settled(event: OrderEventName): void };
+
+/** Whether a settlement writes its callback (asked just before its transaction), and where one that did not is told. */
+type Announce = { announce(): boolean; unannounced(event: OrderEventName): void };
+const ANNOUNCE: Announce = { announce: () => true, unannounced: () => {} };
 
 /**
  * Refusals that are about this order itself: `order_failed` comes after the source looked up the request_id (a
@@ -83,11 +93,12 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
    * Stores the checked delivery and marks success, only if the order is still pending (a concurrent forward may have
    * won); `announce`: the change comes after the create answer, so the reseller's callback is written with it.
    */
-  async function complete(order: OrderRow, upstreamCode: string, delivered: DeliveredCode[], announce: boolean): Promise<void> {
+  async function complete(order: OrderRow, upstreamCode: string, delivered: DeliveredCode[], how: Announce): Promise<void> {
+    const announce = how.announce();
     try {
-      await withTx(db, async (tx) => {
+      const changed = await withTx(db, async (tx) => {
         const [o] = await tx.select().from(orders).where(eq(orders.id, order.id)).for('update').limit(1);
-        if (!o || o.status !== 'pending') return;
+        if (!o || o.status !== 'pending') return false;
         if (delivered.length > 0) {
           const stored = await tx
             .insert(codes)
@@ -121,20 +132,24 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
           .where(eq(orders.id, o.id))
           .returning();
         if (announce) await enqueueOrderEvent(tx, done!, 'order.completed', clock.now());
+        return true;
       });
+      if (changed && !announce) how.unannounced('order.completed');
     } catch (err) {
       if (!(err instanceof CodeDeliveredTwice)) throw err;
       await leavePending(order, CodeDeliveredTwice.issue);
     }
   }
 
-  async function fail(order: OrderRow, why: string, announce: boolean): Promise<void> {
+  async function fail(order: OrderRow, why: string, how: Announce): Promise<void> {
+    const announce = how.announce();
     try {
       await deps.orders.refund(order.orderCode, 'source-site', {
         final: 'failed',
         message: `The source site refused the order; refunded (${why})`,
         announce,
       });
+      if (!announce) how.unannounced('order.failed');
     } catch (err) {
       // Someone else settled it first (the reconciler, or this request's twin): nothing left to do.
       logger.info({ order_code: order.orderCode, err: (err as Error).message }, 'upstream refusal already settled');
@@ -159,13 +174,16 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
    * right after the order was paid, so nothing can exist upstream yet and a missing configuration is a definite no
    * (later attempts leave such an order pending: an earlier attempt may have reached the source).
    */
-  async function forward(order: OrderRow, first = false): Promise<OrderRow> {
-    if (!first) return forwardOnce(order, false);
+  async function forward(order: OrderRow, first = false, answer?: CreateAnswer): Promise<OrderRow> {
+    if (!first) return forwardOnce(order, false, ANNOUNCE);
     // The create's own forward decides what its answer says: that is the order's outcome (the order service counted
     // replays and refusals). An error leaves the committed order pending.
     let outcome: 'success' | 'pending' | 'failed' = 'pending';
     try {
-      const settled = await forwardOnce(order, true);
+      const settled = await forwardOnce(order, true, {
+        announce: () => answer?.lost() ?? false,
+        unannounced: (event) => answer?.settled(event),
+      });
       if (settled.status === 'success' || settled.status === 'failed') outcome = settled.status;
       return settled;
     } finally {
@@ -173,14 +191,14 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     }
   }
 
-  async function forwardOnce(order: OrderRow, first: boolean): Promise<OrderRow> {
+  async function forwardOnce(order: OrderRow, first: boolean, how: Announce): Promise<OrderRow> {
     const [p] = await db.select({ sourceId: products.sourceId }).from(products).where(eq(products.id, order.productId)).limit(1);
     if (!p?.sourceId) return order;
     const leased = await takeLease(order.id);
     // Someone else (the creating request, the reconciler, another process) is forwarding it right now.
     if (!leased) return (await db.select().from(orders).where(eq(orders.id, order.id)))[0] ?? order;
     try {
-      await send(leased, p.sourceId, first);
+      await send(leased, p.sourceId, first, how);
     } finally {
       await db
         .update(orders)
@@ -213,22 +231,23 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
 
   /**
    * What follows from a verdict on the source's delivery: success, a refund on a definite no, or pending with why.
-   * `announce`: not the create's own forward, whose outcome the create answer tells (docs/webhooks.md, "Order callbacks").
+   * `how`: whether the change is announced (not by the create's own forward while its client is still there: its answer
+   * tells the outcome), and where an unannounced change is reported (docs/webhooks.md, "Order callbacks").
    */
-  async function settle(order: OrderRow, upstreamCode: string, verdict: DeliveryVerdict, announce: boolean): Promise<void> {
-    if (verdict.kind === 'delivered') return complete(order, upstreamCode, verdict.codes, announce);
-    if (verdict.kind === 'refused') return fail(order, `upstream status ${verdict.status}`, announce);
+  async function settle(order: OrderRow, upstreamCode: string, verdict: DeliveryVerdict, how: Announce): Promise<void> {
+    if (verdict.kind === 'delivered') return complete(order, upstreamCode, verdict.codes, how);
+    if (verdict.kind === 'refused') return fail(order, `upstream status ${verdict.status}`, how);
     await leavePending(order, verdict.issue);
   }
 
   /** One exchange with the source about the order and what follows from it; the caller holds the order's lease. */
-  async function send(order: OrderRow, sourceId: string, first: boolean): Promise<void> {
+  async function send(order: OrderRow, sourceId: string, first: boolean, how: Announce): Promise<void> {
     // Once the source answered order/create, a later refusal (of the delivery read, say) is not a refusal of the
     // order: the source holds it, so it must stay pending for the reconciler, never be refunded.
     let answered = order.upstreamOrderCode !== null;
     try {
       if (order.upstreamOrderCode !== null)
-        return await settle(order, order.upstreamOrderCode, await deliveryOf(order, order.upstreamOrderCode), !first);
+        return await settle(order, order.upstreamOrderCode, await deliveryOf(order, order.upstreamOrderCode), how);
       // The source answered our create with an order code we cannot use: asking again would be a second create, which a
       // source that ignores request_id would charge twice. The order waits for the admin (docs/operations.md).
       if (order.upstreamIssue === UNUSABLE_ORDER_CODE) return await leavePending(order, UNUSABLE_ORDER_CODE);
@@ -244,8 +263,8 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
         .update(orders)
         .set({ upstreamOrderCode: upstreamCode })
         .where(and(eq(orders.id, order.id), sql`${orders.upstreamOrderCode} IS NULL`));
-      if (body.status === 'success') await settle(order, upstreamCode, await deliveryOf(order, upstreamCode), !first);
-      else if (body.status === 'failed' || body.status === 'refunded') await fail(order, `upstream status ${String(body.status)}`, !first);
+      if (body.status === 'success') await settle(order, upstreamCode, await deliveryOf(order, upstreamCode), how);
+      else if (body.status === 'failed' || body.status === 'refunded') await fail(order, `upstream status ${String(body.status)}`, how);
       else
         await leavePending(
           order,
@@ -254,7 +273,7 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     } catch (err) {
       if (!(err instanceof SourceError)) throw err;
       if (!answered && ((err.kind === 'refused' && (first || answersTheOrder(err.code))) || (first && err.kind === 'config')))
-        return await fail(order, err.code ?? 'refused', !first);
+        return await fail(order, err.code ?? 'refused', how);
       await leavePending(order, issueOf(err));
     }
   }
@@ -310,7 +329,19 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
 
   const reconcile = createReconciler({ db, settings: deps.settings, logger, forward });
 
-  return { forward, reconcile, refreshUsage, download: (o: OrderRow) => client.download(o.upstreamOrderCode ?? '') };
+  /**
+   * The callback of a change the create's own forward did not announce, written when its create answer did not reach
+   * the client (the route's call, once per request: docs/webhooks.md, "Order callbacks").
+   */
+  async function announceLate(orderId: number, event: OrderEventName): Promise<void> {
+    await withTx(db, async (tx) => {
+      const [o] = await tx.select().from(orders).where(eq(orders.id, orderId)).limit(1);
+      if (o) await enqueueOrderEvent(tx, o, event, clock.now());
+    });
+    logger.info({ order_id: orderId, event }, 'order callback written: the create answer did not reach the client');
+  }
+
+  return { forward, announceLate, reconcile, refreshUsage, download: (o: OrderRow) => client.download(o.upstreamOrderCode ?? '') };
 }
 
 export type UpstreamOrders = ReturnType<typeof createUpstreamOrders>;

@@ -1,4 +1,4 @@
-import { asc, eq, sql } from 'drizzle-orm';
+import { asc, eq, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { balanceLedger, users } from '../db/schema/index.js';
 import { auditNote } from '../db/audit-scope.js';
@@ -55,6 +55,8 @@ function callbackUrlOf(raw: string): string | null {
 }
 
 type UserRow = typeof users.$inferSelect;
+/** Columns of an update; a column may be set by a SQL expression over its stored value. */
+type UserSet = { [K in keyof typeof users.$inferInsert]?: (typeof users.$inferInsert)[K] | SQL };
 
 export type UsersDeps = { db: Db; cipher: Cipher; bus: EventBus; clock: Clock; authCacheMs?: number; authCacheMax?: number };
 
@@ -122,6 +124,10 @@ export function createUsersService(deps: UsersDeps) {
   }
 
   async function update(ref: string | number, set: Partial<typeof users.$inferInsert>): Promise<UserView> {
+    return view(await updateRow(ref, set), true);
+  }
+
+  async function updateRow(ref: string | number, set: UserSet): Promise<UserRow> {
     const updated = await withTx(db, async (tx) => {
       const row = await find(ref, tx);
       auditNote({ target: `user:${row.id}` });
@@ -133,7 +139,7 @@ export function createUsersService(deps: UsersDeps) {
       return u;
     });
     await changed();
-    return view(updated!, true);
+    return updated!;
   }
 
   return {
@@ -196,12 +202,16 @@ export function createUsersService(deps: UsersDeps) {
       const url = input.callback_url === undefined ? undefined : callbackUrlOf(input.callback_url);
       const row = await find(ref);
       const secret = url && !row.callbackSecretEnc ? newWebhookSecret() : undefined;
-      const v = await update(ref, {
+      const enc = secret ? cipher.encrypt(secret) : undefined;
+      // Two first URLs at once: the row lock orders the updates and the later one keeps the stored secret, so only the
+      // caller whose secret was stored is shown one (the other is shown none; `user callback-secret` makes a new one).
+      const u = await updateRow(ref, {
         ...(url !== undefined ? { callbackUrl: url } : {}),
-        ...(secret ? { callbackSecretEnc: cipher.encrypt(secret) } : {}),
+        ...(enc ? { callbackSecretEnc: sql<string>`COALESCE(${users.callbackSecretEnc}, ${enc})` } : {}),
         ...(input.allow_private_targets !== undefined ? { allowPrivateTargets: input.allow_private_targets } : {}),
       });
-      return secret ? { ...v, callback_secret: secret } : v;
+      const v = view(u, true);
+      return secret && u.callbackSecretEnc === enc ? { ...v, callback_secret: secret } : v;
     },
     /** A new callback secret, in force for every callback sent from now on (retries included); shown this once. */
     async rotateCallbackSecret(ref: string): Promise<CallbackSecretView> {

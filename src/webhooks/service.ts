@@ -177,7 +177,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
           : result.error;
     await record(row, { at: now, statusCode: result.statusCode, latencyMs: result.latencyMs, response: result.response, error, next });
     // Once recorded: an attempt whose record failed is retried after its lease and counted then.
-    counted.inc(next.status === 'pending' ? 'failed' : next.status);
+    counted.inc(next.status === 'pending' ? 'failed' : next.status, row.user_id === null ? 'payment' : 'order');
     // Once per event: a refused event is dead after this attempt, so it is never attempted (nor logged) again until resent.
     if (result.outcome === 'refused')
       logger.warn(

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { eq, sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyOrderCallback, verifyWebhook } from 'reseller-gateway/webhook-verify';
@@ -208,6 +209,32 @@ describe('order callbacks to resellers', () => {
     expect(r.received).toEqual([]);
   });
 
+  it('two first callback URLs at once: one answer shows a secret, and it is the stored one that signs', async () => {
+    const set = await setUp();
+    s = set.s;
+    const r = await receiver();
+    // The service itself, so that both calls read the user (no secret yet) before either writes; a few rounds.
+    let shown: string[] = [];
+    for (let round = 0; round < 8; round++) {
+      await s.mid.deps.db.execute(sql`UPDATE users SET callback_secret_enc = NULL WHERE id = ${s.buyer.id}`);
+      const both = await Promise.all(
+        [0, 1].map(() => s!.mid.deps.users.updateCallback(String(s!.buyer.id), { callback_url: r.url, allow_private_targets: true })),
+      );
+      shown = both.map((u) => u.callback_secret).filter((x): x is string => x !== undefined);
+      expect(shown).toHaveLength(1);
+      const [stored] = rowsOf<{ enc: string }>(
+        await s.mid.deps.db.execute(sql`SELECT callback_secret_enc AS enc FROM users WHERE id = ${s.buyer.id}`),
+      );
+      expect(s.mid.deps.cipher.decrypt(stored!.enc)).toBe(shown[0]);
+    }
+    await pendingOrder(s, set.id, 'race-secret');
+    s.fake.state.orders.get('SRC1')!.status = 'success';
+    await ageOrders(s);
+    expect(await reconcile(s)).toMatchObject({ settled: 1 });
+    await until(async () => (await outbox(s!))[0]?.status === 'delivered', 'delivery');
+    expectSigned(s, r.received[0]!, shown[0]!, (await outbox(s))[0]!.event_id, 'order.completed');
+  });
+
   it("the create's own forward settles a source order: its answer tells the outcome, no callback is written", async () => {
     const set = await setUp();
     s = set.s;
@@ -222,6 +249,44 @@ describe('order callbacks to resellers', () => {
     await s.cron();
     expect(await outbox(s)).toEqual([]);
     expect(r.received).toEqual([]);
+  });
+
+  it('a client that leaves while the source holds its create: the settlement later writes exactly one signed callback', async () => {
+    const set = await setUp();
+    s = set.s;
+    const r = await receiver();
+    const u = await callbacksTo(s, r.url);
+    s.fake.state.createStatus = 'success';
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let asked = 0;
+    s.fake.on('POST /api/v1/order/create', async (req, res) => {
+      asked++;
+      await gate;
+      await s!.fake.defaultOf('POST /api/v1/order/create')(req, res);
+    });
+    // A real client over a real socket, which gives up before the answer.
+    const base = await s.mid.listen();
+    const client = http.request(`${base}/api/v1/order/create`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.buyer.api_key}`, 'content-type': 'application/json' },
+    });
+    const ended = new Promise<void>((resolve) => client.on('error', () => resolve()).on('close', () => resolve()));
+    client.end(JSON.stringify({ product_id: set.id, quantity: 1, request_id: 'gone-1' }));
+    await until(() => asked === 1, 'the create at the source');
+    client.destroy();
+    await ended;
+    release();
+    await until(async () => (await outbox(s!))[0]?.status === 'delivered', 'delivery');
+    const rows = await outbox(s);
+    expect(rows.map((o) => [o.event, o.status])).toEqual([['order.completed', 'delivered']]);
+    expect((await s.get(`/api/v1/order/status?request_id=gone-1`)).json()).toMatchObject({ data: { status: 'success' } });
+    // Nothing more: a reconciler run finds it settled.
+    await ageOrders(s);
+    await s.cron();
+    expect(await outbox(s)).toHaveLength(1);
+    expect(r.received).toHaveLength(1);
+    expectSigned(s, r.received[0]!, u.callback_secret, rows[0]!.event_id, 'order.completed');
   });
 
   it('a receiver that answers 500 gets the same event again on the retry schedule, and 200 ends it', async () => {
@@ -260,10 +325,16 @@ describe('order callbacks to resellers', () => {
     const [a] = await attemptsOf(s.mid, row!.event_id);
     expect(a).toMatchObject({ status_code: null, error: expect.stringContaining('refused target: 127.0.0.1 is 127.0.0.1 (loopback)') });
     expect(a!.error).toContain('user update --callback-url or --allow-private-targets');
-    // Counted with the payment webhooks, by the same gauges and counter.
+    // Counted by the same counter, with kind="order": the payment alerts (kind="payment") stay quiet.
     let m = await scrape(s.mid);
-    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead' })).toBe(1);
-    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'dead' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead', kind: 'order' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead', kind: 'payment' })).toBe(0);
+    // A reseller's receiver never makes this server unready, nor shows as its webhook backlog.
+    const ready = await s.mid.request({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json()).toMatchObject({ checks: { webhooks: { state: 'ok', dead: 0, pending: 0 } } });
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'dead', kind: 'order' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'dead', kind: 'payment' })).toBe(0);
 
     // Listed with the order callbacks, and resent once the admin allows the target.
     const listed = await s.mid.adminData<{ event_id: string; user_id: number; order_code: string; client_id: null }[]>(
@@ -282,8 +353,9 @@ describe('order callbacks to resellers', () => {
     expect(r.received).toHaveLength(1);
     expect(r.received[0]!.headers['x-webhook-id']).toBe(row!.event_id);
     m = await scrape(s.mid);
-    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead' })).toBe(0);
-    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'delivered' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_outbox', { state: 'dead', kind: 'order' })).toBe(0);
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'delivered', kind: 'order' })).toBe(1);
+    expect(valueOf(m, 'rg_webhook_attempts_total', { result: 'delivered', kind: 'payment' })).toBe(0);
   });
 
   it('a rotated secret signs every callback sent after it, a resend of an older event included; the old one no longer verifies', async () => {

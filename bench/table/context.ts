@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -206,4 +206,41 @@ export async function createContext(
     await close();
     throw err;
   }
+}
+
+/** A payment API client of the bench: approved from 127.0.0.1 and ::1, with an active payment method of its own. */
+export type BenchPayClient = { api_key: string; api_secret: string; method: string };
+
+export async function benchPayClient(ours: Ours, name: string, domain: string, method: string): Promise<BenchPayClient> {
+  const requested = await ours.admin<{ id: number }>('POST', '/admin/v1/pay/clients', {
+    name,
+    domain,
+    webhook_url: `https://hooks.${domain}/pay`,
+  });
+  const client = await ours.admin<{ api_key: string; api_secret: string }>('POST', `/admin/v1/pay/clients/${requested.id}/approve`, {
+    ips: ['127.0.0.1', '::1'],
+  });
+  await ours.admin('POST', '/admin/v1/pay/methods', {
+    code: method,
+    bank_bin: '970436',
+    bank_code: 'VCB',
+    bank_name: 'Vietcombank',
+    account_number: '0123456789',
+    account_name: 'Cong ty ABC',
+    activate: true,
+  });
+  return { ...client, method };
+}
+
+/** The headers of a signed payment request creation (`payment.request.create`) with this body and Idempotency-Key. */
+export function payCreateHeaders(client: BenchPayClient, body: string, idempotencyKey: string): Record<string, string> {
+  const event = 'payment.request.create';
+  return {
+    'content-type': 'application/json',
+    'idempotency-key': idempotencyKey,
+    'x-api-key': client.api_key,
+    'x-api-event': event,
+    'x-api-signature-alg': 'HMAC-SHA256',
+    'x-api-signature': createHmac('sha256', client.api_secret).update(`${event}\n${body}`).digest('hex'),
+  };
 }

@@ -1,10 +1,10 @@
 import { measureSustained, sustainedServerUrl } from '../sustained.bench.js';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { loadWith, type LoadResult } from '../lib.js';
 import { measureEmbeddedMemory } from '../embedded-memory.bench.js';
 import { measureSync } from '../sync.bench.js';
 import { measureWebhooks } from '../webhooks.bench.js';
-import { PRODUCTS_PATH } from './context.js';
+import { benchPayClient, payCreateHeaders, PRODUCTS_PATH } from './context.js';
 import type { RowFn } from './rows.js';
 
 /**
@@ -69,36 +69,12 @@ const rateOf = (r: LoadResult) => `${r.okRps} req/s, p99 ${r.p99} ms`;
 export const checkoutRow: RowFn = async (ctx) => {
   const tag = randomBytes(4).toString('hex');
   await ctx.ours.admin('PUT', '/admin/v1/settings/checkout_rate_limit_per_minute', { value: '1000000' });
-  const requested = await ctx.ours.admin<{ id: number }>('POST', '/admin/v1/pay/clients', {
-    name: 'Checkout bench shop',
-    domain: 'checkout.bench.example.com',
-    webhook_url: 'https://hooks.checkout.bench.example.com/pay',
-  });
-  const client = await ctx.ours.admin<{ api_key: string; api_secret: string }>('POST', `/admin/v1/pay/clients/${requested.id}/approve`, {
-    ips: ['127.0.0.1', '::1'],
-  });
-  await ctx.ours.admin('POST', '/admin/v1/pay/methods', {
-    code: `CK${tag}`.slice(0, 16),
-    bank_bin: '970436',
-    bank_code: 'VCB',
-    bank_name: 'Vietcombank',
-    account_number: '0123456789',
-    account_name: 'Cong ty ABC',
-    activate: true,
-  });
-  const event = 'payment.request.create';
-  const body = JSON.stringify({ merchant_invoice_id: `CK-${tag}`, amount: 20000, payment_method_code: `CK${tag}`.slice(0, 16) });
+  const client = await benchPayClient(ctx.ours, 'Checkout bench shop', 'checkout.bench.example.com', `CK${tag}`.slice(0, 16));
+  const body = JSON.stringify({ merchant_invoice_id: `CK-${tag}`, amount: 20000, payment_method_code: client.method });
   const res = await fetch(`${ctx.ours.base}/api/v1/payment-requests`, {
     method: 'POST',
     body,
-    headers: {
-      'content-type': 'application/json',
-      'idempotency-key': `ck-${tag}`,
-      'x-api-key': client.api_key,
-      'x-api-event': event,
-      'x-api-signature-alg': 'HMAC-SHA256',
-      'x-api-signature': createHmac('sha256', client.api_secret).update(`${event}\n${body}`).digest('hex'),
-    },
+    headers: payCreateHeaders(client, body, `ck-${tag}`),
   });
   if (res.status !== 201) throw new Error(`checkout bench: create answered ${res.status}: ${await res.text()}`);
   const page = new URL(((await res.json()) as { checkout_url: string }).checkout_url).pathname;

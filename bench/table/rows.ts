@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 import { loadWith, type LoadResult } from '../lib.js';
-import { OURS_LOG_LEVEL, PRODUCTS_PATH, queryOn, type BenchContext } from './context.js';
+import { benchPayClient, OURS_LOG_LEVEL, payCreateHeaders, PRODUCTS_PATH, queryOn, type BenchContext } from './context.js';
 import type { Proc } from './procs.js';
 import { checkoutRow, embeddedMemoryRow, sustainedRow, syncRow, webhooksRow } from './feature-rows.js';
 import { pgbench, pgbenchStatement, tpcbTables, type PgbenchResult } from './pgbench.js';
@@ -351,40 +351,16 @@ export const readsDuringOrders: RowFn = async (ctx) => {
 
 /** Payment request creation with its VietQR payload and PNG, by one signed API client with unique Idempotency-Keys. */
 export const paymentCreate: RowFn = async (ctx) => {
-  const requested = await ctx.ours.admin<{ id: number }>('POST', '/admin/v1/pay/clients', {
-    name: 'Bench shop',
-    domain: 'bench.example.com',
-    webhook_url: 'https://hooks.bench.example.com/pay',
-  });
-  const client = await ctx.ours.admin<{ api_key: string; api_secret: string }>('POST', `/admin/v1/pay/clients/${requested.id}/approve`, {
-    ips: ['127.0.0.1', '::1'],
-  });
-  await ctx.ours.admin('POST', '/admin/v1/pay/methods', {
-    code: 'BENCH',
-    bank_bin: '970436',
-    bank_code: 'VCB',
-    bank_name: 'Vietcombank',
-    account_number: '0123456789',
-    account_name: 'Cong ty ABC',
-    activate: true,
-  });
+  const client = await benchPayClient(ctx.ours, 'Bench shop', 'bench.example.com', 'BENCH');
   const tag = randomBytes(4).toString('hex');
   let n = 0;
-  const event = 'payment.request.create';
   const request: autocannon.Request = {
     method: 'POST',
     path: '/api/v1/payment-requests',
     setupRequest: (req) => {
       const id = `${tag}-${n++}`;
       const body = JSON.stringify({ merchant_invoice_id: `INV-${id}`, amount: 20000 });
-      const headers = {
-        'content-type': 'application/json',
-        'idempotency-key': `idem-${id}`,
-        'x-api-key': client.api_key,
-        'x-api-event': event,
-        'x-api-signature-alg': 'HMAC-SHA256',
-        'x-api-signature': createHmac('sha256', client.api_secret).update(`${event}\n${body}`).digest('hex'),
-      };
+      const headers = payCreateHeaders(client, body, `idem-${id}`);
       return { ...req, headers, body };
     },
   };

@@ -45,6 +45,9 @@ function pgTool(bin: string, tool: string, args: string[]): void {
  */
 export async function throwawayCluster(opts: { prefix: string; settings?: string[] }): Promise<Cluster> {
   const bin = pgBin();
+  // The only wait comes first, before anything exists: from the folder on, every step is synchronous until the caller
+  // has the cluster, so a signal is handled only once the caller's own handler (which removes it) can be registered.
+  const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${opts.prefix}-`));
   const pgCtl = (...args: string[]) => pgTool(bin, 'pg_ctl', ['-D', dir, ...args]);
   const running = () => fs.existsSync(path.join(dir, 'postmaster.pid'));
@@ -57,7 +60,6 @@ export async function throwawayCluster(opts: { prefix: string; settings?: string
   };
   try {
     if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
-    const port = await freePort();
     pgTool(bin, 'initdb', ['-D', dir, '-U', 'postgres', '-A', 'trust', '--no-sync']);
     const settings = ['listen_addresses=127.0.0.1', ...(opts.settings ?? [])].map((s) => `-c ${s}`).join(' ');
     const start = () => pgCtl('-o', `-p ${port} -k ${dir} ${settings}`, '-l', path.join(dir, 'log'), '-w', '-t', '30', 'start');

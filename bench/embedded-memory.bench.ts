@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
+import { ADMIN_TOKEN, adminCall } from './admin.js';
 import { freePort, ROOT } from './table/procs.js';
 
 /**
@@ -18,7 +19,6 @@ import { freePort, ROOT } from './table/procs.js';
  * Also the sync's own time (the admin call), and the size of the database folder.
  */
 
-const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const PRODUCTS = Number(process.env.BENCH_SYNC_PRODUCTS ?? 50_000);
 
 export type EmbeddedMemoryFigures = {
@@ -93,16 +93,7 @@ async function startIntermediary(env: Record<string, string>): Promise<Server> {
   return { pid: child.pid!, base, stop };
 }
 
-async function admin<T>(base: string, method: string, p: string, body?: unknown): Promise<T> {
-  const res = await fetch(base + p, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as { ok: boolean; data: T };
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
+const admin = adminCall;
 
 export async function measureEmbeddedMemory(products = PRODUCTS): Promise<EmbeddedMemoryFigures> {
   const build = spawnSync(process.execPath, ['scripts/build.mjs', '--if-needed'], { cwd: ROOT, stdio: 'inherit' });

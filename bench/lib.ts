@@ -7,9 +7,10 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openPg, openPglite } from '../src/db/client.js';
 import { createDeps } from '../src/deps.js';
+import { ADMIN_TOKEN, adminCall } from './admin.js';
 import { ownDatabase } from './db.js';
 
-export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+export { ADMIN_TOKEN, adminCall } from './admin.js';
 
 /**
  * A real server on 127.0.0.1 (random port), migrated and empty: on in-memory PGlite, or with BENCH_DATABASE_URL
@@ -35,16 +36,8 @@ export async function startServer(env: Record<string, string> = {}, serverUrl = 
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();
   const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-  const admin = async <T>(method: string, p: string, body?: unknown): Promise<T> => {
-    const res = await fetch(base + p, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = (await res.json()) as { ok: boolean; data: T };
-    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-    return json.data;
-  };
+  const admin = <T>(method: string, p: string, body?: unknown): Promise<T> => adminCall<T>(base, method, p, body);
+
   return {
     base,
     deps,

@@ -2,10 +2,10 @@ import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ADMIN_TOKEN, adminCall } from '../admin.js';
 import { ownDatabase, queryOn } from '../db.js';
 import { spawnNode, type Proc } from './procs.js';
 
-export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const APP_SECRET = 'bench-app-secret-0123456789abcdef0123456789';
 /** The small page: the first 20 products, short names and no description (the bench creates them first). */
 export const PRODUCTS_PATH = '/api/v1/products?limit=20';
@@ -38,6 +38,7 @@ export type BenchContext = {
 };
 
 export { queryOn, withDatabase } from '../db.js';
+export { ADMIN_TOKEN } from '../admin.js';
 
 /** The server as deployed (src/main.ts on PostgreSQL), with limits high enough that the bench measures served requests. */
 async function startOurs(
@@ -69,16 +70,9 @@ async function startOurs(
       stdout,
     },
   );
-  const admin = async <T>(method: string, p: string, body?: unknown, contentType = 'application/json'): Promise<T> => {
-    const res = await fetch(proc.base + p, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    });
-    const json = (await res.json()) as { data: T };
-    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-    return json.data;
-  };
+  const admin = <T>(method: string, p: string, body?: unknown, contentType?: string): Promise<T> =>
+    adminCall<T>(proc.base, method, p, body, contentType);
+
   return { ...proc, admin };
 }
 

@@ -1,14 +1,13 @@
 import zlib from 'node:zlib';
-import QRCode from 'qrcode';
+import { qrMatrix, type QrEcLevel } from './qr-matrix.js';
 
 /**
  * The QR image as a PNG written straight from the QR matrix: 1 bit per pixel, grayscale (black modules on white), each
  * module `scale` pixels wide and a `margin` of light modules around. qrcode's own PNG path draws an RGBA image and has
  * pngjs filter and convert it, which was the largest part of creating a payment request (docs/PERFORMANCE.md).
  */
-export function qrPng(payload: string, opts: { margin: number; scale: number; errorCorrectionLevel: 'L' | 'M' | 'Q' | 'H' }): Buffer {
-  const modules = QRCode.create(payload, { errorCorrectionLevel: opts.errorCorrectionLevel }).modules;
-  const size = modules.size;
+export function qrPng(payload: string, opts: { margin: number; scale: number; errorCorrectionLevel: QrEcLevel }): Buffer {
+  const { size, data } = qrMatrix(payload, opts.errorCorrectionLevel);
   const width = (size + 2 * opts.margin) * opts.scale;
   const rowBytes = Math.ceil(width / 8);
   const stride = rowBytes + 1;
@@ -19,7 +18,7 @@ export function qrPng(payload: string, opts: { margin: number; scale: number; er
     const first = (r + opts.margin) * opts.scale;
     const line = raw.subarray(first * stride + 1, (first + 1) * stride);
     for (let c = 0; c < size; c++) {
-      if (!modules.get(r, c)) continue;
+      if (!data[r * size + c]) continue;
       for (let x = (c + opts.margin) * opts.scale, end = x + opts.scale; x < end; x++) line[x >> 3]! &= ~(0x80 >> (x & 7));
     }
     for (let k = 1; k < opts.scale; k++) raw.copy(raw, (first + k) * stride + 1, first * stride + 1, (first + 1) * stride);

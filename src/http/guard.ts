@@ -152,6 +152,11 @@ export function createGuard(deps: { clock: Clock; settings: SettingsService; log
   }
 
   return {
+    /**
+     * True when no subject is guarded, known without waiting: Redis is not in use and this process guards no one. The
+     * per-request check skips its two lookups then; with Redis ready it cannot tell, and retryAfter asks it.
+     */
+    quiet: (): boolean => !(shared && deps.redis?.status === 'ready') && local.idle!(),
     /** Seconds left on this subject's guard, or null when it may pass. */
     async retryAfter(subject: GuardSubject): Promise<number | null> {
       if (!(await deps.settings.get('guard_enabled'))) return null;

@@ -30,14 +30,16 @@ export function installOrderingAuth(app: FastifyInstance, deps: { users: UsersSe
     // One read of the settings snapshot for the whole hook (it is the same object until a change or the refresh).
     const s = await deps.settings.all();
     if (s.maintenance) throw maintenanceError();
-    if (s.guard_enabled) await assertNotGuarded(deps.guard, `ip:${req.ip}`);
+    // quiet(): nothing is guarded and no shared store must be asked, so neither lookup below can refuse (asked again
+    // after authentication, which may have waited on the database while a guard was tripped).
+    if (s.guard_enabled && !deps.guard.quiet()) await assertNotGuarded(deps.guard, `ip:${req.ip}`);
     try {
       await authenticate(req, deps);
     } catch (err) {
       if (err instanceof AppError && AUTH_FAILURES.has(err.code)) await deps.guard.authFailure(req.ip);
       throw err;
     }
-    if (s.guard_enabled) await assertNotGuarded(deps.guard, `key:${req.user!.id}`);
+    if (s.guard_enabled && !deps.guard.quiet()) await assertNotGuarded(deps.guard, `key:${req.user!.id}`);
   });
 }
 

@@ -22,7 +22,7 @@ export function orderRateLimit(settings: SettingsService) {
 export async function installOrderingRateLimit(app: FastifyInstance, deps: RateLimitDeps): Promise<void> {
   await installRateLimit(app, {
     code: 'rate_limited',
-    max: async () => deps.settings.get('rate_limit_per_minute'),
+    max: () => deps.settings.get('rate_limit_per_minute'),
     keyGenerator: (req) => subjectOf(req),
     redis: deps.redis,
     nameSpace: `${deps.prefix}rl:`,

@@ -28,6 +28,11 @@
 -- they did on the row, but no longer pin its page while they wait (docs/PERFORMANCE.md, "Orders that do not slow
 -- down"). The payment creation's try-lock takes (client id, hash of its key) in the same key space: the two meet only
 -- for a payment client id of 1919249506.
+-- Every statement runs on the generic plan PL/pgSQL makes once per connection (the SET clause above). Left to choose,
+-- PL/pgSQL kept planning the claim again on every order: its generic plan costs LIMIT p_quantity at a tenth of the
+-- product's codes, far above a custom plan's LIMIT 1, so the generic plan never won, and planning the claim was about
+-- a sixth of PostgreSQL's CPU per order (docs/PERFORMANCE.md, "What PostgreSQL does per order"). The generic plans are
+-- the pinned ones the header describes (test/orders/claim-plan.test.ts, test/orders/order-plans.test.ts).
 CREATE OR REPLACE FUNCTION order_create(
   p_user_id integer,
   p_request_id text,
@@ -40,6 +45,7 @@ CREATE OR REPLACE FUNCTION order_create(
   p_source_message text
 ) RETURNS SETOF orders
 LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
   v_prod record;

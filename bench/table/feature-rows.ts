@@ -1,4 +1,4 @@
-import { measureSustained, sustainedServerUrl } from '../sustained.bench.js';
+import { measureSustained, sustainedServerUrl, type Sustained } from '../sustained.bench.js';
 import { randomBytes } from 'node:crypto';
 import { loadWith, type LoadResult } from '../lib.js';
 import { measureEmbeddedMemory } from '../embedded-memory.bench.js';
@@ -41,23 +41,41 @@ export const webhooksRow: RowFn = async (ctx) => {
 
 /**
  * Sustained orders by one reseller (bench/sustained.bench.ts) on the machine's own PostgreSQL, where autovacuum is
- * off, with no vacuum: the last 10 s against the first 10 s. 60 s, or BENCH_SUSTAINED_SECONDS.
+ * off, with no vacuum: the last 10 s against the first 10 s, in each of three runs (BENCH_SUSTAINED_RUNS), each on a
+ * fresh database of its own, 60 s each or BENCH_SUSTAINED_SECONDS. One run's ratio swings by a fifth with the
+ * neighbours' load on a shared machine, so the row's ratio is the median of the runs', and its figures are the
+ * median run's.
  */
 export const sustainedRow: RowFn = async (ctx) => {
   const total = Number(process.env.BENCH_SUSTAINED_SECONDS ?? 60);
-  const s = await measureSustained(sustainedServerUrl(), total, ctx.connections);
+  const count = Math.max(1, Number(process.env.BENCH_SUSTAINED_RUNS ?? 3));
+  const runs: Sustained[] = [];
+  for (let i = 0; i < count; i++) runs.push(await measureSustained(sustainedServerUrl(), total, ctx.connections));
+  const ratio = medianOf(runs.map((r) => r.ratio));
+  // The run whose ratio is the median (the lower middle one for an even count).
+  const s = [...runs].sort((a, b) => a.ratio - b.ratio)[Math.floor((runs.length - 1) / 2)]!;
   const first = s.windows[0]!;
   const last = s.windows[s.windows.length - 1]!;
+  const perRun = runs.map((r) => `${r.ratio} (${r.windows.map((w) => w.okRps).join('→')})`).join(', ');
   return {
-    name: `sustained orders, one reseller, ${total} s on ${sustainedServerUrl() === ctx.serverUrl ? "the table's server" : "the machine's own PostgreSQL"} (autovacuum ${s.autovacuum}, no vacuum)`,
-    ours: `last ${s.window} s: ${last.okRps} orders/s, p99 ${last.p99} ms (windows: ${s.windows.map((w) => w.okRps).join(' → ')})`,
-    limit: `first ${s.window} s: ${first.okRps} orders/s, p99 ${first.p99} ms`,
-    ratio: s.ratio,
-    target: '≥ 0.9',
-    met: s.ratio >= 0.9,
-    note: `last window per order: ${last.line.slice(last.line.indexOf('per order: ') + 'per order: '.length)}`,
+    name: `sustained orders, one reseller, ${runs.length} runs of ${total} s on ${sustainedServerUrl() === ctx.serverUrl ? "the table's server" : "the machine's own PostgreSQL"} (autovacuum ${s.autovacuum}, no vacuum)`,
+    ours: `median run, last ${s.window} s: ${last.okRps} orders/s, p99 ${last.p99} ms`,
+    limit: `its first ${s.window} s: ${first.okRps} orders/s, p99 ${first.p99} ms`,
+    ratio,
+    target: '≥ 0.9 (median of the runs)',
+    met: ratio >= 0.9,
+    note:
+      `last ÷ first of each run (orders/s of its ${s.window} s windows): ${perRun}; median run's last window per order: ` +
+      last.line.slice(last.line.indexOf('per order: ') + 'per order: '.length),
   };
 };
+
+function medianOf(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const m = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return Math.round(m * 100) / 100;
+}
 
 const rateOf = (r: LoadResult) => `${r.okRps} req/s, p99 ${r.p99} ms`;
 

@@ -112,6 +112,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
   // Every attempt in flight, whichever drain started it, and the signal that ends them when the server stops.
   const attempts = new Set<Promise<void>>();
   const halt = new AbortController();
+  // Each attempt's own stop signal, all ended by the one listener on `halt`: a listener per attempt on the shared
+  // signal would put up to MAX_IN_FLIGHT on it at once (Node warns past 10: MaxListenersExceededWarning).
+  const stopping = new Set<AbortController>();
+  halt.signal.addEventListener('abort', () => stopping.forEach((c) => c.abort(halt.signal.reason)), { once: true });
   // Drains waiting for one of their attempts to finish; a new event wakes them so that it is claimed at once, not
   // after the slowest receiver in flight (which may hang for the whole total timeout).
   const waiters = new Set<() => void>();
@@ -140,6 +144,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
       try {
         // A clear reason before any connection; the connection itself checks again (rebinding).
         await resolveTarget(new URL(target.url).hostname, resolver, target.allowPrivate, connectMs);
+        const stop = new AbortController();
+        if (halt.signal.aborted) stop.abort(halt.signal.reason);
+        else stopping.add(stop);
         const d = {
           url: target.url,
           eventId: row.event_id,
@@ -148,9 +155,13 @@ export function createWebhooksService(deps: WebhooksDeps) {
           secret: cipher.decrypt(target.secretEnc),
           timestamp: Math.floor(now.getTime() / 1000),
           totalTimeoutMs,
-          signal: halt.signal,
+          signal: stop.signal,
         };
-        result = await sendWebhook(target.allowPrivate ? agents.open : agents.strict, d, now);
+        try {
+          result = await sendWebhook(target.allowPrivate ? agents.open : agents.strict, d, now);
+        } finally {
+          stopping.delete(stop);
+        }
       } catch (err) {
         result = err instanceof TargetRefusedError ? failed(err.message, 'refused') : failed(`could not send: ${(err as Error).message}`);
       }

@@ -206,3 +206,51 @@ describe('access log above info', () => {
     expect(listeners).toBe(0);
   });
 });
+
+describe('access line logger', () => {
+  it('writes the same line as the redacting root logger would (the access line skips only a redaction with nothing to match)', () => {
+    const written: string[] = [];
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          written.push(chunk.toString());
+          cb();
+        },
+      }),
+    );
+    const access = new AccessLog(logger);
+    const raw = { once: () => undefined, statusCode: 201, headersSent: true, writableFinished: true };
+    const request = {
+      id: 'r-same',
+      method: 'POST',
+      url: '/api/v1/order/create?order_code=OD1&api_key=sk_live_secret&token',
+      ip: '203.0.113.9',
+      headers: { authorization: 'Bearer sk_live_secret' },
+      user: { id: 42 },
+      payClient: { id: 7 },
+    };
+    const reply = { raw, statusCode: 201, elapsedTime: 12.345678 };
+    access.incomingRequest(request as never, reply as never);
+    access.requestCompleted(null, request as never, reply as never);
+    logger.info(
+      { reqId: request.id, req: request, responseTime: reply.elapsedTime, user_id: 42, pay_client_id: 7, res: reply },
+      'request completed',
+    );
+    expect(written).toHaveLength(2);
+    const [viaAccess, viaRoot] = written.map((l) => l.replace(/"time":\d+,/, ''));
+    expect(viaAccess).toBe(viaRoot);
+    expect(JSON.parse(viaAccess!)).toEqual({
+      level: 30,
+      pid: process.pid,
+      hostname: expect.any(String),
+      reqId: 'r-same',
+      req: { method: 'POST', url: '/api/v1/order/create?order_code=OD1&api_key=[REDACTED]&[REDACTED]', ip: '203.0.113.9' },
+      responseTime: 12.345678,
+      user_id: 42,
+      pay_client_id: 7,
+      res: { statusCode: 201 },
+      msg: 'request completed',
+    });
+  });
+});

@@ -259,12 +259,21 @@ describe('the server process (node --import tsx src/main.ts)', () => {
 
   it('stops on SIGTERM: exit code 0, a "stopped" log line, the DATA_DIR lock released', async () => {
     expect(fs.existsSync(path.join(dataDir, 'server.lock'))).toBe(true);
+    // A burst answered just before the signal: pino writes stdout asynchronously (docs/operations.md, "Logs"), so
+    // these access lines may still be queued when the process exits, and must be flushed then, before "stopped".
+    const ids = Array.from({ length: 100 }, (_, i) => `last-burst-${i}`);
+    await Promise.all(ids.map(async (id) => (await fetch(`${base}/healthz`, { headers: { 'x-request-id': id } })).arrayBuffer()));
     first!.child.kill('SIGTERM');
     const code = await first!.exit;
     expect(code).toBe(0);
     const msgs = lines(first!).map((l) => l.msg);
     expect(msgs).toContain('stopped');
     expect(msgs.indexOf('stopped')).toBeGreaterThan(msgs.findIndex((m) => String(m).startsWith('shutting down')));
+    expect(msgs[msgs.length - 1]).toBe('stopped');
+    const accessIds = lines(first!)
+      .filter((l) => l.msg === 'request completed')
+      .map((l) => l.reqId);
+    expect(ids.filter((id) => !accessIds.includes(id))).toEqual([]);
     expect(first!.stderr()).toBe('');
     expect(fs.existsSync(path.join(dataDir, 'server.lock'))).toBe(false);
     await expect(fetch(`${base}/healthz`)).rejects.toThrow();

@@ -1,4 +1,6 @@
+import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { rowsOf } from '../../src/db/tx.js';
 import { PER_CLIENT_IN_FLIGHT } from '../../src/webhooks/service.js';
 import type { Resolver } from '../../src/webhooks/target.js';
 import { createTestApp, offlineResolver, type TestApp } from '../harness.js';
@@ -58,6 +60,47 @@ describe('a slow receiver holds up no other client', () => {
     // Its other events follow as its slots free up.
     await until(async () => (await outboxOf(t, slowClient.id)).every((o) => o.status === 'delivered'), 'the slow client delivered');
     expect(new Set(slow.received.map((x) => x.headers['x-webhook-id'])).size).toBe(PER_CLIENT_IN_FLIGHT + 2);
+  });
+});
+
+describe('many attempts in flight at once', () => {
+  let t: TestApp;
+  const open: { close(): Promise<void> }[] = [];
+  beforeAll(async () => {
+    t = await createTestApp();
+    await makeMethod(t, 'MANY');
+  });
+  afterAll(async () => {
+    while (open.length > 0) await open.pop()!.close();
+    await t?.close();
+  });
+
+  it('put no listener per attempt on a shared signal (no MaxListenersExceededWarning past 10 in flight)', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      // Three hanging receivers, each holding its client's cap: 12 attempts in flight, past Node's limit of 10.
+      const receivers = [await hangingReceiver(), await hangingReceiver(), await hangingReceiver()];
+      open.push(...receivers);
+      for (const r of receivers) {
+        const c = await makeHookClient(t, r.url);
+        for (let i = 0; i < PER_CLIENT_IN_FLIGHT; i++) await approve(t, (await pendingPayment(t, c)).payment_id);
+      }
+      const held = () => receivers.reduce((n, r) => n + r.received.length, 0);
+      await until(() => held() === 3 * PER_CLIENT_IN_FLIGHT, 'every receiver to hold its cap');
+      expect(held()).toBeGreaterThan(10);
+      for (const r of receivers) r.release();
+      await until(async () => {
+        const n = await t.deps.db.execute(sql`SELECT count(*)::int AS n FROM webhook_outbox WHERE status = 'delivered'`);
+        return rowsOf<{ n: number }>(n)[0]!.n === 3 * PER_CLIENT_IN_FLIGHT;
+      }, 'every event delivered');
+      // A warning is emitted on the next tick.
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message)).toEqual([]);
   });
 });
 

@@ -7,8 +7,15 @@ import pino, { type Logger } from 'pino';
  */
 const LOGGED_PARAMS = new Set(['page', 'limit', 'category_id', 'q', 'order_code', 'id']);
 
-/** The URL with every query value masked except those of LOGGED_PARAMS (names compared decoded, lower-cased). */
-function redactUrl(url: string): string {
+/** A checkout page's path holds the payment's bearer token (docs/payments.md, "Checkout page"): never logged. */
+const CHECKOUT_PATH_RE = /^\/pay\/[^/?]+/;
+
+/**
+ * The URL with every query value masked except those of LOGGED_PARAMS (names compared decoded, lower-cased), and a
+ * checkout page's token (`/pay/<token>`, `/pay/<token>/status`) masked in the path.
+ */
+function redactUrl(raw: string): string {
+  const url = raw.startsWith('/pay/') ? raw.replace(CHECKOUT_PATH_RE, '/pay/[REDACTED]') : raw;
   const q = url.indexOf('?');
   if (q < 0) return url;
   const parts = url

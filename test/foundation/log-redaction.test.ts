@@ -28,6 +28,16 @@ describe('log redaction', () => {
     expect(urls).toContain('/api/v1/order/status?order_code=OD123&x=[REDACTED]&id=7&limit=5&category_id=3');
   });
 
+  it("masks a checkout page's token in the logged path (the page and its status poll)", async () => {
+    const token = 'Zq8RkW3mPx7TnB2vLc9YdF4hJs6GaE1u';
+    await t.request({ method: 'GET', url: `/pay/${token}?lang=en` });
+    await t.request({ method: 'GET', url: `/pay/${token}/status` });
+    expect(t.logs.join('\n')).not.toContain(token);
+    const urls = t.logs.map((l) => (JSON.parse(l) as { req?: { url: string } }).req?.url).filter(Boolean);
+    expect(urls).toContain('/pay/[REDACTED]?lang=[REDACTED]');
+    expect(urls).toContain('/pay/[REDACTED]/status');
+  });
+
   it('the real requests that deliver codes (create, delivery, status, ZIP, admin show) log their lines, and no line holds a code', async () => {
     const user = await makeUser(t, { balance: 100_000 });
     const cat = await makeCategory(t, 'Logged');

@@ -32,8 +32,14 @@ function memoryStore(clock: Clock): Store {
   const guards = new Map<string, number>();
   const counters = new Map<string, { n: number; expires: number }>();
   const now = () => clock.now().getTime();
+  // The latest end of any guard held: once it has passed, every guard has ended, and idle() forgets them all (a
+  // guarded subject that never comes back would otherwise keep the map non-empty until a restart).
+  let latestEnd = 0;
   return {
-    idle: () => guards.size === 0,
+    idle: () => {
+      if (guards.size > 0 && latestEnd <= now()) guards.clear();
+      return guards.size === 0;
+    },
     async until(subject) {
       const u = guards.get(subject);
       if (u === undefined) return null;
@@ -45,6 +51,7 @@ function memoryStore(clock: Clock): Store {
     },
     async trip(subject, untilMs) {
       guards.set(subject, untilMs);
+      if (untilMs > latestEnd) latestEnd = untilMs;
     },
     async count(counter, ttlMs) {
       const c = counters.get(counter);

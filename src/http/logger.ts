@@ -7,15 +7,21 @@ import pino, { type Logger } from 'pino';
  */
 const LOGGED_PARAMS = new Set(['page', 'limit', 'category_id', 'q', 'order_code', 'id']);
 
-/** A checkout page's path holds the payment's bearer token (docs/payments.md, "Checkout page"): never logged. */
-const CHECKOUT_PATH_RE = /^\/pay\/[^/?]+/;
+/**
+ * The checkout page's routes, whose path holds the payment's bearer token (docs/payments.md, "Checkout page"): their
+ * logged path is the pattern with the token masked. Decided by the matched route, not the URL as sent, so that another
+ * path under the same prefix (the payment API at PAYMENT_BASE_PATH=/pay) keeps its path and a percent-encoded spelling
+ * of the page's path is masked too.
+ */
+const CHECKOUT_ROUTES: Record<string, string> = { '/pay/:token': '/pay/[REDACTED]', '/pay/:token/status': '/pay/[REDACTED]/status' };
 
 /**
  * The URL with every query value masked except those of LOGGED_PARAMS (names compared decoded, lower-cased), and a
- * checkout page's token (`/pay/<token>`, `/pay/<token>/status`) masked in the path.
+ * checkout page's path logged as its route with the token masked.
  */
-function redactUrl(raw: string): string {
-  const url = raw.startsWith('/pay/') ? raw.replace(CHECKOUT_PATH_RE, '/pay/[REDACTED]') : raw;
+function redactUrl(raw: string, route: string | undefined): string {
+  const masked = route === undefined ? undefined : CHECKOUT_ROUTES[route];
+  const url = masked === undefined ? raw : raw.includes('?') ? masked + raw.slice(raw.indexOf('?')) : masked;
   const q = url.indexOf('?');
   if (q < 0) return url;
   const parts = url
@@ -79,8 +85,8 @@ const REDACT_PATHS = [
 ];
 
 const SERIALIZERS = {
-  req(req: { method: string; url: string; ip?: string; id?: string }) {
-    return { method: req.method, url: redactUrl(req.url), ip: req.ip };
+  req(req: { method: string; url: string; ip?: string; id?: string; routeOptions?: { url?: string } }) {
+    return { method: req.method, url: redactUrl(req.url, req.routeOptions?.url), ip: req.ip };
   },
   res(res: { statusCode: number }) {
     return { statusCode: res.statusCode };

@@ -111,6 +111,8 @@ export function createMetrics(deps: MetricsDeps) {
   // prom-client hashes and validates the label set on every inc() and observe() (1.6 µs per answer, measured); the two
   // series of one route, method and status are looked up once through its API and counted in place after that. Its
   // maps are replaced by a reset, so a cached series is used only while the map that holds it is the metric's own.
+  // This reads prom-client's internals: package.json pins its exact version, and src/ops/metrics.test.ts compares the
+  // scrape with prom-client's own counting.
   const httpSeries = http as unknown as { hashMap: Record<string, CounterSeries> };
   const durationSeries = duration as unknown as { hashMap: Record<string, HistogramSeries> };
   const hot = new Map<string, Map<string, Map<number, HotSeries>>>();

@@ -144,6 +144,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
       try {
         // A clear reason before any connection; the connection itself checks again (rebinding).
         await resolveTarget(new URL(target.url).hostname, resolver, target.allowPrivate, connectMs);
+        const secret = cipher.decrypt(target.secretEnc);
+        // Nothing that can throw runs between adding the stop signal and the try that removes it.
         const stop = new AbortController();
         if (halt.signal.aborted) stop.abort(halt.signal.reason);
         else stopping.add(stop);
@@ -152,7 +154,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
           eventId: row.event_id,
           event: row.event,
           body: row.body,
-          secret: cipher.decrypt(target.secretEnc),
+          secret,
           timestamp: Math.floor(now.getTime() / 1000),
           totalTimeoutMs,
           signal: stop.signal,

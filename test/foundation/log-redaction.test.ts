@@ -36,6 +36,20 @@ describe('log redaction', () => {
     const urls = t.logs.map((l) => (JSON.parse(l) as { req?: { url: string } }).req?.url).filter(Boolean);
     expect(urls).toContain('/pay/[REDACTED]?lang=[REDACTED]');
     expect(urls).toContain('/pay/[REDACTED]/status');
+    // Percent-encoded, the path still reaches the page's route, and is masked as well.
+    await t.request({ method: 'GET', url: `/%70ay/${token}` });
+    expect(t.logs.join('\n')).not.toContain(token);
+  });
+
+  it('keeps the path of the payment API when it is served under /pay (PAYMENT_BASE_PATH=/pay)', async () => {
+    const pay = await createTestApp({ env: { PAYMENT_BASE_PATH: '/pay' } });
+    try {
+      await pay.request({ method: 'GET', url: '/pay/api/v1/payment-requests/PR123' });
+      const urls = pay.logs.map((l) => (JSON.parse(l) as { req?: { url: string } }).req?.url).filter(Boolean);
+      expect(urls).toContain('/pay/api/v1/payment-requests/PR123');
+    } finally {
+      await pay.close();
+    }
   });
 
   it('the real requests that deliver codes (create, delivery, status, ZIP, admin show) log their lines, and no line holds a code', async () => {

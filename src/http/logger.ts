@@ -8,7 +8,7 @@ import pino, { type Logger } from 'pino';
 const LOGGED_PARAMS = new Set(['page', 'limit', 'category_id', 'q', 'order_code', 'id']);
 
 /**
- * The checkout page's routes, whose path holds the payment's bearer token (docs/payments.md, "Checkout page"): their
+ * The checkout page's routes, whose path holds the payment's bearer token (docs/payments.md, "The hosted checkout page"): their
  * logged path is the pattern with the token masked. Decided by the matched route, not the URL as sent, so that another
  * path under the same prefix (the payment API at PAYMENT_BASE_PATH=/pay) keeps its path and a percent-encoded spelling
  * of the page's path is masked too.

@@ -4,7 +4,7 @@ import type { PaymentStatus } from './statuses.js';
 import type { PaymentRow } from './view.js';
 
 /**
- * The hosted checkout page (docs/payments.md, "Checkout page"): one server-rendered HTML document per payment, status
+ * The hosted checkout page (docs/payments.md, "The hosted checkout page"): one server-rendered HTML document per payment, status
  * and language. Its CSS and script are constants inlined in the page and allowed by their hashes in the
  * Content-Security-Policy; the QR is the stored PNG data URL. Every screen is in the document; the script shows the
  * one of the status it polls, and without JavaScript a meta refresh reloads the page while the payment is open.

@@ -31,7 +31,7 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
 }
 
 /**
- * The hosted checkout page of a payment (docs/payments.md, "Checkout page"): `GET /pay/<token>` (HTML) and
+ * The hosted checkout page of a payment (docs/payments.md, "The hosted checkout page"): `GET /pay/<token>` (HTML) and
  * `GET /pay/<token>/status` (`{status, expires_at, server_time}`). A token that names no payment, malformed or not,
  * answers the same 404 (the one constant page, or the not_found envelope). Browsers' routes: not in the OpenAPI
  * document. Rate-limited per caller address (checkout_rate_limit_per_minute).

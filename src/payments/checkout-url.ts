@@ -9,7 +9,7 @@ export const checkoutPath = (token: string): string => `/pay/${token}`;
 
 /**
  * A payment answer with its `checkout_url`: absolute, on the public_base_url setting, else on the address the client
- * called (docs/payments.md, "Checkout page"). A request from before the page has no token and no checkout_url.
+ * called (docs/payments.md, "The hosted checkout page"). A request from before the page has no token and no checkout_url.
  */
 export async function withCheckoutUrl(
   req: FastifyRequest,

@@ -7,7 +7,7 @@ import { createTestApp, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, type PayCreds } from './helpers.js';
 import { createRaw, setSetting, uniq, type PaymentBody } from './kit.js';
 
-// The hosted checkout page in a real browser (docs/payments.md, "Checkout page"): Debian's chromium driven by
+// The hosted checkout page in a real browser (docs/payments.md, "The hosted checkout page"): Debian's chromium driven by
 // playwright-core, one browser for the file. Every request the page makes is recorded and must stay on the app's
 // origin (or be the QR's data URL); a console error, a page error or a CSP violation fails the test that saw it.
 

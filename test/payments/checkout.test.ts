@@ -5,7 +5,7 @@ import { createTestApp, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, payRequest, type PayCreds } from './helpers.js';
 import { createRaw, expectError, expectValidation, q, setSetting, statusRead, uniq, type PaymentBody } from './kit.js';
 
-// The hosted checkout page (docs/payments.md, "Checkout page"): checkout_url in the create, replay and status answers,
+// The hosted checkout page (docs/payments.md, "The hosted checkout page"): checkout_url in the create, replay and status answers,
 // the token stored only as a keyed digest and encrypted, the page's headers, the one 404 page, the status endpoint,
 // return_url on the client's domain, the language, and the rate limit.
 

@@ -92,7 +92,7 @@ export const paymentRequests = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
-    /** The hosted checkout page's token, keyed digest (cipher.digest): the page is found by it (docs/payments.md, "Checkout page"). */
+    /** The hosted checkout page's token, keyed digest (cipher.digest): the page is found by it (docs/payments.md, "The hosted checkout page"). */
     checkoutTokenHash: text('checkout_token_hash').unique(),
     /** The same token encrypted (cipher.encrypt), so that a replay or a status read hands out the same checkout_url. */
     checkoutToken: text('checkout_token'),

@@ -60,6 +60,8 @@ export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesD
     return html;
   };
 
+  // The access log masks the token of these two routes by their pattern (CHECKOUT_ROUTES in src/http/logger.ts): a
+  // changed path must change there too, or tokens reach the log (test/foundation/log-redaction.test.ts).
   app.get<{ Params: { token: string }; Querystring: { lang?: string } }>('/pay/:token', { schema: { hide: true } }, async (req, reply) => {
     reply.type('text/html; charset=utf-8');
     const p = await deps.payments.byCheckoutToken(req.params.token);

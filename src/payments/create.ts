@@ -143,6 +143,8 @@ export function createIdempotentCreate(deps: CreateDeps) {
     let fields: PreparedFields | null = null;
     let unprepared: unknown;
     let fresh = false;
+    // The answer's checkout token is this one: the row holds only its digest and its encryption.
+    let token = '';
     for (let attempt = 0; row === undefined; attempt++) {
       fields = null;
       try {
@@ -154,7 +156,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
         unprepared = err;
       }
       try {
-        const token = newCheckoutToken();
+        token = newCheckoutToken();
         row = await createRow({
           clientId,
           key: idempotencyKey,
@@ -214,6 +216,6 @@ export function createIdempotentCreate(deps: CreateDeps) {
     const counted = (deps.metrics ?? noMetrics).paymentTransitions;
     counted.inc('preparing_payment');
     if (fields) counted.inc(row.status);
-    return { view: paymentView(row), replay: false, checkoutToken: tokenOf(row) };
+    return { view: paymentView(row), replay: false, checkoutToken: token };
   };
 }

@@ -5,11 +5,11 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { hmacSha256Hex, safeEqual, type Cipher } from '../shared/crypto.js';
 import { createIpMatcher } from '../shared/ip.js';
-import { webhookOnDomain, type PayClientRow, type PayClientsService } from './clients.js';
+import { webhookOnDomain, type PayClientAuth, type PayClientsService } from './clients.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    payClient?: PayClientRow;
+    payClient?: PayClientAuth;
   }
   interface FastifyContextConfig {
     /** The X-API-Event value a payment route requires. */
@@ -20,7 +20,7 @@ declare module 'fastify' {
 const SIGNATURE_ALG = 'HMAC-SHA256';
 
 /** The payment client of an authenticated payment route. */
-export function payClientOf(req: FastifyRequest): PayClientRow {
+export function payClientOf(req: FastifyRequest): PayClientAuth {
   if (!req.payClient) throw new AppError('API_KEY_INVALID', 'Not authenticated');
   return req.payClient;
 }

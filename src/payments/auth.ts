@@ -5,11 +5,11 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { hmacSha256Hex, safeEqual, type Cipher } from '../shared/crypto.js';
 import { createIpMatcher } from '../shared/ip.js';
-import { webhookOnDomain, type PayClientRow, type PayClientsService } from './clients.js';
+import { webhookOnDomain, type PayClientAuth, type PayClientsService } from './clients.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    payClient?: PayClientRow;
+    payClient?: PayClientAuth;
   }
   interface FastifyContextConfig {
     /** The X-API-Event value a payment route requires. */
@@ -20,7 +20,7 @@ declare module 'fastify' {
 const SIGNATURE_ALG = 'HMAC-SHA256';
 
 /** The payment client of an authenticated payment route. */
-export function payClientOf(req: FastifyRequest): PayClientRow {
+export function payClientOf(req: FastifyRequest): PayClientAuth {
   if (!req.payClient) throw new AppError('API_KEY_INVALID', 'Not authenticated');
   return req.payClient;
 }
@@ -29,6 +29,28 @@ function header(req: FastifyRequest, name: string): string | undefined {
   const v = req.headers[name];
   const s = Array.isArray(v) ? v[0] : v;
   return s === undefined || s.trim() === '' ? undefined : s.trim();
+}
+
+/** Entries a cache of derived values keeps; past it, it starts again empty (there are few API clients). */
+const DERIVED_MAX = 1_000;
+
+/**
+ * `make(key)` remembered by its key. Only for values derived from the key alone: the key is the content itself (a
+ * ciphertext, a list), so a pay_clients row changed by anyone (the admin API or SQL) gives a new key on its next read
+ * and is derived again; nothing needs dropping (docs/PERFORMANCE.md, "Payment creation: the server's CPU by part
+ * (fifth session)").
+ */
+function derivedBy<V>(make: (key: string) => V): (key: string) => V {
+  const known = new Map<string, V>();
+  return (key) => {
+    let v = known.get(key);
+    if (v === undefined) {
+      v = make(key);
+      if (known.size >= DERIVED_MAX) known.clear();
+      known.set(key, v);
+    }
+    return v;
+  };
 }
 
 /**
@@ -40,6 +62,9 @@ export function installPaymentAuth(
   app: FastifyInstance,
   deps: { clients: PayClientsService; settings: SettingsService; cipher: Cipher; clock: Clock },
 ): void {
+  // The client row is read on every request; what is computed from it is kept by its content (derivedBy).
+  const secretOf = derivedBy((box) => deps.cipher.decrypt(box));
+  const ipsOf = derivedBy((list) => createIpMatcher(JSON.parse(list) as string[]));
   app.addHook('onRequest', async (req) => {
     await assertNotMaintenance(deps.settings);
     const key = header(req, 'x-api-key');
@@ -55,7 +80,7 @@ export function installPaymentAuth(
     if (!client || client.status === 'requested') throw new AppError('API_KEY_INVALID', 'Unknown API key');
     if (client.status !== 'active') throw new AppError('API_CLIENT_DISABLED', 'This API client is disabled; contact the administrator');
     // An issued client always has at least one IP; an empty list here means "nobody", never "anybody".
-    const ips = createIpMatcher(client.allowedIps);
+    const ips = ipsOf(JSON.stringify(client.allowedIps));
     if (ips.empty || !ips.allows(req.ip)) throw new AppError('API_IP_DENIED', `Address ${req.ip} is not granted to this API client`);
     if (!webhookOnDomain(client.webhookUrl, client.domain)) {
       throw new AppError(
@@ -79,7 +104,7 @@ export function installPaymentAuth(
       secrets.push(client.prevApiSecretEnc);
     let valid = false;
     for (const box of secrets) {
-      if (box && safeEqual(signature, hmacSha256Hex(deps.cipher.decrypt(box), text))) valid = true;
+      if (box && safeEqual(signature, hmacSha256Hex(secretOf(box), text))) valid = true;
     }
     if (!valid)
       throw new AppError(

@@ -11,6 +11,12 @@ import { allowlistOf, isIpLiteral } from '../shared/ip.js';
 
 export type PayClientRow = typeof payClients.$inferSelect;
 
+/** What the payment API's authentication reads of a client (auth.ts), and all that its key lookup fetches. */
+export type PayClientAuth = Pick<
+  PayClientRow,
+  'id' | 'name' | 'domain' | 'webhookUrl' | 'status' | 'allowedIps' | 'apiSecretEnc' | 'prevApiSecretEnc' | 'prevSecretExpiresAt'
+>;
+
 export type PayClientView = {
   id: number;
   name: string;
@@ -94,8 +100,20 @@ function subscribedEvents(list: readonly string[]): string[] {
 export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: Clock }) {
   const { db, cipher, clock } = deps;
   // Prepared once per pooled connection: neither drizzle nor PostgreSQL builds or plans it again (PGlite: unnamed).
+  // Only the columns authentication reads: every request runs it, and each column costs parsing and mapping.
+  const c = payClients;
   const clientByKeyHash = db
-    .select()
+    .select({
+      id: c.id,
+      name: c.name,
+      domain: c.domain,
+      webhookUrl: c.webhookUrl,
+      status: c.status,
+      allowedIps: c.allowedIps,
+      apiSecretEnc: c.apiSecretEnc,
+      prevApiSecretEnc: c.prevApiSecretEnc,
+      prevSecretExpiresAt: c.prevSecretExpiresAt,
+    } satisfies { [K in keyof PayClientAuth]: unknown })
     .from(payClients)
     .where(eq(payClients.apiKeyHash, sql.placeholder('hash')))
     .limit(1)
@@ -244,7 +262,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
       );
     },
     /** Key -> client (any status); null when unknown. Read on every payment API request, by a named statement. */
-    async byKey(apiKey: string): Promise<PayClientRow | null> {
+    async byKey(apiKey: string): Promise<PayClientAuth | null> {
       const [row] = await clientByKeyHash.execute({ hash: sha256Hex(apiKey) });
       return row ?? null;
     },

@@ -1,7 +1,7 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { paymentRequests } from '../db/schema/index.js';
-import type { PaymentRow } from './view.js';
+import { VIEW_COLUMNS, type PaymentViewRow } from './view.js';
 
 /**
  * Payment creation in one round trip: the SQL function payment_create (src/db/functions/payment_create.sql) takes the
@@ -52,10 +52,17 @@ export class PaymentFnRefused extends Error {
 
 const REFUSALS: readonly string[] = ['in_progress', 'method_changed', 'invoice_pending'] satisfies PaymentFnRefusal[];
 
+/**
+ * What creation reads back of the created request: the columns of its answer, but the QR image, which is the one the
+ * caller sent (the function stores p_qr_image as given). Every column read costs parsing and mapping on each creation.
+ */
+export type CreatedRow = Omit<PaymentViewRow, 'qrImage'>;
+
 // The function returns payment_requests rows: each column read by name and mapped as the table maps it (dates, ids).
-const requestColumns = Object.fromEntries(
-  Object.entries(getTableColumns(paymentRequests)).map(([key, col]) => [key, sql`${sql.identifier(col.name)}`.mapWith(col)]),
-) as { [K in keyof PaymentRow]: SQL<PaymentRow[K]> };
+const table = getTableColumns(paymentRequests);
+const createdColumns = Object.fromEntries(
+  VIEW_COLUMNS.filter((key) => key !== 'qrImage').map((key) => [key, sql`${sql.identifier(table[key].name)}`.mapWith(table[key])]),
+) as { [K in keyof CreatedRow]: SQL<CreatedRow[K]> };
 
 const p = (name: keyof PaymentFnArgs) => sql.placeholder(name);
 
@@ -70,14 +77,14 @@ function refusalOf(err: unknown): { message?: string; detail?: string } | null {
 export function createPaymentFn(db: Db) {
   // A named prepared statement on the pool: parsed and planned once per connection (PGlite prepares it unnamed).
   const prepared = db
-    .select(requestColumns)
+    .select(createdColumns)
     .from(
       sql`payment_create(${p('clientId')}::int, ${p('key')}::text, ${p('hash')}::text, ${p('now')}::timestamptz, ${p('keyExpiresAt')}::timestamptz, ${p('paymentId')}::text, ${p('invoice')}::text, ${p('amount')}::numeric, ${p('currency')}::text, ${p('description')}::text, ${p('methodCode')}::text, ${p('methodDefault')}::boolean, ${p('bankBin')}::text, ${p('bankCode')}::text, ${p('bankName')}::text, ${p('accountNumber')}::text, ${p('accountName')}::text, ${p('prepared')}::boolean, ${p('transferContent')}::text, ${p('qrContent')}::text, ${p('qrImage')}::text, ${p('expiresAt')}::timestamptz, ${p('checkoutTokenHash')}::text, ${p('checkoutToken')}::text, ${p('returnUrl')}::text)`,
     )
     .prepare('payment_create');
 
   /** The created request, or null when the key names an unexpired record; throws PaymentFnRefused for a refusal. */
-  return async function createPaymentRow(args: PaymentFnArgs): Promise<PaymentRow | null> {
+  return async function createPaymentRow(args: PaymentFnArgs): Promise<CreatedRow | null> {
     try {
       const rows = await prepared.execute({
         ...args,

@@ -12,7 +12,7 @@ import { newCheckoutToken } from './checkout-token.js';
 import { returnUrlOn } from './checkout-url.js';
 import { compareMoney } from '../shared/money.js';
 import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable } from './errors.js';
-import { createPaymentFn, PaymentFnRefused } from './create-fn.js';
+import { createPaymentFn, PaymentFnRefused, type CreatedRow } from './create-fn.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
 import { isUniqueViolation, preparedFields, type Prepare, type PreparedFields } from './prepare.js';
@@ -139,10 +139,12 @@ export function createIdempotentCreate(deps: CreateDeps) {
     // naming the payment), the request, and its preparation, each transition recorded by the trigger under its own
     // actor. A transfer_content drawn twice rolls it all back and is drawn again; a method that changed since it was
     // resolved (or cached) is resolved again from the database.
-    let row: PaymentRow | null | undefined;
+    let row: CreatedRow | null | undefined;
     let fields: PreparedFields | null = null;
     let unprepared: unknown;
     let fresh = false;
+    // The answer's checkout token is this one: the row holds only its digest and its encryption.
+    let token = '';
     for (let attempt = 0; row === undefined; attempt++) {
       fields = null;
       try {
@@ -154,7 +156,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
         unprepared = err;
       }
       try {
-        const token = newCheckoutToken();
+        token = newCheckoutToken();
         row = await createRow({
           clientId,
           key: idempotencyKey,
@@ -214,6 +216,6 @@ export function createIdempotentCreate(deps: CreateDeps) {
     const counted = (deps.metrics ?? noMetrics).paymentTransitions;
     counted.inc('preparing_payment');
     if (fields) counted.inc(row.status);
-    return { view: paymentView(row), replay: false, checkoutToken: tokenOf(row) };
+    return { view: paymentView({ ...row, qrImage: fields?.qrImage ?? null }), replay: false, checkoutToken: token };
   };
 }

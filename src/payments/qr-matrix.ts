@@ -1,4 +1,5 @@
 import QRCode from 'qrcode';
+import { qrSegments } from './qr-segments.js';
 
 export type QrEcLevel = 'L' | 'M' | 'Q' | 'H';
 
@@ -14,7 +15,8 @@ export type QrMatrix = { size: number; data: Uint8Array; maskPattern: number };
  * result with qrcode's on many payloads.
  */
 export function qrMatrix(payload: string, errorCorrectionLevel: QrEcLevel): QrMatrix {
-  const modules = QRCode.create(payload, { errorCorrectionLevel, maskPattern: 0 }).modules;
+  // qrcode's segments computed faster (qr-segments.ts), or the text itself when it is not all numeric and alphanumeric.
+  const modules = QRCode.create(qrSegments(payload, errorCorrectionLevel) ?? payload, { errorCorrectionLevel, maskPattern: 0 }).modules;
   const size = modules.size;
   const data = modules.data;
   const masks = masksFor(size, modules.reservedBit);

@@ -25,7 +25,27 @@ export type PaymentView = {
   };
 };
 
-export function paymentView(p: PaymentRow): PaymentView {
+/** The columns of a request that its answer shows (paymentView). */
+export const VIEW_COLUMNS = [
+  'paymentId',
+  'merchantInvoiceId',
+  'amount',
+  'status',
+  'methodCode',
+  'bankBin',
+  'bankCode',
+  'bankName',
+  'accountNumber',
+  'accountName',
+  'transferContent',
+  'qrContent',
+  'qrImage',
+  'expiresAt',
+] as const satisfies readonly (keyof PaymentRow)[];
+
+export type PaymentViewRow = Pick<PaymentRow, (typeof VIEW_COLUMNS)[number]>;
+
+export function paymentView(p: PaymentViewRow): PaymentView {
   const ready = p.qrContent !== null && isStatusIn(SHOWS_PAYMENT, p.status);
   return {
     payment_id: p.paymentId,

@@ -171,6 +171,20 @@ describe('payment API authentication', () => {
       await q(t, sql`UPDATE pay_clients SET allowed_ips = '{}'::text[] WHERE id = ${n.id}`);
       expectError(await ping(t, n), 403, 'API_IP_DENIED');
     });
+
+    it('an allowlist changed by SQL applies from the next request, though the matcher of a list is kept', async () => {
+      const n = await makePayClient(t);
+      const same = await makePayClient(t); // the same list ({127.0.0.1}): one kept matcher for both
+      expect((await ping(t, n)).statusCode).toBe(200);
+      expect((await ping(t, same)).statusCode).toBe(200);
+      await q(t, sql`UPDATE pay_clients SET allowed_ips = '{203.0.113.7}'::text[] WHERE id = ${n.id}`);
+      expectError(await ping(t, n), 403, 'API_IP_DENIED');
+      expect((await ping(t, n, '203.0.113.7')).statusCode).toBe(200);
+      expect((await ping(t, same)).statusCode).toBe(200);
+      await q(t, sql`UPDATE pay_clients SET allowed_ips = '{127.0.0.1}'::text[] WHERE id = ${n.id}`);
+      expect((await ping(t, n)).statusCode).toBe(200);
+      expectError(await ping(t, n, '203.0.113.7'), 403, 'API_IP_DENIED');
+    });
   });
 
   describe('API_DOMAIN_CONFIG_INVALID 403', () => {
@@ -272,6 +286,19 @@ describe('payment API authentication', () => {
       expectError(await rawRequest(t, { ...PING, headers: otherEvent }), 401, 'API_SIGNATURE_INVALID');
       const prefixed = { ...authHeaders(c, PING.event), 'x-api-signature': `sha256=${paySign(c.api_secret, PING.event, '')}` };
       expectError(await rawRequest(t, { ...PING, headers: prefixed }), 401, 'API_SIGNATURE_INVALID');
+    });
+
+    it('a secret replaced by SQL applies from the next request, though decrypted secrets are kept by ciphertext', async () => {
+      const n = await makePayClient(t);
+      expect((await ping(t, n)).statusCode).toBe(200);
+      const replaced = { ...n, api_secret: 'replaced-by-sql-0123456789abcdef' };
+      await q(t, sql`UPDATE pay_clients SET api_secret_enc = ${t.deps.cipher.encrypt(replaced.api_secret)} WHERE id = ${n.id}`);
+      expectError(await ping(t, n), 401, 'API_SIGNATURE_INVALID');
+      expect((await ping(t, replaced)).statusCode).toBe(200);
+      // Back to the first secret, under a new ciphertext (a fresh IV): the first secret signs again.
+      await q(t, sql`UPDATE pay_clients SET api_secret_enc = ${t.deps.cipher.encrypt(n.api_secret)} WHERE id = ${n.id}`);
+      expectError(await ping(t, replaced), 401, 'API_SIGNATURE_INVALID');
+      expect((await ping(t, n)).statusCode).toBe(200);
     });
 
     it('upper-case hex is accepted (auth.ts lower-cases the header before comparing)', async () => {

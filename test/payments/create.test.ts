@@ -83,6 +83,25 @@ describe('payment request creation', () => {
     });
   });
 
+  it('answers exactly what the stored request shows: a status read and a replay give the same body', async () => {
+    // Creation reads back only the answer's columns and answers the QR image and checkout token it sent
+    // (src/payments/create-fn.ts): every byte must still be what the database holds.
+    const key = uniq('key');
+    const body = { merchant_invoice_id: uniq(), amount: 123000, description: 'stored as answered' };
+    const created = await createRaw(t, c, body, key);
+    expect(created.statusCode).toBe(201);
+    const p = created.json() as PaymentBody;
+    expect(p.payment_ready).toBe(true);
+    const read = await statusRead(t, c, p.payment_id);
+    expect(read.statusCode).toBe(200);
+    expect(read.body).toBe(created.body);
+    const replay = await createRaw(t, c, body, key);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toBe(created.body);
+    const [row] = await q<{ qr_image: string }>(t, sql`SELECT qr_image FROM payment_requests WHERE payment_id = ${p.payment_id}`);
+    expect(row!.qr_image).toBe(p.payment!.qr_image);
+  });
+
   describe('VALIDATION_ERROR 400 with details; nothing is created', () => {
     const base = { merchant_invoice_id: 'INV-V', amount: 20000, description: 'd' };
     const cases: [string, unknown, string[]][] = [

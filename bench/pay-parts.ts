@@ -3,7 +3,7 @@
 //   npx tsx bench/pay-parts.ts
 // Each round times every part on the same 500 requests of the payments row's shape (process CPU, user + system, per
 // call); the median of the rounds is printed. The SQL call, the HTTP side and logging are read from the row's profile
-// (bench/profile-parts.ts), as they need the database and sockets.
+// (bench/profile-pay-parts.ts), as they need the database and sockets.
 import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import zlib from 'node:zlib';

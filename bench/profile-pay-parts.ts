@@ -5,14 +5,14 @@ import fs from 'node:fs';
 // payment load are counted (from the first to the last sample inside src/payments/create.ts), each sample given to
 // the first part whose frames appear on its stack. Each part's share of the busy (not idle) samples is then applied
 // to `cpuUs`, the row's "our server" CPU per creation of the same run, to give µs per creation.
-//   npx tsx bench/profile-parts.ts dir/CPU.*.0.001.cpuprofile <cpuUs>
+//   npx tsx bench/profile-pay-parts.ts dir/CPU.*.0.001.cpuprofile <cpuUs>
 
 type Node = { id: number; callFrame: { functionName: string; url: string }; children?: number[] };
 type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[] };
 
 const [file, cpuArg] = process.argv.slice(2);
 if (!file || !cpuArg) {
-  console.error('usage: npx tsx bench/profile-parts.ts <file.cpuprofile> <cpu µs per creation>');
+  console.error('usage: npx tsx bench/profile-pay-parts.ts <file.cpuprofile> <cpu µs per creation>');
   process.exit(1);
 }
 const cpuUs = Number(cpuArg);

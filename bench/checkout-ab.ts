@@ -29,7 +29,11 @@ async function start(tree: string): Promise<{ server: Started; page: string }> {
   const tag = randomBytes(4).toString('hex');
   const client = await benchPayClient(server as never, 'Checkout A/B shop', 'checkout.ab.example.com', `AB${tag}`);
   const body = JSON.stringify({ merchant_invoice_id: `AB-${tag}`, amount: 20000, payment_method_code: client.method });
-  const res = await fetch(`${server.base}/api/v1/payment-requests`, { method: 'POST', body, headers: payCreateHeaders(client, body, `ab-${tag}`) });
+  const res = await fetch(`${server.base}/api/v1/payment-requests`, {
+    method: 'POST',
+    body,
+    headers: payCreateHeaders(client, body, `ab-${tag}`),
+  });
   if (res.status !== 201) throw new Error(`create answered ${res.status}: ${await res.text()}`);
   return { server, page: new URL(((await res.json()) as { checkout_url: string }).checkout_url).pathname };
 }
@@ -44,7 +48,8 @@ function load(url: string, n: number): Promise<void> {
     child.on('exit', () => {
       try {
         const r = JSON.parse(out) as { '2xx': number; non2xx: number; errors: number };
-        if (r['2xx'] !== n || r.non2xx + r.errors > 0) throw new Error(`${url}: ${r['2xx']} 2xx of ${n}, ${r.non2xx} non-2xx, ${r.errors} errors`);
+        if (r['2xx'] !== n || r.non2xx + r.errors > 0)
+          throw new Error(`${url}: ${r['2xx']} 2xx of ${n}, ${r.non2xx} non-2xx, ${r.errors} errors`);
         resolve();
       } catch (err) {
         reject(err instanceof Error ? err : new Error(String(err)));

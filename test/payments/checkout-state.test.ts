@@ -43,7 +43,10 @@ describe('checkout page: state read, whole-row render, kept bytes', () => {
   }
 
   async function rowOf(paymentId: string) {
-    const [row] = await t.deps.db.select().from(paymentRequests).where(sql`${paymentRequests.paymentId} = ${paymentId}`);
+    const [row] = await t.deps.db
+      .select()
+      .from(paymentRequests)
+      .where(sql`${paymentRequests.paymentId} = ${paymentId}`);
     return row!;
   }
 

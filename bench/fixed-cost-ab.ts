@@ -12,7 +12,7 @@ import { startServer } from './lib.js';
 //   max    the ordering rate limit's `max` as a plain function returning the settings promise
 //          (src/ordering/rate-limit.ts); undone = the `rate_limit_per_minute` read through an extra `async` function,
 //          which is what `max: async () => settings.get(...)` did.
-// The real app (buildApp, embedded PGlite, guard_enabled at its default (on), the limits lifted) on a real socket on
+// The real app (buildApp, embedded PGlite, guard_enabled on, the limits lifted) on a real socket on
 // 127.0.0.1; the load is autocannon's CLI in a child process (its CPU is not counted), a fixed number of
 // GET /api/v1/products?limit=20 with a valid key (a cached page) per run. Figure: this process's CPU (user + system)
 // per request, µs.
@@ -22,8 +22,8 @@ const rounds = Number(process.argv[3] ?? 6);
 const requests = Number(process.argv[4] ?? 20_000);
 const autocannonBin = path.join(path.dirname(fileURLToPath(import.meta.url)), '../node_modules/.bin/autocannon');
 
-const server = await startServer({}, '');
-// The guard is on by its setting's default: without it the auth hook asks nothing of the guard in either arm.
+// The guard on (bench/lib.ts turns it off): without it the auth hook asks nothing of the guard in either arm.
+const server = await startServer({ GUARD_ENABLED: 'true' }, '');
 if (!(await server.deps.settings.get('guard_enabled'))) throw new Error('guard_enabled is off');
 const user = await server.admin<{ api_key: string }>('POST', '/admin/v1/users', { name: 'ab', balance: 0 });
 const cat = await server.admin<{ id: string }>('POST', '/admin/v1/categories', { name: 'AB' });

@@ -53,12 +53,12 @@ export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesD
   });
   // Pages are kept as their UTF-8 bytes: a string answer is measured (Content-Length) and encoded again on every view.
   const cache = new Map<string, Buffer>();
-  const pageOf = async (s: CheckoutState, token: string, lang: Lang, timeZone: string): Promise<Buffer> => {
+  const pageOf = async (s: CheckoutState, token: string, lang: Lang, timeZone: string): Promise<Buffer | null> => {
     const hit = cache.get(`${s.id}:${s.status}:${lang}:${timeZone}`);
     if (hit !== undefined) return hit;
     // Not kept yet: the whole row, which shows what the payment is now (its status may have moved since the state).
     const p = await deps.payments.checkoutRow(s.id);
-    if (!p) return NOT_FOUND_BYTES;
+    if (!p) return null;
     const page = Buffer.from(renderPage({ p, token, lang, timeZone, refreshSeconds: deps.refreshSeconds }), 'utf8');
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
     cache.set(`${p.id}:${p.status}:${lang}:${timeZone}`, page);
@@ -72,8 +72,11 @@ export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesD
     const s = await deps.payments.checkoutState(req.params.token);
     if (!s) return reply.code(404).send(NOT_FOUND_BYTES);
     const lang = pickLang(req.query.lang, req.headers['accept-language']);
+    const page = await pageOf(s, req.params.token, lang, await deps.settings.get('display_timezone'));
+    // Requests are never deleted; were one gone since its state was read, it answers as an unknown token.
+    if (!page) return reply.code(404).send(NOT_FOUND_BYTES);
     reply.header('Content-Language', lang).header('Vary', 'Accept-Language');
-    return reply.send(await pageOf(s, req.params.token, lang, await deps.settings.get('display_timezone')));
+    return reply.send(page);
   });
 
   app.get<{ Params: { token: string } }>('/pay/:token/status', { schema: { hide: true } }, async (req) => {

@@ -5,8 +5,7 @@ import { installRateLimit } from '../http/rate-limit.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { NOT_FOUND_PAGE, PAGE_CSP, pickLang, renderPage, type Lang } from './checkout-page.js';
-import type { PaymentsService } from './service.js';
-import type { PaymentRow } from './view.js';
+import type { CheckoutState, PaymentsService } from './service.js';
 
 export type CheckoutRoutesDeps = {
   payments: PaymentsService;
@@ -19,6 +18,8 @@ export type CheckoutRoutesDeps = {
 
 /** Rendered pages kept, by payment, status, language and time zone (a payment's data never changes once prepared). */
 const CACHE_MAX = 500;
+
+const NOT_FOUND_BYTES = Buffer.from(NOT_FOUND_PAGE, 'utf8');
 
 /** Headers of every answer of the page's routes: no framing, no referrer, no caching of payer data, no sniffing. */
 function pageHeaders(reply: FastifyReply): FastifyReply {
@@ -38,42 +39,49 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
  */
 export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesDeps): Promise<void> {
   // First of all hooks, so that every answer of these routes has them: also a 429 of the rate limit (preParsing) and
-  // an error thrown before the handler.
-  app.addHook('onRequest', async (_req, reply) => {
+  // an error thrown before the handler. Callback style: an async hook would cost a promise and a microtask per view.
+  app.addHook('onRequest', (_req, reply, done) => {
     pageHeaders(reply);
+    done();
   });
   await installRateLimit(app, {
     code: 'rate_limited',
-    max: async () => deps.settings.get('checkout_rate_limit_per_minute'),
+    max: () => deps.settings.get('checkout_rate_limit_per_minute'),
     keyGenerator: (req) => `page-ip:${req.ip}`,
     redis: deps.redis,
     nameSpace: `${deps.redisPrefix}crl:`,
   });
-  const cache = new Map<string, string>();
-  const pageOf = (p: PaymentRow, token: string, lang: Lang, timeZone: string): string => {
-    const key = `${p.id}:${p.status}:${lang}:${timeZone}`;
-    const hit = cache.get(key);
+  // Pages are kept as their UTF-8 bytes: a string answer is measured (Content-Length) and encoded again on every view.
+  const cache = new Map<string, Buffer>();
+  const pageOf = async (s: CheckoutState, token: string, lang: Lang, timeZone: string): Promise<Buffer | null> => {
+    const hit = cache.get(`${s.id}:${s.status}:${lang}:${timeZone}`);
     if (hit !== undefined) return hit;
-    const html = renderPage({ p, token, lang, timeZone, refreshSeconds: deps.refreshSeconds });
+    // Not kept yet: the whole row, which shows what the payment is now (its status may have moved since the state).
+    const p = await deps.payments.checkoutRow(s.id);
+    if (!p) return null;
+    const page = Buffer.from(renderPage({ p, token, lang, timeZone, refreshSeconds: deps.refreshSeconds }), 'utf8');
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-    cache.set(key, html);
-    return html;
+    cache.set(`${p.id}:${p.status}:${lang}:${timeZone}`, page);
+    return page;
   };
 
   // The access log masks the token of these two routes by their pattern (CHECKOUT_ROUTES in src/http/logger.ts): a
   // changed path must change there too, or tokens reach the log (test/foundation/log-redaction.test.ts).
   app.get<{ Params: { token: string }; Querystring: { lang?: string } }>('/pay/:token', { schema: { hide: true } }, async (req, reply) => {
     reply.type('text/html; charset=utf-8');
-    const p = await deps.payments.byCheckoutToken(req.params.token);
-    if (!p) return reply.code(404).send(NOT_FOUND_PAGE);
+    const s = await deps.payments.checkoutState(req.params.token);
+    if (!s) return reply.code(404).send(NOT_FOUND_BYTES);
     const lang = pickLang(req.query.lang, req.headers['accept-language']);
+    const page = await pageOf(s, req.params.token, lang, await deps.settings.get('display_timezone'));
+    // Requests are never deleted; were one gone since its state was read, it answers as an unknown token.
+    if (!page) return reply.code(404).send(NOT_FOUND_BYTES);
     reply.header('Content-Language', lang).header('Vary', 'Accept-Language');
-    return reply.send(pageOf(p, req.params.token, lang, await deps.settings.get('display_timezone')));
+    return reply.send(page);
   });
 
   app.get<{ Params: { token: string } }>('/pay/:token/status', { schema: { hide: true } }, async (req) => {
-    const p = await deps.payments.byCheckoutToken(req.params.token);
-    if (!p) throw new AppError('not_found', 'No such payment page');
-    return { status: p.status, expires_at: p.expiresAt?.toISOString() ?? null, server_time: deps.clock.now().toISOString() };
+    const s = await deps.payments.checkoutState(req.params.token);
+    if (!s) throw new AppError('not_found', 'No such payment page');
+    return { status: s.status, expires_at: s.expiresAt?.toISOString() ?? null, server_time: deps.clock.now().toISOString() };
   });
 }

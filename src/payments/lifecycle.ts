@@ -21,7 +21,8 @@ export async function asActor<T>(db: Db, actor: string, fn: (tx: Db) => Promise<
 export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<DomainMetrics, 'paymentTransitions'> }) {
   const { db, clock } = deps;
   const counted = (deps.metrics ?? noMetrics).paymentTransitions;
-  const overdue = (p: PaymentRow) => isStatusIn(EXPIRING_STATUSES, p.status) && p.expiresAt !== null && p.expiresAt <= clock.now();
+  const overdue = (p: Pick<PaymentRow, 'status' | 'expiresAt'>) =>
+    isStatusIn(EXPIRING_STATUSES, p.status) && p.expiresAt !== null && p.expiresAt <= clock.now();
 
   /**
    * Moves a request to `to` if the lifecycle allows it; the trigger records the transition and, on approval, the
@@ -91,7 +92,7 @@ export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<Dom
     return expired.length;
   }
 
-  return { transition, expireIfDue, expireOverdue };
+  return { transition, expireIfDue, expireOverdue, overdue };
 }
 
 export type Lifecycle = ReturnType<typeof createLifecycle>;

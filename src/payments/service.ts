@@ -18,6 +18,9 @@ export type { CreateInput } from './create.js';
 export type { PaymentStatus } from './statuses.js';
 export type { PaymentRow, PaymentView } from './view.js';
 
+/** What the checkout page's status poll answers and its page cache is keyed by (src/payments/checkout-routes.ts). */
+export type CheckoutState = Pick<PaymentRow, 'id' | 'status' | 'expiresAt'>;
+
 /** A payment's answer and the token of its checkout page (null for a request from before the page). */
 export type WithToken = { view: PaymentView; checkoutToken: string | null };
 
@@ -37,13 +40,22 @@ export function createPaymentsService(deps: PaymentsDeps) {
   const lifecycle = createLifecycle(deps);
   const prepare = createPrepare({ ...deps, lifecycle });
   // The hot read of the checkout page and its status poll: built once and prepared by name, so that neither drizzle
-  // nor PostgreSQL plans it again on every poll.
-  const byTokenHash = db
-    .select()
+  // nor PostgreSQL plans it again on every poll. It reads only what the status answer and the page cache's key need:
+  // the whole row (the QR image's data URL, some twenty columns to describe, parse and map) is read by id only when a
+  // page is rendered or the payment must be prepared or expired first (docs/PERFORMANCE.md, "The checkout page's CPU
+  // (fifth session)").
+  const stateByTokenHash = db
+    .select({ id: paymentRequests.id, status: paymentRequests.status, expiresAt: paymentRequests.expiresAt })
     .from(paymentRequests)
     .where(eq(paymentRequests.checkoutTokenHash, sql.placeholder('hash')))
     .limit(1)
-    .prepare('payment_by_checkout_token');
+    .prepare('payment_state_by_checkout_token');
+  const byId = db
+    .select()
+    .from(paymentRequests)
+    .where(eq(paymentRequests.id, sql.placeholder('id')))
+    .limit(1)
+    .prepare('payment_by_id');
   const tokenOf = (p: PaymentRow): string | null => (p.checkoutToken ? deps.cipher.decrypt(p.checkoutToken) : null);
 
   async function byPaymentId(clientId: number, paymentId: string): Promise<PaymentRow> {
@@ -70,14 +82,22 @@ export function createPaymentsService(deps: PaymentsDeps) {
       return { view: paymentView(p), checkoutToken: tokenOf(p) };
     },
     /**
-     * The request of a checkout page token, read as the status read does (prepared, expired once due), or null. Every
-     * token up to CHECKOUT_TOKEN_MAX_LOOKUP characters costs one digest and one indexed read, well-formed or not, so
-     * that the answer's timing tells a malformed token from an unknown one no more than its length does.
+     * The state of a checkout page token's request, as the status read sees it (prepared, expired once due), or null.
+     * Every token up to CHECKOUT_TOKEN_MAX_LOOKUP characters costs one digest and one indexed read, well-formed or not,
+     * so that the answer's timing tells a malformed token from an unknown one no more than its length does.
      */
-    async byCheckoutToken(token: string): Promise<PaymentRow | null> {
+    async checkoutState(token: string): Promise<CheckoutState | null> {
       if (token.length === 0 || token.length > CHECKOUT_TOKEN_MAX_LOOKUP) return null;
-      const [p] = await byTokenHash.execute({ hash: deps.cipher.digest(token) });
-      return p ? lifecycle.expireIfDue(await prepare(p)) : null;
+      const [s] = await stateByTokenHash.execute({ hash: deps.cipher.digest(token) });
+      if (!s || (s.status !== 'preparing_payment' && !lifecycle.overdue(s))) return s ?? null;
+      const [row] = await byId.execute({ id: s.id });
+      const p = await lifecycle.expireIfDue(await prepare(row!));
+      return { id: p.id, status: p.status, expiresAt: p.expiresAt };
+    },
+    /** The whole request of a checkout state's id (what the page shows), or null. */
+    async checkoutRow(id: number): Promise<PaymentRow | null> {
+      const [row] = await byId.execute({ id });
+      return row ?? null;
     },
     /** Cron: prepares requests left in preparing_payment and expires overdue ones. */
     async sweep(): Promise<{ prepared: number; expired: number }> {

@@ -28,6 +28,8 @@ type Side = {
   keys: Record<'valid' | 'disabled' | 'elsewhere' | 'rotated' | 'limited' | 'guarded', string>;
   /** Requests the synchronous path admitted (a cached key that passed). */
   admitted: () => number;
+  /** Products pages answered from the cache before validation. */
+  pages: () => number;
 };
 
 async function side(fast: boolean): Promise<Side> {
@@ -41,6 +43,17 @@ async function side(fast: boolean): Promise<Side> {
         return user;
       }
     : () => undefined;
+  // The cached products page answered before validation (src/catalog/routes.ts): counted on the fast side, never
+  // used on the full one.
+  let pages = 0;
+  const page = t.deps.catalog.cachedProductsPage;
+  t.deps.catalog.cachedProductsPage = fast
+    ? (q) => {
+        const bytes = page(q);
+        if (bytes) pages++;
+        return bytes;
+      }
+    : () => undefined;
   const cat = await makeCategory(t, 'Cards');
   for (let i = 0; i < 3; i++) await makeProduct(t, { category_id: cat.id, name: `Card ${i}`, price: 1000 + i });
   const names = ['valid', 'disabled', 'elsewhere', 'rotated', 'limited', 'guarded'] as const;
@@ -48,7 +61,7 @@ async function side(fast: boolean): Promise<Side> {
   for (const name of names) keys[name] = (await makeUser(t, { name, balance: 5000 })).api_key;
   await t.adminData('POST', '/admin/v1/users/disabled/disable');
   await t.adminData('PUT', '/admin/v1/users/elsewhere/ips', { ips: ['10.0.0.0/8'] });
-  return { t, base: await t.listen(), keys, admitted: () => admitted };
+  return { t, base: await t.listen(), keys, admitted: () => admitted, pages: () => pages };
 }
 
 type Req = {
@@ -136,6 +149,8 @@ describe('ordering API: the synchronous paths answer as the full checks do', () 
     // The valid key passed the synchronous path on the fast side (or this test compares nothing).
     expect(fast.admitted() - admittedBefore).toBeGreaterThan(5);
     expect(full.admitted()).toBe(0);
+    expect(fast.pages()).toBeGreaterThan(1);
+    expect(full.pages()).toBe(0);
   });
 
   it('a key rotated after it was cached, maintenance, and a required signature', async () => {
@@ -151,6 +166,10 @@ describe('ordering API: the synchronous paths answer as the full checks do', () 
     expect((await both({ path: '/api/v1/balance', key: 'rotated' })).status).toBe(200);
 
     expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).status).toBe(200);
+    // A catalogue change drops the cached pages: the next answer is built again, and shows the change.
+    for (const s of [fast, full]) await s.t.adminData('PATCH', '/admin/v1/products/1', { name: 'Card renamed' });
+    expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).body).toContain('Card renamed');
+    expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).body).toContain('Card renamed');
     await setting('maintenance', 'true');
     expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).status).toBe(503);
     await setting('maintenance', 'false');

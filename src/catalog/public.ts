@@ -127,6 +127,10 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
     return { page: { data, page, limit, total, has_more: page * limit < total }, slots, counts };
   }
 
+  /** The cache key of a page: everything of the query that changes its bytes, with the limit already capped. */
+  const pageKey = (q: ProductsQuery, limit: number, folded: string): string =>
+    JSON.stringify([q.page, limit, q.category_id ?? '', folded, q.updated_after?.toISOString() ?? '', q.include_missing === true]);
+
   return {
     stats,
     dropCache(): void {
@@ -155,14 +159,7 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
       const s = await settings.all();
       const limit = Math.min(q.limit, s.products_max_limit);
       const folded = q.q ? foldForSearch(q.q) : '';
-      const key = JSON.stringify([
-        q.page,
-        limit,
-        q.category_id ?? '',
-        folded,
-        q.updated_after?.toISOString() ?? '',
-        q.include_missing === true,
-      ]);
+      const key = pageKey(q, limit, folded);
       const now = clock.now().getTime();
       const ttl = s.products_cache_seconds * 1000;
       const hit = cache.get(key);
@@ -202,6 +199,21 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
         cache.set(key, entry);
       }
       return entry.bytes;
+    },
+
+    /**
+     * The bytes productsPage would answer from its cache at once, without waiting; undefined when it would read the
+     * database (no fresh page, a stock re-read due, or the settings snapshot to reload).
+     */
+    cachedProductsPage(q: ProductsQuery): Buffer | undefined {
+      const s = settings.peek();
+      if (!s) return undefined;
+      const limit = Math.min(q.limit, s.products_max_limit);
+      const hit = cache.get(pageKey(q, limit, q.q ? foldForSearch(q.q) : ''));
+      const now = clock.now().getTime();
+      const ttl = s.products_cache_seconds * 1000;
+      if (!hit || now - hit.at >= ttl) return undefined;
+      return hit.slots.length === 0 || now - hit.stockAt < Math.min(ttl, STOCK_MAX_AGE_MS) ? hit.bytes : undefined;
     },
 
     /** One visible product; hidden, missing and unknown ones are the same not_found. */

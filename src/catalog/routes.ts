@@ -3,13 +3,19 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { errorResponses } from '../http/errors.js';
 import { AUTH_ERRORS } from '../ordering/auth.js';
 import type { CatalogService, ProductPage } from './service.js';
+import type { ProductsQuery } from './public.js';
 import { categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
+
+const PAGE_TYPE = 'application/json; charset=utf-8';
+const VALIDATED_QUERIES_MAX = 1000;
 
 const serializeProductsPage = (page: ProductPage) => JSON.stringify(productsResponse.parse({ ok: true, ...page }));
 
 /** The public catalogue of the ordering API (categories, products, product); registered inside its authenticated scope. */
 export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: CatalogService }): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
+  // URL (path and query as sent) -> its validated products query; bounded, dropped whole when full.
+  const validatedQueries = new Map<string, ProductsQuery>();
 
   r.get('/api/v1/categories', {
     schema: {
@@ -30,11 +36,25 @@ export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: Cat
       querystring: productsQuery,
       response: { 200: productsResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request') },
     },
+    // A URL whose query passed validation before, asking for a page cached and fresh, is answered here, after the
+    // ordering scope's checks (authentication, the rate limit, the signature check) and before zod and the handler:
+    // the same query string validates to the same value, so the answer is the handler's (docs/PERFORMANCE.md, "The
+    // fixed cost per request: products and balance (fifth session)"). Anything else goes on to validation.
+    preValidation: (req, reply, done) => {
+      const q = validatedQueries.get(req.url);
+      const bytes = q && deps.catalog.cachedProductsPage(q);
+      if (!bytes) return done();
+      void reply.type(PAGE_TYPE).send(bytes as never);
+    },
     // The page is serialised through its response schema once when built; a cache hit sends the stored bytes as they
     // are (a Buffer payload skips the route's serializer and needs no encoding or measuring per request).
     handler: async (req, reply) => {
+      if (!validatedQueries.has(req.url)) {
+        if (validatedQueries.size >= VALIDATED_QUERIES_MAX) validatedQueries.clear();
+        validatedQueries.set(req.url, req.query);
+      }
       const bytes = await deps.catalog.productsPage(req.query, serializeProductsPage);
-      return reply.type('application/json; charset=utf-8').send(bytes as never);
+      return reply.type(PAGE_TYPE).send(bytes as never);
     },
   });
 

@@ -30,6 +30,7 @@ export function createCatalogService(deps: CatalogDeps) {
     ...admin,
     listCategories: reads.listCategories,
     productsPage: reads.productsPage,
+    cachedProductsPage: reads.cachedProductsPage,
     getProduct: reads.getProduct,
     cacheStats: reads.stats,
   };

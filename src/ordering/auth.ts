@@ -24,23 +24,47 @@ export function userOf(req: FastifyRequest): AuthUser {
 /**
  * Ordering-API authentication, in the order that gives the most useful error: maintenance, key in URL, key missing,
  * key unknown, API disabled, address not allowed. The lookup is cached (users service), so no round trip when warm.
+ *
+ * Callback style with a synchronous path for the common request (docs/PERFORMANCE.md, "The fixed cost per request:
+ * products and balance (fifth session)"): a fresh settings snapshot, no guard to ask and a cached, enabled key whose
+ * allowlist admits the caller are decided without a promise. Every other request (a refusal, a key not cached, a stale
+ * snapshot, a guard to ask) runs the full checks below from the start, so its answer is the one it always was.
  */
 export function installOrderingAuth(app: FastifyInstance, deps: { users: UsersService; settings: SettingsService; guard: Guard }): void {
-  app.addHook('onRequest', async (req) => {
-    // One read of the settings snapshot for the whole hook (it is the same object until a change or the refresh).
-    const s = await deps.settings.all();
-    if (s.maintenance) throw maintenanceError();
-    // quiet(): nothing is guarded and no shared store must be asked, so neither lookup below can refuse (asked again
-    // after authentication, which may have waited on the database while a guard was tripped).
-    if (s.guard_enabled && !deps.guard.quiet()) await assertNotGuarded(deps.guard, `ip:${req.ip}`);
-    try {
-      await authenticate(req, deps);
-    } catch (err) {
-      if (err instanceof AppError && AUTH_FAILURES.has(err.code)) await deps.guard.authFailure(req.ip);
-      throw err;
-    }
-    if (s.guard_enabled && !deps.guard.quiet()) await assertNotGuarded(deps.guard, `key:${req.user!.id}`);
+  app.addHook('onRequest', (req, _reply, done) => {
+    if (admitCached(req, deps)) return done();
+    checkAll(req, deps).then(() => done(), done);
   });
+}
+
+/** True when the request is admitted from cached state alone (it has then been authenticated); false: ask checkAll. */
+function admitCached(req: FastifyRequest, deps: { users: UsersService; settings: SettingsService; guard: Guard }): boolean {
+  const s = deps.settings.peek();
+  if (!s || s.maintenance || (s.guard_enabled && !deps.guard.quiet())) return false;
+  if (hasCredentialInQuery(req.url)) return false;
+  const key = presentedKey(req);
+  if (!key) return false;
+  const user = deps.users.cachedAuthentication(key);
+  if (!user || !user.apiEnabled || !user.ips.allows(req.ip)) return false;
+  req.user = user;
+  req.apiKey = key;
+  return true;
+}
+
+async function checkAll(req: FastifyRequest, deps: { users: UsersService; settings: SettingsService; guard: Guard }): Promise<void> {
+  // One read of the settings snapshot for the whole hook (it is the same object until a change or the refresh).
+  const s = await deps.settings.all();
+  if (s.maintenance) throw maintenanceError();
+  // quiet(): nothing is guarded and no shared store must be asked, so neither lookup below can refuse (asked again
+  // after authentication, which may have waited on the database while a guard was tripped).
+  if (s.guard_enabled && !deps.guard.quiet()) await assertNotGuarded(deps.guard, `ip:${req.ip}`);
+  try {
+    await authenticate(req, deps);
+  } catch (err) {
+    if (err instanceof AppError && AUTH_FAILURES.has(err.code)) await deps.guard.authFailure(req.ip);
+    throw err;
+  }
+  if (s.guard_enabled && !deps.guard.quiet()) await assertNotGuarded(deps.guard, `key:${req.user!.id}`);
 }
 
 const AUTH_FAILURES = new Set(['missing_api_key', 'unauthorized', 'ip_not_allowed']);
@@ -61,8 +85,7 @@ async function authenticate(req: FastifyRequest, deps: { users: UsersService }):
       'API keys are refused in the URL; send Authorization: Bearer <API_KEY> (and replace a key that was put in a URL)',
     );
   }
-  const header = req.headers['x-api-key'];
-  const key = bearerToken(req.headers.authorization) ?? (typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined);
+  const key = presentedKey(req);
   if (!key) throw new AppError('missing_api_key', 'Send the API key as Authorization: Bearer <API_KEY> or X-Api-Key');
   const user = await deps.users.authenticate(key);
   if (!user) throw new AppError('unauthorized', 'Unknown or replaced API key');
@@ -72,6 +95,12 @@ async function authenticate(req: FastifyRequest, deps: { users: UsersService }):
   req.apiKey = key;
 }
 
+/** The key from Authorization: Bearer, else from X-Api-Key; undefined when neither holds one. */
+function presentedKey(req: FastifyRequest): string | undefined {
+  const header = req.headers['x-api-key'];
+  return bearerToken(req.headers.authorization) ?? (typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined);
+}
+
 const ORDER_CREATE_PATH = '/api/v1/order/create';
 
 /**
@@ -79,25 +108,34 @@ const ORDER_CREATE_PATH = '/api/v1/order/create';
  * ordering route whenever one of the headers is sent. Runs before validation, on the raw body.
  */
 export function installSignatureCheck(app: FastifyInstance, deps: { settings: SettingsService; verify: SignatureVerifier }): void {
-  app.addHook('preValidation', async (req) => {
+  // Callback style: an unsigned read (the common request) returns at once, with no promise made for it.
+  app.addHook('preValidation', (req, _reply, done) => {
     const h = req.headers;
     const sent = h['x-api-timestamp'] !== undefined || h['x-api-nonce'] !== undefined || h['x-api-signature'] !== undefined;
     // Mandatory-ness goes by the matched route, not the raw path: /api/v1/order/%63reate is the same route.
-    // Hot path: an unsigned read returns here, before anything is built for the check.
-    if (!sent && !(req.routeOptions.url === ORDER_CREATE_PATH && req.method === 'POST' && (await deps.settings.get('require_signature'))))
-      return;
-    const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
-    const headers = { timestamp: one(h['x-api-timestamp']), nonce: one(h['x-api-nonce']), signature: one(h['x-api-signature']) };
-    const path = req.url.split('?')[0] ?? req.url;
-    await deps.verify({
-      userId: userOf(req).id,
-      apiKey: req.apiKey ?? '',
-      method: req.method,
-      path,
-      rawBody: req.rawBody ?? '',
-      headers,
-      windowSeconds: await deps.settings.get('signature_window_seconds'),
-    });
+    if (!sent && !(req.routeOptions.url === ORDER_CREATE_PATH && req.method === 'POST')) return done();
+    checkSignature(req, sent, deps).then(() => done(), done);
+  });
+}
+
+async function checkSignature(
+  req: FastifyRequest,
+  sent: boolean,
+  deps: { settings: SettingsService; verify: SignatureVerifier },
+): Promise<void> {
+  if (!sent && !(await deps.settings.get('require_signature'))) return;
+  const h = req.headers;
+  const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  const headers = { timestamp: one(h['x-api-timestamp']), nonce: one(h['x-api-nonce']), signature: one(h['x-api-signature']) };
+  const path = req.url.split('?')[0] ?? req.url;
+  await deps.verify({
+    userId: userOf(req).id,
+    apiKey: req.apiKey ?? '',
+    method: req.method,
+    path,
+    rawBody: req.rawBody ?? '',
+    headers,
+    windowSeconds: await deps.settings.get('signature_window_seconds'),
   });
 }
 

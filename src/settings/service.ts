@@ -124,8 +124,15 @@ export function createSettingsService(deps: SettingsDeps) {
     return snapshot.values;
   }
 
-  async function all(): Promise<SettingValues> {
-    if (snapshot && deps.clock.now().getTime() - snapshot.at < refreshMs) return snapshot.values;
+  /** The snapshot while it is fresh, without waiting; null when all() would load it. */
+  function peek(): SettingValues | null {
+    return snapshot && deps.clock.now().getTime() - snapshot.at < refreshMs ? snapshot.values : null;
+  }
+
+  // Not async: a fresh snapshot costs one settled promise and no extra microtask (every request reads it).
+  function all(): Promise<SettingValues> {
+    const fresh = peek();
+    if (fresh) return Promise.resolve(fresh);
     loading ??= load().finally(() => {
       loading = null;
     });
@@ -139,8 +146,10 @@ export function createSettingsService(deps: SettingsDeps) {
 
   return {
     all,
-    async get<K extends SettingKey>(key: K): Promise<SettingValues[K]> {
-      return (await all())[key];
+    peek,
+    get<K extends SettingKey>(key: K): Promise<SettingValues[K]> {
+      const fresh = peek();
+      return fresh ? Promise.resolve(fresh[key]) : all().then((values) => values[key]);
     },
     /** Admin view: every setting with its effective raw value and where it comes from. */
     async list(): Promise<SettingView[]> {

@@ -85,6 +85,22 @@ export function createUsersService(deps: UsersDeps) {
     authCache.clear();
   };
   bus.subscribe('auth', dropCache);
+  /** The database half of authenticate: reads the key's user and caches the answer unless a change raced it. */
+  async function lookup(digest: string, now: number): Promise<AuthUser | null> {
+    const gen = generation;
+    const rows = await db
+      .select({ id: users.id, name: users.name, apiEnabled: users.apiEnabled, allowedIps: users.allowedIps })
+      .from(users)
+      .where(eq(users.apiKeyHash, digest))
+      .limit(1);
+    const r = rows[0];
+    const user = r ? { id: r.id, name: r.name, apiEnabled: r.apiEnabled, ips: createIpMatcher(r.allowedIps) } : null;
+    if (gen === generation) {
+      if (authCache.size >= cacheMax) authCache.clear();
+      authCache.set(digest, { user, at: now });
+    }
+    return user;
+  }
 
   function view(row: UserRow, withKey: boolean): UserView {
     return {
@@ -293,19 +309,12 @@ export function createUsersService(deps: UsersDeps) {
       const now = clock.now().getTime();
       const hit = authCache.get(digest);
       if (hit && now - hit.at < cacheMs) return hit.user;
-      const gen = generation;
-      const rows = await db
-        .select({ id: users.id, name: users.name, apiEnabled: users.apiEnabled, allowedIps: users.allowedIps })
-        .from(users)
-        .where(eq(users.apiKeyHash, digest))
-        .limit(1);
-      const r = rows[0];
-      const user = r ? { id: r.id, name: r.name, apiEnabled: r.apiEnabled, ips: createIpMatcher(r.allowedIps) } : null;
-      if (gen === generation) {
-        if (authCache.size >= cacheMax) authCache.clear();
-        authCache.set(digest, { user, at: now });
-      }
-      return user;
+      return lookup(digest, now);
+    },
+    /** The cached answer of authenticate(apiKey) without waiting: undefined when it would ask the database. */
+    cachedAuthentication(apiKey: string): AuthUser | null | undefined {
+      const hit = authCache.get(sha256Hex(apiKey));
+      return hit && clock.now().getTime() - hit.at < cacheMs ? hit.user : undefined;
     },
     async balance(userId: number): Promise<number> {
       const rows = await balanceQuery.execute({ userId });

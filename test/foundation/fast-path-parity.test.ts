@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GUARD_VIOLATIONS_PER_MINUTE } from '../../src/http/guard.js';
+import { createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+
+// The ordering API's synchronous paths (docs/PERFORMANCE.md, "The fixed cost per request: products and balance
+// (fifth session)") answer a cached, admitted key without a promise. They must answer exactly what the full checks
+// answer. Two apps, each on its own database with the same fixtures, get the same requests over real HTTP, in the
+// same order: "fast" as built, "full" with the key cache never consulted synchronously, so that every request there
+// runs the full checks. Status, body and the headers a client reads must be the same.
+
+type Answer = { status: number; body: string; headers: Record<string, string> };
+
+const COMPARED_HEADERS = [
+  'content-type',
+  'content-length',
+  'x-request-id',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'retry-after',
+  'allow',
+  'cache-control',
+  'connection',
+];
+
+type Side = {
+  t: TestApp;
+  base: string;
+  keys: Record<'valid' | 'disabled' | 'elsewhere' | 'rotated' | 'limited' | 'guarded', string>;
+  /** Requests the synchronous path admitted (a cached key that passed). */
+  admitted: () => number;
+  /** Products pages answered from the cache before validation. */
+  pages: () => number;
+};
+
+async function side(fast: boolean): Promise<Side> {
+  const t = await createTestApp();
+  let admitted = 0;
+  const cached = t.deps.users.cachedAuthentication.bind(t.deps.users);
+  t.deps.users.cachedAuthentication = fast
+    ? (key) => {
+        const user = cached(key);
+        if (user) admitted++;
+        return user;
+      }
+    : () => undefined;
+  // The cached products page answered before validation (src/catalog/routes.ts): counted on the fast side, never
+  // used on the full one.
+  let pages = 0;
+  const page = t.deps.catalog.cachedProductsPage;
+  t.deps.catalog.cachedProductsPage = fast
+    ? (q) => {
+        const bytes = page(q);
+        if (bytes) pages++;
+        return bytes;
+      }
+    : () => undefined;
+  const cat = await makeCategory(t, 'Cards');
+  for (let i = 0; i < 3; i++) await makeProduct(t, { category_id: cat.id, name: `Card ${i}`, price: 1000 + i });
+  const names = ['valid', 'disabled', 'elsewhere', 'rotated', 'limited', 'guarded'] as const;
+  const keys = {} as Side['keys'];
+  for (const name of names) keys[name] = (await makeUser(t, { name, balance: 5000 })).api_key;
+  await t.adminData('POST', '/admin/v1/users/disabled/disable');
+  await t.adminData('PUT', '/admin/v1/users/elsewhere/ips', { ips: ['10.0.0.0/8'] });
+  return { t, base: await t.listen(), keys, admitted: () => admitted, pages: () => pages };
+}
+
+type Req = {
+  path: string;
+  /** A fixture's name (each app has its own key for it) or a literal key. */
+  key?: keyof Side['keys'] | string;
+  /** Where the key goes: Authorization: Bearer (the default) or X-Api-Key. */
+  keyIn?: 'x-api-key';
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+};
+
+async function send(s: Side, n: number, req: Req) {
+  const key = req.key === undefined ? undefined : (s.keys[req.key as keyof Side['keys']] ?? req.key);
+  const res = await fetch(s.base + req.path, {
+    method: req.method ?? 'GET',
+    headers: {
+      'x-request-id': `parity-${n}`,
+      ...(key ? (req.keyIn ? { [req.keyIn]: key } : { authorization: `Bearer ${key}` }) : {}),
+      ...req.headers,
+    },
+    ...(req.body !== undefined ? { body: req.body } : {}),
+  });
+  const headers: Record<string, string> = {};
+  for (const h of COMPARED_HEADERS) {
+    const v = res.headers.get(h);
+    if (v !== null) headers[h] = v;
+  }
+  // The reset is whole seconds to the end of each app's own window; the two windows open milliseconds apart.
+  const reset = res.headers.get('ratelimit-reset');
+  if (reset !== null) headers['ratelimit-reset'] = reset === '0' ? '0' : 'n';
+  const names = [...res.headers.keys()].filter((h) => h !== 'date' && h !== 'keep-alive').sort();
+  // Each database stamps its own rows: the times differ between the two apps, nothing else may.
+  const body = (await res.text()).replace(/"(updated_at|created_at)":"[^"]*"/g, '"$1":"…"');
+  return { status: res.status, body, headers, names: names.join(',') } satisfies Answer & { names: string };
+}
+
+describe('ordering API: the synchronous paths answer as the full checks do', () => {
+  let fast: Side;
+  let full: Side;
+  let n = 0;
+  beforeAll(async () => {
+    fast = await side(true);
+    full = await side(false);
+  });
+  afterAll(async () => {
+    await fast?.t.close();
+    await full?.t.close();
+  });
+
+  /** The same request to both apps; their answers must match. Answers the fast side's. */
+  async function both(req: Req) {
+    n++;
+    const a = await send(fast, n, req);
+    const b = await send(full, n, req);
+    expect({ req, ...a }).toEqual({ req, ...b });
+    return a;
+  }
+  const setting = async (key: string, value: string) => {
+    for (const s of [fast, full]) await s.t.adminData('PUT', `/admin/v1/settings/${key}`, { value });
+  };
+
+  it('valid reads, then each refusal in the order the checks make them', async () => {
+    const admittedBefore = fast.admitted();
+    for (let i = 0; i < 3; i++) expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).status).toBe(200);
+    expect((await both({ path: '/api/v1/products?limit=2&page=2', key: 'valid' })).status).toBe(200);
+    expect((await both({ path: '/api/v1/balance', key: 'valid' })).status).toBe(200);
+    // HEAD: Fastify's copy of the GET route, hooks included; the body is dropped on both paths.
+    for (let i = 0; i < 2; i++) expect((await both({ path: '/api/v1/products?limit=20', key: 'valid', method: 'HEAD' })).status).toBe(200);
+    expect((await both({ path: '/api/v1/categories', key: 'valid' })).status).toBe(200);
+    expect((await both({ path: '/api/v1/products?limit=20', key: 'valid', keyIn: 'x-api-key' })).status).toBe(200);
+    // Twice each: the first answer caches the key's user, the second meets the cache.
+    for (let i = 0; i < 2; i++) {
+      expect((await both({ path: '/api/v1/products?limit=20&api_key=x', key: 'valid' })).status).toBe(401);
+      expect((await both({ path: '/api/v1/products?limit=20' })).status).toBe(401);
+      expect((await both({ path: '/api/v1/products?limit=20', key: 'rgk_unknownunknownunknownunknownunknown00' })).status).toBe(401);
+      expect((await both({ path: '/api/v1/products?limit=20', key: 'disabled' })).status).toBe(403);
+      expect((await both({ path: '/api/v1/balance', key: 'elsewhere' })).status).toBe(403);
+      expect((await both({ path: '/api/v1/products?limit=abc', key: 'valid' })).status).toBe(400);
+      expect((await both({ path: '/api/v1/products?limit=0', key: 'valid' })).status).toBe(400);
+      const signed = { 'x-api-timestamp': '1', 'x-api-nonce': 'n', 'x-api-signature': 'bad' };
+      expect((await both({ path: '/api/v1/products?limit=20', key: 'valid', headers: signed })).status).toBe(401);
+      expect((await both({ path: '/api/v1/nope', key: 'valid' })).status).toBe(404);
+      expect((await both({ path: '/api/v1/products?limit=20', key: 'valid', method: 'DELETE' })).status).toBe(405);
+    }
+    // The valid key passed the synchronous path on the fast side (or this test compares nothing).
+    expect(fast.admitted() - admittedBefore).toBeGreaterThan(5);
+    expect(full.admitted()).toBe(0);
+    expect(fast.pages()).toBeGreaterThan(1);
+    expect(full.pages()).toBe(0);
+  });
+
+  it('a key rotated after it was cached, maintenance, and a required signature', async () => {
+    expect((await both({ path: '/api/v1/balance', key: 'rotated' })).status).toBe(200);
+    const old = { fast: fast.keys.rotated, full: full.keys.rotated };
+    for (const s of [fast, full])
+      s.keys.rotated = (await s.t.adminData<{ api_key: string }>('POST', '/admin/v1/users/rotated/rotate-key')).api_key;
+    n++;
+    const a = await send(fast, n, { path: '/api/v1/balance', key: old.fast });
+    const b = await send(full, n, { path: '/api/v1/balance', key: old.full });
+    expect(a).toEqual(b);
+    expect(a.status).toBe(401);
+    expect((await both({ path: '/api/v1/balance', key: 'rotated' })).status).toBe(200);
+
+    expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).status).toBe(200);
+    // A catalogue change drops the cached pages: the next answer is built again, and shows the change.
+    for (const s of [fast, full]) await s.t.adminData('PATCH', '/admin/v1/products/1', { name: 'Card renamed' });
+    expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).body).toContain('Card renamed');
+    expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).body).toContain('Card renamed');
+    await setting('maintenance', 'true');
+    expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).status).toBe(503);
+    await setting('maintenance', 'false');
+
+    await setting('require_signature', 'true');
+    const order = { path: '/api/v1/order/create', key: 'valid', method: 'POST', headers: { 'content-type': 'application/json' } };
+    expect((await both({ ...order, body: JSON.stringify({ product_id: '999999', quantity: 1 }) })).status).toBe(401);
+    expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).status).toBe(200);
+    await setting('require_signature', 'false');
+    expect((await both({ ...order, body: JSON.stringify({ product_id: '999999', quantity: 1 }) })).status).toBe(422);
+  });
+
+  it('the rate limit, then api_guard', async () => {
+    await setting('rate_limit_per_minute', '3');
+    await setting('guard_enabled', 'true');
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await both({ path: '/api/v1/products?limit=20', key: 'limited' })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    for (let i = 0; i < GUARD_VIOLATIONS_PER_MINUTE; i++) await both({ path: '/api/v1/products?limit=20', key: 'guarded' });
+    for (let i = 0; i < 3; i++) await both({ path: '/api/v1/products?limit=20', key: 'guarded' });
+    expect((await both({ path: '/api/v1/products?limit=20', key: 'guarded' })).status).toBe(429);
+    await setting('guard_enabled', 'false');
+    await setting('rate_limit_per_minute', '1000000');
+  });
+});

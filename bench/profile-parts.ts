@@ -5,7 +5,7 @@ import fs from 'node:fs';
 // share whose stack holds a frame of each part (shares overlap where one part calls another: pg under drizzle).
 //   npx tsx bench/profile-parts.ts dir/CPU.*.cpuprofile [seconds=20]
 
-type Node = { id: number; callFrame: { functionName: string; url: string }; children?: number[] };
+type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] };
 type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; endTime: number; startTime: number };
 
 const [file, secondsArg] = process.argv.slice(2);
@@ -17,13 +17,16 @@ const parent = new Map<number, number>();
 for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 
 /** Each part: a test on a frame (url, function name). First match per part; a sample counts once per part. */
-const parts: [string, (url: string, fn: string) => boolean][] = [
+// fastify-type-provider-zod 7.0.0 (dist/esm/core.js): its validator's closure starts on line 103 (0-based), its
+// serializer's on line 115; both are anonymous.
+const zodProvider = (u: string) => u.includes('fastify-type-provider-zod/dist/esm/core.js');
+const parts: [string, (url: string, fn: string, line: number) => boolean][] = [
   ['HTTP parsing (node:_http_*, the request parser)', (u, f) => u.startsWith('node:_http_server') || f === 'parserOnHeadersComplete'],
   ['Fastify routing and hooks runner (find-my-way, fastify/lib)', (u) => u.includes('fastify/lib/') || u.includes('find-my-way')],
   ['authentication hook (src/ordering/auth.ts)', (u) => u.includes('src/ordering/auth.ts')],
   ['rate limit (@fastify/rate-limit, src/http/rate-limit*)', (u) => u.includes('@fastify/rate-limit') || u.includes('src/http/rate-limit')],
   ['JSON body parser with raw body (src/http/raw-body.ts)', (u) => u.includes('src/http/raw-body.ts')],
-  ['body validation (src/http/validation.ts, zod)', (u) => u.includes('src/http/validation.ts')],
+  ['body validation (src/http/validation.ts, zod validator)', (u, _f, l) => u.includes('src/http/validation.ts') || (zodProvider(u) && l < 110)],
   ['order route handler and preValidation (order-routes.ts)', (u) => u.includes('src/ordering/order-routes.ts')],
   ['order service (service.ts)', (u) => u.includes('src/ordering/service.ts')],
   ['lanes (src/shared/lanes.ts)', (u) => u.includes('src/shared/lanes.ts')],
@@ -31,7 +34,7 @@ const parts: [string, (url: string, fn: string) => boolean][] = [
   ['drizzle (any)', (u) => u.includes('drizzle-orm/')],
   ['pg, pg-protocol, pg-pool (any)', (u) => /node_modules\/(pg|pg-protocol|pg-pool)\//.test(u)],
   [
-    'answer serialisation (fastify-type-provider-zod, order-answer.ts)',
+    'answer serialisation (zod serializer, order-answer.ts)',
     (u) => u.includes('fastify-type-provider-zod') || u.includes('order-answer.ts'),
   ],
   ['metrics (src/ops/metrics.ts, prom-client)', (u) => u.includes('src/ops/metrics.ts') || u.includes('prom-client')],
@@ -60,8 +63,8 @@ for (let i = prof.samples.length - 1; i >= 0; i--) {
   let underPg = false;
   let underHttpWrite = false;
   for (let id: number | undefined = leaf.id; id !== undefined; id = parent.get(id)) {
-    const { url, functionName } = byId.get(id)!.callFrame;
-    for (const [name, test] of parts) if (!seen.has(name) && test(url, functionName)) seen.add(name);
+    const { url, functionName, lineNumber } = byId.get(id)!.callFrame;
+    for (const [name, test] of parts) if (!seen.has(name) && test(url, functionName, lineNumber)) seen.add(name);
     if (/node_modules\/(pg|pg-protocol|pg-pool)\//.test(url)) underPg = true;
     if (url.startsWith('node:_http_outgoing')) underHttpWrite = true;
   }
@@ -72,8 +75,8 @@ for (let i = prof.samples.length - 1; i >= 0; i--) {
   for (const s of seen) counts.set(s, (counts.get(s) ?? 0) + dt);
   let first: string | undefined;
   for (let id: number | undefined = leaf.id; id !== undefined && !first; id = parent.get(id)) {
-    const { url, functionName } = byId.get(id)!.callFrame;
-    first = parts.find(([, test]) => test(url, functionName))?.[0];
+    const { url, functionName, lineNumber } = byId.get(id)!.callFrame;
+    first = parts.find(([, test]) => test(url, functionName, lineNumber))?.[0];
   }
   if (first === 'socket writes (writev, writeBuffer, writeUtf8String)')
     first = underPg

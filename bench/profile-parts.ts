@@ -26,7 +26,10 @@ const parts: [string, (url: string, fn: string, line: number) => boolean][] = [
   ['authentication hook (src/ordering/auth.ts)', (u) => u.includes('src/ordering/auth.ts')],
   ['rate limit (@fastify/rate-limit, src/http/rate-limit*)', (u) => u.includes('@fastify/rate-limit') || u.includes('src/http/rate-limit')],
   ['JSON body parser with raw body (src/http/raw-body.ts)', (u) => u.includes('src/http/raw-body.ts')],
-  ['body validation (src/http/validation.ts, zod validator)', (u, _f, l) => u.includes('src/http/validation.ts') || (zodProvider(u) && l < 110)],
+  [
+    'body validation (src/http/validation.ts, zod validator)',
+    (u, _f, l) => u.includes('src/http/validation.ts') || (zodProvider(u) && l < 110),
+  ],
   ['order route handler and preValidation (order-routes.ts)', (u) => u.includes('src/ordering/order-routes.ts')],
   ['order service (service.ts)', (u) => u.includes('src/ordering/service.ts')],
   ['lanes (src/shared/lanes.ts)', (u) => u.includes('src/shared/lanes.ts')],

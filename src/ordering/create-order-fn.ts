@@ -1,4 +1,5 @@
-import { getTableColumns, sql, type SQL } from 'drizzle-orm';
+import { DrizzleQueryError, getTableColumns, sql, type SQL } from 'drizzle-orm';
+import pg from 'pg';
 import type { Db } from '../db/client.js';
 import { orders } from '../db/schema/index.js';
 import { OrderRefused } from './errors.js';
@@ -48,26 +49,75 @@ function refusalOf(err: unknown): { message?: string; detail?: string } | null {
   return null;
 }
 
+const PARAM_ORDER = [
+  'userId',
+  'requestId',
+  'productId',
+  'quantity',
+  'markup',
+  'orderCode',
+  'codesMessage',
+  'filesMessage',
+  'sourceMessage',
+] as const satisfies readonly (keyof OrderFnArgs)[];
+
+const placeholders = Object.fromEntries(PARAM_ORDER.map((k) => [k, p(k)])) as Record<keyof OrderFnArgs, unknown>;
+
+// The direct call's answer is one text column, a JSON array of every column of the row as PostgreSQL's text (or null),
+// each decoded by the table's own column (drizzle's mapFromDriverValue, as drizzle maps a select of this table): the
+// same values as drizzle's result. One column instead of 21: pg describes and sets up every column of every result
+// anew (its RowDescription and parsers), which cost more of our CPU than parsing the JSON.
+const columns = Object.entries(getTableColumns(orders)).map(([key, col]) => ({ key, col }));
+const rowSql = `json_build_array(${columns.map(({ col }) => `"${col.name}"::text`).join(', ')})::text`;
+const asText = { getTypeParser: () => String } as unknown as pg.CustomTypesConfig;
+
+function rowOf(json: string): typeof orders.$inferSelect {
+  const values = JSON.parse(json) as (string | null)[];
+  const row: Record<string, unknown> = {};
+  for (let i = 0; i < columns.length; i++) {
+    const v = values[i]!;
+    row[columns[i]!.key] = v === null ? null : columns[i]!.col.mapFromDriverValue(v);
+  }
+  return row as typeof orders.$inferSelect;
+}
+
+/**
+ * The order statement sent straight to pg's pool, named and prepared once per connection as drizzle prepares it, with
+ * drizzle's error wrapping (DrizzleQueryError, which http/outage.ts reads). What this saves over drizzle's prepared
+ * query is in docs/PERFORMANCE.md, "Order creation: our server's CPU per order (fifth session)".
+ */
+function pgCall(pool: pg.Pool, db: Db): (args: OrderFnArgs) => Promise<typeof orders.$inferSelect | undefined> {
+  const from = query(db, placeholders).toSQL().sql;
+  const text = `select ${rowSql} ${from.slice(from.indexOf(' from ') + 1)}`;
+  return async (args) => {
+    const values = PARAM_ORDER.map((k) => args[k]);
+    let res: pg.QueryArrayResult<[string]>;
+    try {
+      res = await pool.query({ name: 'order_create', text, values, rowMode: 'array', types: asText });
+    } catch (err) {
+      throw new DrizzleQueryError(text, values, err as Error);
+    }
+    return res.rows[0] ? rowOf(res.rows[0][0]) : undefined;
+  };
+}
+
 export function createOrderFn(db: Db) {
+  const client = '$client' in db ? db.$client : undefined;
   // A named prepared statement on the pool: parsed and planned once per connection (PGlite prepares it unnamed).
-  const prepared = query(db, {
-    userId: p('userId'),
-    requestId: p('requestId'),
-    productId: p('productId'),
-    quantity: p('quantity'),
-    markup: p('markup'),
-    orderCode: p('orderCode'),
-    codesMessage: p('codesMessage'),
-    filesMessage: p('filesMessage'),
-    sourceMessage: p('sourceMessage'),
-  }).prepare('order_create');
+  const call =
+    client instanceof pg.Pool
+      ? pgCall(client, db)
+      : (
+          (prepared) => async (args: OrderFnArgs) =>
+            (await prepared.execute(args))[0]
+        )(query(db, placeholders).prepare('order_create'));
 
   /** The created order, or the earlier one with this request_id; throws OrderRefused for a refusal. */
   return async function createOrder(args: OrderFnArgs): Promise<typeof orders.$inferSelect> {
     try {
-      const rows = await prepared.execute(args);
-      if (!rows[0]) throw new Error('order_create returned no order');
-      return rows[0];
+      const row = await call(args);
+      if (!row) throw new Error('order_create returned no order');
+      return row;
     } catch (err) {
       const raised = refusalOf(err);
       if (!raised) throw err;

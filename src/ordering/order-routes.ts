@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, errorResponses } from '../http/errors.js';
 import { baseUrlOf } from '../http/base-url.js';
 import type { SettingsService } from '../settings/service.js';
@@ -18,6 +18,7 @@ import {
   orderStatusQuery,
   orderStatusResponse,
 } from './schemas.js';
+import { orderCreateAnswer } from './order-answer.js';
 import { orderSummary, type OrderRow, type OrderService } from './service.js';
 import { orderRateLimit } from './rate-limit.js';
 import { SourceError } from '../sync/client.js';
@@ -57,6 +58,9 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
         ),
       },
     },
+    // The 200 answer through its own serializer (order-answer.ts: the same bytes, less CPU); error answers as elsewhere.
+    serializerCompiler: (route) =>
+      route.httpStatus === '200' ? orderCreateAnswer : serializerCompiler(route as unknown as Parameters<typeof serializerCompiler>[0]),
     config: { rateLimit: orderRateLimit(deps.settings) },
     preValidation: async (req) => {
       const type = String(req.headers['content-type'] ?? '')

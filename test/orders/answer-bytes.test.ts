@@ -1,0 +1,133 @@
+import { randomBytes } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import { serializerCompiler } from 'fastify-type-provider-zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orders } from '../../src/db/schema/index.js';
+import { createOrderFn } from '../../src/ordering/create-order-fn.js';
+import { OrderRefused } from '../../src/ordering/errors.js';
+import { orderCreateAnswer } from '../../src/ordering/order-answer.js';
+import { orderCreateResponse } from '../../src/ordering/schemas.js';
+import { createTestApp, importCodes, makeCategory, makeProduct, makeUser, postOrder, type TestApp } from '../harness.js';
+
+/**
+ * The order path's own pieces that stand in for generic ones (docs/PERFORMANCE.md, "Order creation: our server's CPU
+ * per order (fifth session)"): the order statement's row, read without drizzle's query wrapper on PostgreSQL, and the
+ * 200 answer, written without the zod copy when it can. Both must give what the generic ones gave, to the byte.
+ */
+const zodAnswer = serializerCompiler({ schema: orderCreateResponse, method: 'POST', url: '/api/v1/order/create', httpStatus: '200' });
+
+describe('the order answer and the order row, as the generic path gives them', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  async function codeProduct(codes: number, price = '1234.5') {
+    const user = await makeUser(t, { balance: '100000' });
+    const cat = await makeCategory(t);
+    const p = await makeProduct(t, { category_id: cat.id, price, max_qty: 10 });
+    await importCodes(
+      t,
+      p.id,
+      Array.from({ length: codes }, (_, i) => `AB-${p.id}-${i}-${randomBytes(3).toString('hex')}`),
+    );
+    return { user, productId: p.id };
+  }
+
+  it('returns the row of order_create exactly as drizzle reads it from the table, for a new order and its replay', async () => {
+    const { user, productId } = await codeProduct(3);
+    const createOrder = createOrderFn(t.deps.db);
+    const args = {
+      userId: user.id,
+      requestId: `ab-${randomBytes(4).toString('hex')}`,
+      productId: Number(productId),
+      quantity: 2,
+      markup: '12.5',
+      orderCode: `OD${randomBytes(7).toString('hex').toUpperCase()}`,
+      codesMessage: 'Order completed: 2 code(s) delivered',
+      filesMessage: 'files',
+      sourceMessage: 'source',
+    };
+    const created = await createOrder(args);
+    const [stored] = await t.deps.db.select().from(orders).where(eq(orders.orderCode, args.orderCode));
+    expect(created).toStrictEqual(stored);
+    // Every kind of column is there: bigint id and integers as numbers, numeric as text, timestamps as Dates, nulls.
+    expect(typeof created.id).toBe('number');
+    expect(created.unitPrice).toBe('1234.50');
+    expect(created.total).toBe('2469.00');
+    expect(created.createdAt).toBeInstanceOf(Date);
+    expect(created.deliveredAt).toBeNull();
+    expect(created.requestId).toBe(args.requestId);
+    // The replay answers the stored row too, under its own order code.
+    const replayed = await createOrder({ ...args, orderCode: 'OD-UNUSED' });
+    expect(replayed).toStrictEqual(stored);
+  });
+
+  it('still refuses with the reason the SQL raised', async () => {
+    const { user, productId } = await codeProduct(1);
+    const createOrder = createOrderFn(t.deps.db);
+    const refused = await createOrder({
+      userId: user.id,
+      requestId: null,
+      productId: Number(productId),
+      quantity: 2,
+      markup: '0',
+      orderCode: `OD${randomBytes(7).toString('hex').toUpperCase()}`,
+      codesMessage: 'c',
+      filesMessage: 'f',
+      sourceMessage: 's',
+    }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OrderRefused);
+    expect((refused as OrderRefused).reason).toBe('out_of_stock');
+  });
+
+  it('answers over HTTP the bytes the zod serializer writes, for a new order and its replay', async () => {
+    const { user, productId } = await codeProduct(2);
+    const body = { product_id: productId, quantity: 1, request_id: `ab-${randomBytes(4).toString('hex')}` };
+    const first = await postOrder(t, user.api_key, body);
+    expect(first.statusCode).toBe(200);
+    expect(first.body).toBe(zodAnswer(JSON.parse(first.body)));
+    expect(JSON.parse(first.body)).toEqual({
+      ok: true,
+      order_code: expect.stringMatching(/^OD[0-9A-Z]{14}$/),
+      status: 'success',
+      total: 1234.5,
+      message: 'Order completed: 1 code(s) delivered',
+    });
+    const again = await postOrder(t, user.api_key, body);
+    expect(again.statusCode).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(zodAnswer(JSON.parse(again.body)));
+    expect(again.body).toBe(first.body.replace(/}$/, ',"idempotent_replay":true}'));
+  });
+
+  it('writes what the zod serializer writes for every answer, and refuses what it refuses', () => {
+    const base = { ok: true, order_code: 'OD0123456789ABCD', status: 'success', total: 12.5, message: 'm "quoted" é' };
+    const same = [
+      base,
+      { ...base, status: 'pending', total: 0 },
+      { ...base, idempotent_replay: true },
+      { ...base, idempotent_replay: false },
+      // Not as the handler builds it: the zod copy decides (a key it strips, another order of keys).
+      { ...base, extra: 'dropped' },
+      { message: 'm', total: 1, status: 'failed', order_code: 'X', ok: true },
+      { ...base, idempotent_replay: undefined },
+    ];
+    for (const a of same) expect(orderCreateAnswer(a)).toBe(zodAnswer(a));
+    const refused = [
+      { ...base, status: 'shipped' },
+      { ...base, total: Number.NaN },
+      { ...base, total: Number.POSITIVE_INFINITY },
+      { ...base, ok: false },
+      { ...base, idempotent_replay: 'yes' },
+      { ...base, total: '12.5' },
+    ];
+    for (const a of refused) {
+      expect(() => zodAnswer(a)).toThrow();
+      expect(() => orderCreateAnswer(a)).toThrow();
+    }
+  });
+});

@@ -70,6 +70,16 @@ function join(parts: string[], slots: number[], counts: Map<number, number>): Bu
   return Buffer.from(out, 'utf8');
 }
 
+/**
+ * The one freshness rule of a cached page (productsPage and cachedProductsPage both ask it): 'fresh' while younger
+ * than the TTL with its stock, if it shows any, at most min(TTL, STOCK_MAX_AGE_MS) old; 'stock' when only the stock is
+ * to be read again; 'stale' (or absent) when the page is to be built again.
+ */
+function pageState(hit: CachedPage | undefined, now: number, ttl: number): 'fresh' | 'stock' | 'stale' {
+  if (!hit || now - hit.at >= ttl) return 'stale';
+  return hit.slots.length === 0 || now - hit.stockAt < Math.min(ttl, STOCK_MAX_AGE_MS) ? 'fresh' : 'stock';
+}
+
 export type PublicCatalogDeps = { db: Db; clock: Clock; settings: SettingsService; cacheMax?: number };
 
 /** The public reads of the catalogue: categories, one product, and the product list served from a cache of bytes. */
@@ -163,8 +173,9 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
       const now = clock.now().getTime();
       const ttl = s.products_cache_seconds * 1000;
       const hit = cache.get(key);
-      if (hit && now - hit.at < ttl) {
-        if (hit.slots.length === 0 || now - hit.stockAt < Math.min(ttl, STOCK_MAX_AGE_MS)) return hit.bytes;
+      const state = pageState(hit, now, ttl);
+      if (hit && state !== 'stale') {
+        if (state === 'fresh') return hit.bytes;
         // One re-read per page however many requests arrive meanwhile; they get the bytes it produces.
         hit.refresh ??= readStock(hit.slots)
           .then((counts) => {
@@ -210,10 +221,7 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
       if (!s) return undefined;
       const limit = Math.min(q.limit, s.products_max_limit);
       const hit = cache.get(pageKey(q, limit, q.q ? foldForSearch(q.q) : ''));
-      const now = clock.now().getTime();
-      const ttl = s.products_cache_seconds * 1000;
-      if (!hit || now - hit.at >= ttl) return undefined;
-      return hit.slots.length === 0 || now - hit.stockAt < Math.min(ttl, STOCK_MAX_AGE_MS) ? hit.bytes : undefined;
+      return hit && pageState(hit, clock.now().getTime(), s.products_cache_seconds * 1000) === 'fresh' ? hit.bytes : undefined;
     },
 
     /** One visible product; hidden, missing and unknown ones are the same not_found. */

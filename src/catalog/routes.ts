@@ -8,13 +8,16 @@ import { categoriesResponse, productQuery, productResponse, productsQuery, produ
 
 const PAGE_TYPE = 'application/json; charset=utf-8';
 const VALIDATED_QUERIES_MAX = 1000;
+/** A longer URL is not remembered (it takes the normal path, validation then the handler): 1,000 entries stay small. */
+const VALIDATED_URL_MAX = 512;
 
 const serializeProductsPage = (page: ProductPage) => JSON.stringify(productsResponse.parse({ ok: true, ...page }));
 
 /** The public catalogue of the ordering API (categories, products, product); registered inside its authenticated scope. */
 export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: CatalogService }): void {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  // URL (path and query as sent) -> its validated products query; bounded, dropped whole when full.
+  // URL (path and query as sent) -> its validated products query; at most VALIDATED_QUERIES_MAX URLs of at most
+  // VALIDATED_URL_MAX characters (a URL may be ~16 KiB: longer ones are never remembered), dropped whole when full.
   const validatedQueries = new Map<string, ProductsQuery>();
 
   r.get('/api/v1/categories', {
@@ -49,7 +52,7 @@ export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: Cat
     // The page is serialised through its response schema once when built; a cache hit sends the stored bytes as they
     // are (a Buffer payload skips the route's serializer and needs no encoding or measuring per request).
     handler: async (req, reply) => {
-      if (!validatedQueries.has(req.url)) {
+      if (req.url.length <= VALIDATED_URL_MAX && !validatedQueries.has(req.url)) {
         if (validatedQueries.size >= VALIDATED_QUERIES_MAX) validatedQueries.clear();
         validatedQueries.set(req.url, req.query);
       }

@@ -41,13 +41,10 @@ export function installOrderingAuth(app: FastifyInstance, deps: { users: UsersSe
 function admitCached(req: FastifyRequest, deps: { users: UsersService; settings: SettingsService; guard: Guard }): boolean {
   const s = deps.settings.peek();
   if (!s || s.maintenance || (s.guard_enabled && !deps.guard.quiet())) return false;
-  if (hasCredentialInQuery(req.url)) return false;
-  const key = presentedKey(req);
-  if (!key) return false;
-  const user = deps.users.cachedAuthentication(key);
-  if (!user || !user.apiEnabled || !user.ips.allows(req.ip)) return false;
-  req.user = user;
-  req.apiKey = key;
+  // A refusal is not answered here: checkAll answers it, and counts it against the guard.
+  const decision = decide(req, (key) => deps.users.cachedAuthentication(key));
+  if (decision === undefined || decision instanceof AppError) return false;
+  admit(req, decision);
   return true;
 }
 
@@ -79,18 +76,44 @@ async function assertNotGuarded(guard: Guard, subject: GuardSubject): Promise<vo
 }
 
 async function authenticate(req: FastifyRequest, deps: { users: UsersService }): Promise<void> {
+  // First without the lookup: a refusal before it (key in the URL, key missing) asks nothing of the users service.
+  let decision = decide(req, () => undefined);
+  if (decision === undefined) {
+    const user = await deps.users.authenticate(presentedKey(req)!);
+    decision = decide(req, () => user);
+  }
+  if (decision instanceof AppError) throw decision;
+  admit(req, decision);
+}
+
+type Admission = { key: string; user: AuthUser };
+
+/**
+ * The one list of authentication refusals, in the order they are made: key in the URL, key missing, key unknown, API
+ * disabled, address not allowed. Both paths decide here (the synchronous one and checkAll), so a refusal added here is
+ * enforced on both. `lookup` answers the key's user (null: unknown key), or undefined when it cannot without waiting;
+ * decide then answers undefined too.
+ */
+function decide(req: FastifyRequest, lookup: (key: string) => AuthUser | null): Admission | AppError;
+function decide(req: FastifyRequest, lookup: (key: string) => AuthUser | null | undefined): Admission | AppError | undefined;
+function decide(req: FastifyRequest, lookup: (key: string) => AuthUser | null | undefined): Admission | AppError | undefined {
   if (hasCredentialInQuery(req.url)) {
-    throw new AppError(
+    return new AppError(
       'missing_api_key',
       'API keys are refused in the URL; send Authorization: Bearer <API_KEY> (and replace a key that was put in a URL)',
     );
   }
   const key = presentedKey(req);
-  if (!key) throw new AppError('missing_api_key', 'Send the API key as Authorization: Bearer <API_KEY> or X-Api-Key');
-  const user = await deps.users.authenticate(key);
-  if (!user) throw new AppError('unauthorized', 'Unknown or replaced API key');
-  if (!user.apiEnabled) throw new AppError('api_disabled', 'The API of this account is disabled; contact the administrator');
-  if (!user.ips.allows(req.ip)) throw new AppError('ip_not_allowed', `Address ${req.ip} is not in this key's IP allowlist`);
+  if (!key) return new AppError('missing_api_key', 'Send the API key as Authorization: Bearer <API_KEY> or X-Api-Key');
+  const user = lookup(key);
+  if (user === undefined) return undefined;
+  if (!user) return new AppError('unauthorized', 'Unknown or replaced API key');
+  if (!user.apiEnabled) return new AppError('api_disabled', 'The API of this account is disabled; contact the administrator');
+  if (!user.ips.allows(req.ip)) return new AppError('ip_not_allowed', `Address ${req.ip} is not in this key's IP allowlist`);
+  return { key, user };
+}
+
+function admit(req: FastifyRequest, { key, user }: Admission): void {
   req.user = user;
   req.apiKey = key;
 }

@@ -85,6 +85,11 @@ export function createUsersService(deps: UsersDeps) {
     authCache.clear();
   };
   bus.subscribe('auth', dropCache);
+  /** The cached answer for a key's digest while it is fresh (cacheMs), else undefined: the one freshness rule. */
+  const cachedUser = (digest: string, now: number): AuthUser | null | undefined => {
+    const hit = authCache.get(digest);
+    return hit && now - hit.at < cacheMs ? hit.user : undefined;
+  };
   /** The database half of authenticate: reads the key's user and caches the answer unless a change raced it. */
   async function lookup(digest: string, now: number): Promise<AuthUser | null> {
     const gen = generation;
@@ -307,14 +312,12 @@ export function createUsersService(deps: UsersDeps) {
     async authenticate(apiKey: string): Promise<AuthUser | null> {
       const digest = sha256Hex(apiKey);
       const now = clock.now().getTime();
-      const hit = authCache.get(digest);
-      if (hit && now - hit.at < cacheMs) return hit.user;
-      return lookup(digest, now);
+      const hit = cachedUser(digest, now);
+      return hit !== undefined ? hit : lookup(digest, now);
     },
     /** The cached answer of authenticate(apiKey) without waiting: undefined when it would ask the database. */
     cachedAuthentication(apiKey: string): AuthUser | null | undefined {
-      const hit = authCache.get(sha256Hex(apiKey));
-      return hit && clock.now().getTime() - hit.at < cacheMs ? hit.user : undefined;
+      return cachedUser(sha256Hex(apiKey), clock.now().getTime());
     },
     async balance(userId: number): Promise<number> {
       const rows = await balanceQuery.execute({ userId });

@@ -26,20 +26,27 @@ type Side = {
   t: TestApp;
   base: string;
   keys: Record<'valid' | 'disabled' | 'elsewhere' | 'rotated' | 'limited' | 'guarded', string>;
-  /** Requests the synchronous path admitted (a cached key that passed). */
+  /** Requests the synchronous path admitted (a cached key that passed every refusal). */
   admitted: () => number;
-  /** Products pages answered from the cache before validation. */
+  /** Products pages answered from the cache before validation (the shortcut taken). */
   pages: () => number;
+  /** Products requests that reached the route's handler (the shortcut not taken). */
+  handled: () => number;
 };
+
+/** The address the test's requests come from (the app listens on 127.0.0.1). */
+const CLIENT_IP = '127.0.0.1';
 
 async function side(fast: boolean): Promise<Side> {
   const t = await createTestApp();
+  // Only the synchronous path asks for the cached user (src/ordering/auth.ts, after its settings checks), and it admits
+  // exactly the hits that pass the refusals left (API enabled, address allowed): those are counted, not every hit.
   let admitted = 0;
   const cached = t.deps.users.cachedAuthentication.bind(t.deps.users);
   t.deps.users.cachedAuthentication = fast
     ? (key) => {
         const user = cached(key);
-        if (user) admitted++;
+        if (user?.apiEnabled && user.ips.allows(CLIENT_IP)) admitted++;
         return user;
       }
     : () => undefined;
@@ -54,6 +61,12 @@ async function side(fast: boolean): Promise<Side> {
         return bytes;
       }
     : () => undefined;
+  let handled = 0;
+  const productsPage = t.deps.catalog.productsPage;
+  t.deps.catalog.productsPage = (q, serialize) => {
+    handled++;
+    return productsPage(q, serialize);
+  };
   const cat = await makeCategory(t, 'Cards');
   for (let i = 0; i < 3; i++) await makeProduct(t, { category_id: cat.id, name: `Card ${i}`, price: 1000 + i });
   const names = ['valid', 'disabled', 'elsewhere', 'rotated', 'limited', 'guarded'] as const;
@@ -61,7 +74,7 @@ async function side(fast: boolean): Promise<Side> {
   for (const name of names) keys[name] = (await makeUser(t, { name, balance: 5000 })).api_key;
   await t.adminData('POST', '/admin/v1/users/disabled/disable');
   await t.adminData('PUT', '/admin/v1/users/elsewhere/ips', { ips: ['10.0.0.0/8'] });
-  return { t, base: await t.listen(), keys, admitted: () => admitted, pages: () => pages };
+  return { t, base: await t.listen(), keys, admitted: () => admitted, pages: () => pages, handled: () => handled };
 }
 
 type Req = {
@@ -128,12 +141,21 @@ describe('ordering API: the synchronous paths answer as the full checks do', () 
   it('valid reads, then each refusal in the order the checks make them', async () => {
     const admittedBefore = fast.admitted();
     for (let i = 0; i < 3; i++) expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).status).toBe(200);
+    // The first request built the page in the handler; the next two took the shortcut (the handler never ran for them).
+    expect({ pages: fast.pages(), handled: fast.handled() }).toEqual({ pages: 2, handled: 1 });
+    expect({ pages: full.pages(), handled: full.handled() }).toEqual({ pages: 0, handled: 3 });
+    // The first request met no cached key (the full checks cached it); the next two were admitted synchronously.
+    expect(fast.admitted() - admittedBefore).toBe(2);
     expect((await both({ path: '/api/v1/products?limit=2&page=2', key: 'valid' })).status).toBe(200);
     expect((await both({ path: '/api/v1/balance', key: 'valid' })).status).toBe(200);
     // HEAD: Fastify's copy of the GET route, hooks included; the body is dropped on both paths.
     for (let i = 0; i < 2; i++) expect((await both({ path: '/api/v1/products?limit=20', key: 'valid', method: 'HEAD' })).status).toBe(200);
     expect((await both({ path: '/api/v1/categories', key: 'valid' })).status).toBe(200);
     expect((await both({ path: '/api/v1/products?limit=20', key: 'valid', keyIn: 'x-api-key' })).status).toBe(200);
+    // Nine reads with the valid key: all but the first admitted synchronously; of the six for ?limit=20 (HEAD and
+    // X-Api-Key included), all but the first answered by the products shortcut.
+    expect(fast.admitted() - admittedBefore).toBe(8);
+    expect(fast.pages()).toBe(5);
     // Twice each: the first answer caches the key's user, the second meets the cache.
     for (let i = 0; i < 2; i++) {
       expect((await both({ path: '/api/v1/products?limit=20&api_key=x', key: 'valid' })).status).toBe(401);
@@ -148,11 +170,19 @@ describe('ordering API: the synchronous paths answer as the full checks do', () 
       expect((await both({ path: '/api/v1/nope', key: 'valid' })).status).toBe(404);
       expect((await both({ path: '/api/v1/products?limit=20', key: 'valid', method: 'DELETE' })).status).toBe(405);
     }
-    // The valid key passed the synchronous path on the fast side (or this test compares nothing).
-    expect(fast.admitted() - admittedBefore).toBeGreaterThan(5);
+    // Each round adds the three requests with the valid key that are refused after authentication (two invalid
+    // limits, a bad signature), admitted synchronously; the unknown path and the wrong method never reach the hook.
+    // No refused key was counted, and no refused query met the shortcut.
+    expect(fast.admitted() - admittedBefore).toBe(14);
     expect(full.admitted()).toBe(0);
-    expect(fast.pages()).toBeGreaterThan(1);
+    expect(fast.pages()).toBe(5);
     expect(full.pages()).toBe(0);
+    // A URL past 512 characters is never remembered as validated (src/catalog/routes.ts): each request goes through
+    // validation and the handler, answered from the cached page all the same.
+    const long = `/api/v1/products?limit=20&pad=${'x'.repeat(512)}`;
+    const handledBefore = fast.handled();
+    for (let i = 0; i < 2; i++) expect((await both({ path: long, key: 'valid' })).status).toBe(200);
+    expect({ pages: fast.pages(), handled: fast.handled() - handledBefore }).toEqual({ pages: 5, handled: 2 });
   });
 
   it('a key rotated after it was cached, maintenance, and a required signature', async () => {

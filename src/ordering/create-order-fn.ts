@@ -1,4 +1,4 @@
-import { DrizzleQueryError, getTableColumns, sql, type SQL } from 'drizzle-orm';
+import { DrizzleQueryError, getTableColumns, Placeholder, sql, type SQL } from 'drizzle-orm';
 import pg from 'pg';
 import type { Db } from '../db/client.js';
 import { orders } from '../db/schema/index.js';
@@ -49,19 +49,18 @@ function refusalOf(err: unknown): { message?: string; detail?: string } | null {
   return null;
 }
 
-const PARAM_ORDER = [
-  'userId',
-  'requestId',
-  'productId',
-  'quantity',
-  'markup',
-  'orderCode',
-  'codesMessage',
-  'filesMessage',
-  'sourceMessage',
-] as const satisfies readonly (keyof OrderFnArgs)[];
-
-const placeholders = Object.fromEntries(PARAM_ORDER.map((k) => [k, p(k)])) as Record<keyof OrderFnArgs, unknown>;
+// Every argument as a placeholder; the order in which the statement binds them is read from the statement itself.
+const placeholders: Record<keyof OrderFnArgs, unknown> = {
+  userId: p('userId'),
+  requestId: p('requestId'),
+  productId: p('productId'),
+  quantity: p('quantity'),
+  markup: p('markup'),
+  orderCode: p('orderCode'),
+  codesMessage: p('codesMessage'),
+  filesMessage: p('filesMessage'),
+  sourceMessage: p('sourceMessage'),
+};
 
 // The direct call's answer is one text column, a JSON array of every column of the row as PostgreSQL's text (or null),
 // each decoded by the table's own column (drizzle's mapFromDriverValue, as drizzle maps a select of this table): the
@@ -87,10 +86,16 @@ function rowOf(json: string): typeof orders.$inferSelect {
  * query is in docs/PERFORMANCE.md, "Order creation: our server's CPU per order (fifth session)".
  */
 function pgCall(pool: pg.Pool, db: Db): (args: OrderFnArgs) => Promise<typeof orders.$inferSelect | undefined> {
-  const from = query(db, placeholders).toSQL().sql;
+  const { sql: from, params } = query(db, placeholders).toSQL();
   const text = `select ${rowSql} ${from.slice(from.indexOf(' from ') + 1)}`;
+  // $1, $2... in the order drizzle numbered them: one order, the statement's (values of one type would bind silently
+  // to the wrong parameter if this were a second list kept by hand).
+  const names = params.map((param) => {
+    if (!(param instanceof Placeholder)) throw new Error(`order_create: a parameter that is not a placeholder: ${String(param)}`);
+    return param.name as keyof OrderFnArgs;
+  });
   return async (args) => {
-    const values = PARAM_ORDER.map((k) => args[k]);
+    const values = names.map((name) => args[name]);
     let res: pg.QueryArrayResult<[string]>;
     try {
       res = await pool.query({ name: 'order_create', text, values, rowMode: 'array', types: asText });

@@ -1,18 +1,25 @@
 import { randomBytes } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import { createServer, type AddressInfo } from 'node:net';
+import { DrizzleQueryError, eq } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/node-postgres';
 import { serializerCompiler } from 'fastify-type-provider-zod';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Db } from '../../src/db/client.js';
+import * as schema from '../../src/db/schema/index.js';
+import { isDatabaseOutage } from '../../src/http/outage.js';
 import { orders } from '../../src/db/schema/index.js';
 import { createOrderFn } from '../../src/ordering/create-order-fn.js';
 import { OrderRefused } from '../../src/ordering/errors.js';
 import { orderCreateAnswer } from '../../src/ordering/order-answer.js';
 import { orderCreateResponse } from '../../src/ordering/schemas.js';
-import { createTestApp, importCodes, makeCategory, makeProduct, makeUser, postOrder, type TestApp } from '../harness.js';
+import { createTestApp, importCodes, makeCategory, makeProduct, makeUser, onPostgres, postOrder, type TestApp } from '../harness.js';
 
 /**
  * The order path's own pieces that stand in for generic ones (docs/PERFORMANCE.md, "Order creation: our server's CPU
  * per order (fifth session)"): the order statement's row, read without drizzle's query wrapper on PostgreSQL, and the
- * 200 answer, written without the zod copy when it can. Both must give what the generic ones gave, to the byte.
+ * 200 answer, written without the zod copy when it can. Both must give what the generic ones gave, to the byte. The
+ * direct call runs only on PostgreSQL (PGlite keeps drizzle's prepared statement): the PostgreSQL run covers it.
  */
 const zodAnswer = serializerCompiler({ schema: orderCreateResponse, method: 'POST', url: '/api/v1/order/create', httpStatus: '200' });
 
@@ -37,10 +44,9 @@ describe('the order answer and the order row, as the generic path gives them', (
     return { user, productId: p.id };
   }
 
-  it('returns the row of order_create exactly as drizzle reads it from the table, for a new order and its replay', async () => {
+  async function orderArgs() {
     const { user, productId } = await codeProduct(3);
-    const createOrder = createOrderFn(t.deps.db);
-    const args = {
+    return {
       userId: user.id,
       requestId: `ab-${randomBytes(4).toString('hex')}`,
       productId: Number(productId),
@@ -51,6 +57,11 @@ describe('the order answer and the order row, as the generic path gives them', (
       filesMessage: 'files',
       sourceMessage: 'source',
     };
+  }
+
+  it('returns the row of order_create exactly as drizzle reads it from the table, for a new order and its replay', async () => {
+    const createOrder = createOrderFn(t.deps.db);
+    const args = await orderArgs();
     const created = await createOrder(args);
     const [stored] = await t.deps.db.select().from(orders).where(eq(orders.orderCode, args.orderCode));
     expect(created).toStrictEqual(stored);
@@ -64,6 +75,70 @@ describe('the order answer and the order row, as the generic path gives them', (
     // The replay answers the stored row too, under its own order code.
     const replayed = await createOrder({ ...args, orderCode: 'OD-UNUSED' });
     expect(replayed).toStrictEqual(stored);
+  });
+
+  it.runIf(onPostgres())(
+    'PostgreSQL: the order statement goes straight to the pool, one JSON column, its values bound by name',
+    async () => {
+      const pool = '$client' in t.deps.db ? t.deps.db.$client : undefined;
+      if (!(pool instanceof pg.Pool)) throw new Error('the PostgreSQL run has no pg pool behind its db');
+      const query = vi.spyOn(pool, 'query');
+      try {
+        const createOrder = createOrderFn(t.deps.db);
+        const args = await orderArgs();
+        query.mockClear();
+        const created = await createOrder(args);
+        const [stored] = await t.deps.db.select().from(orders).where(eq(orders.orderCode, args.orderCode));
+        expect(created).toStrictEqual(stored);
+        const direct = query.mock.calls.filter(([q]) => (q as { name?: string }).name === 'order_create');
+        expect(direct).toHaveLength(1);
+        const sent = direct[0]![0] as unknown as pg.QueryConfig & { rowMode: string };
+        expect(sent.text).toMatch(/^select json_build_array\(/);
+        expect(sent.rowMode).toBe('array');
+        // Each $n gets its argument: the order is drizzle's numbering of the statement, not a list kept beside it.
+        const call = sent.text.slice(sent.text.indexOf('order_create('));
+        expect(call).toMatch(
+          /^order_create\(\$1::int, \$2::text, \$3::int, \$4::int, \$5::numeric, \$6::text, \$7::text, \$8::text, \$9::text\)/,
+        );
+        expect(sent.values).toEqual([
+          args.userId,
+          args.requestId,
+          args.productId,
+          args.quantity,
+          args.markup,
+          args.orderCode,
+          args.codesMessage,
+          args.filesMessage,
+          args.sourceMessage,
+        ]);
+      } finally {
+        query.mockRestore();
+      }
+    },
+  );
+
+  it('a database that refuses the connection is an outage on the direct call, as on drizzle', async () => {
+    // A port that was just free: nothing listens there, the connection is refused at once.
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    const pool = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:${port}/postgres`, max: 1 });
+    try {
+      const db: Db = drizzle({ client: pool, schema });
+      const args = await orderArgs();
+      const direct = await createOrderFn(db)(args).catch((e: unknown) => e);
+      expect(direct).toBeInstanceOf(DrizzleQueryError);
+      expect(isDatabaseOutage(direct)).toBe(true);
+      const viaDrizzle = await db
+        .select()
+        .from(orders)
+        .catch((e: unknown) => e);
+      expect(viaDrizzle).toBeInstanceOf(DrizzleQueryError);
+      expect(isDatabaseOutage(viaDrizzle)).toBe(true);
+    } finally {
+      await pool.end();
+    }
   });
 
   it('still refuses with the reason the SQL raised', async () => {

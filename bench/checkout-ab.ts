@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { childRequests } from './child-load.js';
 import { benchPayClient, payCreateHeaders } from './table/context.js';
 
 // The checkout page's server CPU per request (docs/PERFORMANCE.md, "The checkout page's CPU (fifth session)"): this
@@ -17,7 +17,6 @@ if (!otherTree) throw new Error('usage: npx tsx bench/checkout-ab.ts <other tree
 const rounds = Number(process.argv[3] ?? 6);
 const views = Number(process.argv[4] ?? 5000);
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const autocannonBin = path.join(here, 'node_modules/.bin/autocannon');
 
 type Started = { base: string; admin<T>(method: string, p: string, body?: unknown): Promise<T>; close(): Promise<void> };
 
@@ -38,29 +37,9 @@ async function start(tree: string): Promise<{ server: Started; page: string }> {
   return { server, page: new URL(((await res.json()) as { checkout_url: string }).checkout_url).pathname };
 }
 
-/** n requests of one URL from a child autocannon; throws unless every answer was a 200. */
-function load(url: string, n: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(autocannonBin, ['-j', '-c', '10', '-a', String(n), url], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', reject);
-    child.on('exit', () => {
-      try {
-        const r = JSON.parse(out) as { '2xx': number; non2xx: number; errors: number };
-        if (r['2xx'] !== n || r.non2xx + r.errors > 0)
-          throw new Error(`${url}: ${r['2xx']} 2xx of ${n}, ${r.non2xx} non-2xx, ${r.errors} errors`);
-        resolve();
-      } catch (err) {
-        reject(err instanceof Error ? err : new Error(String(err)));
-      }
-    });
-  });
-}
-
 async function cpuPerRequest(s: { server: Started; page: string }, n: number): Promise<number> {
   const start = process.cpuUsage();
-  await Promise.all([load(s.server.base + s.page, n), load(`${s.server.base}${s.page}/status`, n)]);
+  await Promise.all([childRequests(s.server.base + s.page, n, 10), childRequests(`${s.server.base}${s.page}/status`, n, 10)]);
   const used = process.cpuUsage(start);
   return (used.user + used.system) / (2 * n);
 }

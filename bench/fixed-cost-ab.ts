@@ -1,6 +1,4 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { childRequests } from './child-load.js';
 import { PRODUCTS_PATH } from './table/context.js';
 import { startServer } from './lib.js';
 
@@ -20,7 +18,6 @@ import { startServer } from './lib.js';
 const which = process.argv[2] ?? 'both';
 const rounds = Number(process.argv[3] ?? 6);
 const requests = Number(process.argv[4] ?? 20_000);
-const autocannonBin = path.join(path.dirname(fileURLToPath(import.meta.url)), '../node_modules/.bin/autocannon');
 
 // The guard on (bench/lib.ts turns it off): without it the auth hook asks nothing of the guard in either arm.
 const server = await startServer({ GUARD_ENABLED: 'true' }, '');
@@ -31,25 +28,7 @@ for (let i = 0; i < 20; i++) await server.admin('POST', '/admin/v1/products', { 
 const url = server.base + PRODUCTS_PATH;
 
 /** n requests from a child autocannon; throws unless every answer was a 200. */
-function load(n: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(autocannonBin, ['-j', '-c', '20', '-a', String(n), '-H', `authorization=Bearer ${user.api_key}`, url], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', reject);
-    child.on('exit', () => {
-      try {
-        const r = JSON.parse(out) as { '2xx': number; non2xx: number; errors: number };
-        if (r['2xx'] !== n || r.non2xx + r.errors > 0) throw new Error(`${r['2xx']} 2xx of ${n}, ${r.non2xx} non-2xx, ${r.errors} errors`);
-        resolve();
-      } catch (err) {
-        reject(err instanceof Error ? err : new Error(String(err)));
-      }
-    });
-  });
-}
+const load = (n: number) => childRequests(url, n, 20, { authorization: `Bearer ${user.api_key}` });
 
 const guard = server.deps.guard;
 const settings = server.deps.settings;

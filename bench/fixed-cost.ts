@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +10,7 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import pino from 'pino';
 import { productsQuery } from '../src/catalog/schemas.js';
 import { ADMIN_TOKEN, adminCall } from './admin.js';
+import { childLoad } from './child-load.js';
 
 // The fixed cost per request of the ordering API (docs/PERFORMANCE.md, "The fixed cost per request: products and
 // balance (fifth session)"): the server's CPU µs per cached GET /api/v1/products?limit=20 with a key, over a real
@@ -132,21 +132,10 @@ async function startLadder(step: number, bytes: Buffer): Promise<Server> {
   return { name: `ladder-${step}`, url, headers: {}, close: () => app.close() };
 }
 
-/** autocannon in a child process: 50 connections for `secs`; its JSON result. */
-function load(s: Server, secs: number): Promise<{ total: number; non2xx: number; rps: number }> {
-  const args = [path.join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', '50', '-d', String(secs), '-j'];
-  for (const [k, v] of Object.entries(s.headers)) args.push('-H', `${k}=${v}`);
-  args.push(s.url);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', reject);
-    child.on('exit', () => {
-      const r = JSON.parse(out) as { requests: { total: number; average: number }; non2xx: number };
-      resolve({ total: r.requests.total, non2xx: r.non2xx, rps: r.requests.average });
-    });
-  });
+/** autocannon in a child process: 50 connections for `secs`. */
+async function load(s: Server, secs: number): Promise<{ total: number; non2xx: number; rps: number }> {
+  const r = await childLoad(s.url, ['-c', '50', '-d', String(secs)], s.headers);
+  return { total: r.requests.total, non2xx: r.non2xx, rps: r.requests.average };
 }
 
 const variants: Record<string, () => Promise<Server>> = {

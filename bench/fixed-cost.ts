@@ -7,9 +7,7 @@ import { randomUUID } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import Fastify from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import pino from 'pino';
 import { productsQuery } from '../src/catalog/schemas.js';
-import { ADMIN_TOKEN, adminCall } from './admin.js';
 import { childLoad } from './child-load.js';
 
 // The fixed cost per request of the ordering API (docs/PERFORMANCE.md, "The fixed cost per request: products and
@@ -43,46 +41,28 @@ type Server = { name: string; url: string; headers: Record<string, string>; clos
 
 type AnyDeps = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-/** A tree's app on its own in-memory PGlite, with a reseller and 20 short products; `mutate` edits its deps first. */
+/**
+ * A tree's app (its own bench/lib.ts, so a base worktree runs its own code) on its own in-memory PGlite, with a
+ * reseller and 20 short products; `mutate` edits its deps before the app is built.
+ */
 async function startTree(name: string, root: string, mutate?: (deps: AnyDeps) => void): Promise<Server & { key: string }> {
-  const imp = (p: string) => import(pathToFileURL(path.join(root, p)).href);
-  const [{ buildApp }, { loadConfig }, { createDeps }, { openPglite }] = await Promise.all([
-    imp('src/app.ts'),
-    imp('src/config.ts'),
-    imp('src/deps.ts'),
-    imp('src/db/client.ts'),
-  ]);
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-fixed-'));
-  const config = loadConfig({
-    DATA_DIR: dataDir,
-    ADMIN_TOKEN,
-    APP_SECRET: 'bench-app-secret-0123456789abcdef0123456789',
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    ORDER_RATE_LIMIT_PER_MINUTE: '1000000',
-    GUARD_ENABLED: 'false',
-  });
-  const deps: AnyDeps = await createDeps(config, { database: await openPglite({}), logger: pino({ level: 'warn' }), ownsDatabase: true });
-  mutate?.(deps);
-  const app = await buildApp(deps);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-  const user = await adminCall<{ api_key: string }>(url, 'POST', '/admin/v1/users', { name: 'bench', balance: 1_000_000 });
-  const cat = await adminCall<{ id: string }>(url, 'POST', '/admin/v1/categories', { name: 'Bench' });
-  for (let i = 0; i < 20; i++)
-    await adminCall(url, 'POST', '/admin/v1/products', { category_id: cat.id, name: `Thẻ ${i}`, price: 1000 + i });
+  const lib = (await import(pathToFileURL(path.join(root, 'bench/lib.ts')).href)) as {
+    startServer(env: object, url: string, mutate?: (deps: AnyDeps) => void): Promise<StartedTree>;
+  };
+  const server = await lib.startServer({}, '', mutate);
+  const user = await server.admin<{ api_key: string }>('POST', '/admin/v1/users', { name: 'bench', balance: 1_000_000 });
+  const cat = await server.admin<{ id: string }>('POST', '/admin/v1/categories', { name: 'Bench' });
+  for (let i = 0; i < 20; i++) await server.admin('POST', '/admin/v1/products', { category_id: cat.id, name: `Thẻ ${i}`, price: 1000 + i });
   return {
     name,
-    url: url + PAGE,
+    url: server.base + PAGE,
     key: user.api_key,
     headers: { authorization: `Bearer ${user.api_key}` },
-    async close() {
-      await app.close();
-      await deps.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
+    close: () => server.close(),
   };
 }
+
+type StartedTree = { base: string; admin<T>(method: string, p: string, body?: unknown): Promise<T>; close(): Promise<void> };
 
 async function startBare(bytes: Buffer): Promise<Server> {
   const app = Fastify({ logger: false });

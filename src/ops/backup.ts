@@ -122,7 +122,7 @@ const gone = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
 type Attached = { id: number; name: string; src: string; dst: string; state: 'linked' | 'copy' | 'missing' };
 
 /**
- * Under the transaction lock: one link per file, whatever its size (docs/decisions.md "Backup and restore", "Attached
+ * Under the transaction lock: one link per file, whatever its size (docs/decisions.md, "Backup: attached
  * files"). Any failure but a missing file leaves the file to be copied after the lock.
  */
 function linkAttached(a: Attached): void {

@@ -14,7 +14,10 @@ function webhookSignature(secret: string, timestamp: string, rawBody: string): s
   return hmacSha256Hex(secret, `${timestamp}.${rawBody}`);
 }
 
-/** `refused`: our own target check refused the address; no retry can change that, only an admin (docs/decisions.md). */
+/**
+ * `refused`: our own target check refused the address; no retry can change that, only an admin (docs/decisions.md,
+ * "A refused target ends its event").
+ */
 export type AttemptOutcome = 'delivered' | 'retry' | 'gone' | 'refused';
 
 export type AttemptResult = {

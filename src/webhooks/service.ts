@@ -62,7 +62,10 @@ const failed = (error: string, outcome: 'retry' | 'refused' = 'retry'): AttemptR
   error,
 });
 
-/** What ends a refused event: only an admin change can make its target valid (docs/decisions.md). */
+/**
+ * What ends a refused event: only an admin change can make its target valid (docs/decisions.md, "A refused target ends
+ * its event").
+ */
 const REFUSED_HINT = {
   client: 'not retried: fix the client (pay client update --webhook-url or --allow-private-targets) and resend the event',
   user: 'not retried: fix the user (user update --callback-url or --allow-private-targets) and resend the event',

@@ -5,8 +5,9 @@ import { rowsOf } from '../../src/db/tx.js';
 import { ADMIN_TOKEN, bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, payRequest, type PayCreds } from '../payments/helpers.js';
 
-// docs/decisions.md, "Hardening": input PostgreSQL would refuse (NUL, out-of-range numbers) is refused at validation with
-// the envelope, and nothing is written; a retry naming the product as "04" is the same order as "4".
+// docs/decisions.md, "NUL characters and out-of-range numbers": input PostgreSQL would refuse (NUL, out-of-range
+// numbers) is refused at validation with the envelope, and nothing is written; a retry naming the product as "04" is the
+// same order as "4".
 
 const adminAuth = { authorization: `Bearer ${ADMIN_TOKEN}` };
 

@@ -12,7 +12,7 @@ import { ADMIN_TOKEN, bearer, createTestApp, type TestApp } from '../harness.js'
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin/reseller-admin.mjs', import.meta.url));
 
-/** The command names (README.md, "Admin CLI") this version implements; --help must list each of them. */
+/** The command names (docs/admin.md, "Admin CLI") this version implements; --help must list each of them. */
 const CONTRACT_COMMANDS = [
   'user create',
   'user show',

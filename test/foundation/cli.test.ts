@@ -119,6 +119,18 @@ describe('reseller-admin CLI', () => {
       expect((await cli([])).out).toBe(help.out);
     });
 
+    it('docs/admin.md, "Admin CLI" shows the commands exactly as --help lists them', async () => {
+      const help = await cli(['--help']);
+      const lines = help.out.split('\n');
+      const start = lines.indexOf('Commands:') + 1;
+      const printed = lines.slice(start, lines.indexOf('', start)).map((l) => l.replace(/^ {2}/, ''));
+      expect(printed.length).toBeGreaterThan(60);
+      const doc = fs.readFileSync(new URL('../../docs/admin.md', import.meta.url), 'utf8');
+      const section = doc.slice(doc.indexOf('\n## Admin CLI\n'));
+      const block = section.slice(section.indexOf('```\n') + 4, section.indexOf('\n```', section.indexOf('```\n') + 4));
+      expect(block.split('\n')).toEqual(printed);
+    });
+
     it('<noun> --help lists that noun only; <noun> <verb> --help shows its usage', async () => {
       const user = await cli(['user', '--help']);
       expect(user.code).toBe(0);

@@ -1,5 +1,5 @@
 # reseller-gateway: one Fastify process, run as compiled JavaScript (`node dist/main.js`, no TypeScript loader).
-# Configure it through the environment (README, .env.example); with DATABASE_URL unset it would keep an embedded
+# Configure it through the environment (docs/configuration.md, .env.example); with DATABASE_URL unset it would keep an embedded
 # database in /app/data. Build, prune and run are described in docs/operations.md, "Production build".
 FROM node:20-slim
 

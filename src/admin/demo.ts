@@ -51,7 +51,7 @@ export async function seedDemo(deps: { users: UsersService; catalog: CatalogServ
   });
   const codesFor = (prefix: string, n: number) =>
     Array.from({ length: n }, () => `${prefix}-${randomBytes(6).toString('hex').toUpperCase()}`);
-  // Enough for every Garena order of the README and docs/signing.md followed in order (7 codes), with room to spare.
+  // Enough for every Garena order of the README's tour, docs/ordering.md and docs/signing.md followed in order (7 codes), with room to spare.
   const a = await deps.catalog.importCodes(garena.id, codesFor('GRN', 20));
   const b = await deps.catalog.importCodes(zing.id, codesFor('ZNG', 3));
   const auth = `-H "Authorization: Bearer ${user.api_key}"`;

@@ -5,7 +5,7 @@ import { bearerToken } from './auth-util.js';
 import { AppError } from './errors.js';
 
 /**
- * The admin API's two checks (docs/operations.md, "Metrics"; README "Admin CLI"), for every route an operator alone may call (the admin API, /metrics): the
+ * The admin API's two checks (docs/operations.md, "Metrics"; docs/admin.md, "Admin HTTP API"), for every route an operator alone may call (the admin API, /metrics): the
  * caller's address is in ADMIN_ALLOWED_IPS (403 forbidden), then `Authorization: Bearer <ADMIN_TOKEN>` (401).
  */
 export function adminGate(opts: { allowedIps: string[]; adminToken: string }): (req: FastifyRequest) => Promise<void> {

@@ -69,7 +69,7 @@ export function createMethodsService(deps: { db: Db }) {
       return withTx(db, async (tx) => {
         const exists = await tx.select({ id: paymentMethods.id }).from(paymentMethods).where(eq(paymentMethods.code, input.code)).limit(1);
         if (exists[0]) throw new DomainError('conflict', `A payment method ${input.code} already exists`);
-        // Active only when asked (`pay method create ... [--activate]`, README.md "Payment top-up API").
+        // Active only when asked (`pay method create ... [--activate]`, docs/admin.md, "Payment clients, methods and payments").
         const active = input.activate ?? false;
         const [current] = await tx
           .select({ id: paymentMethods.id })

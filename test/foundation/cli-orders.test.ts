@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { cliKit } from './cli-kit.js';
 
-/** The command names (README.md, "Admin CLI") this version adds; --help must list each of them once. */
+/** The command names (docs/admin.md, "Admin CLI") this version adds; --help must list each of them once. */
 const NEW_COMMANDS = [
   'order show',
   'order list',

@@ -5,7 +5,7 @@ import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { cliKit } from './cli-kit.js';
 
-/** The `pay` command names (README.md, "Admin CLI") this version implements; --help must list each of them once. */
+/** The `pay` command names (docs/admin.md, "Admin CLI") this version implements; --help must list each of them once. */
 const PAY_COMMANDS = [
   'pay method create',
   'pay method list',

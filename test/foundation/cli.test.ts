@@ -12,7 +12,7 @@ import { ADMIN_TOKEN, bearer, createTestApp, type TestApp } from '../harness.js'
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin/reseller-admin.mjs', import.meta.url));
 
-/** The command names (README.md, "Admin CLI") this version implements; --help must list each of them. */
+/** The command names (docs/admin.md, "Admin CLI") this version implements; --help must list each of them. */
 const CONTRACT_COMMANDS = [
   'user create',
   'user show',
@@ -117,6 +117,18 @@ describe('reseller-admin CLI', () => {
       expect(help.out).not.toContain(ADMIN_TOKEN);
       expect((await cli(['help'])).out).toBe(help.out);
       expect((await cli([])).out).toBe(help.out);
+    });
+
+    it('docs/admin.md, "Admin CLI" shows the commands exactly as --help lists them', async () => {
+      const help = await cli(['--help']);
+      const lines = help.out.split('\n');
+      const start = lines.indexOf('Commands:') + 1;
+      const printed = lines.slice(start, lines.indexOf('', start)).map((l) => l.replace(/^ {2}/, ''));
+      expect(printed.length).toBeGreaterThan(60);
+      const doc = fs.readFileSync(new URL('../../docs/admin.md', import.meta.url), 'utf8');
+      const section = doc.slice(doc.indexOf('\n## Admin CLI\n'));
+      const block = section.slice(section.indexOf('```\n') + 4, section.indexOf('\n```', section.indexOf('```\n') + 4));
+      expect(block.split('\n')).toEqual(printed);
     });
 
     it('<noun> --help lists that noun only; <noun> <verb> --help shows its usage', async () => {

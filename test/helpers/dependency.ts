@@ -21,7 +21,9 @@ export function describeNeeding(...deps: Dependency[]): (title: string, body: ()
       void body;
       describe(title, () => {
         it('has what it needs to run', () => {
-          throw new Error(`${reason}. With CI=true a suite whose dependency is missing fails instead of skipping (README, Testing).`);
+          throw new Error(
+            `${reason}. With CI=true a suite whose dependency is missing fails instead of skipping (docs/development.md, "Testing").`,
+          );
         });
       });
     };

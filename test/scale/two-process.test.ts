@@ -12,7 +12,7 @@ import { redisAnswers, TEST_REDIS_URL } from '../helpers/redis.js';
 import { describeNeeding } from '../helpers/dependency.js';
 import { baseUrlOf, START_TIMEOUT_MS, startServer, stopServer, type Server } from '../helpers/server-process.js';
 
-// Scale-out (README.md, "Several processes behind a proxy"): two real server processes on one PostgreSQL and one Redis behave as one server.
+// Scale-out (docs/deployment.md, "Several processes behind a proxy"): two real server processes on one PostgreSQL and one Redis behave as one server.
 // Embedded PGlite is one process's database by design, so this runs only on PostgreSQL, and only with Redis.
 
 const REDIS_URL = TEST_REDIS_URL;

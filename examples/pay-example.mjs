@@ -22,7 +22,12 @@ async function payApi(method, path, event, { body = '', idempotencyKey } = {}) {
   };
   if (method !== 'GET') headers['Content-Type'] = 'application/json';
   if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
-  const res = await fetch(BASE_URL + path, { method, headers, body: method === 'GET' ? undefined : body, signal: AbortSignal.timeout(30_000) });
+  const res = await fetch(BASE_URL + path, {
+    method,
+    headers,
+    body: method === 'GET' ? undefined : body,
+    signal: AbortSignal.timeout(30_000),
+  });
   const data = await res.json();
   if (!data.ok) throw Object.assign(new Error(`HTTP ${res.status} ${data.error}: ${data.message}`), { status: res.status, body: data });
   return { status: res.status, replayed: res.headers.get('idempotent-replayed') === 'true', data };

@@ -63,6 +63,18 @@ FROM api_nonces GROUP BY user_id;
 -- settings that differ from their defaults (secret ones show as enc:v1:...; `setting get K` shows them)
 SELECT key, value, updated_at FROM settings ORDER BY key;
 
+-- the products the public sees at a markup of 10 % (or their category's markup_percent), with their prices
+SELECT p.id, coalesce(o.name, p.name) AS name,
+       product_shown_price(p.source_id, p.price, o.fixed_price, o.price_adjust, coalesce(co.markup_percent, 10)) AS shown_price
+  FROM products p
+  JOIN categories c ON c.id = p.category_id
+  LEFT JOIN source_overrides o ON o.source_id = p.source_id
+  LEFT JOIN source_category_overrides co ON co.source_id = c.source_id
+ WHERE product_visible_at(p.hidden, p.missing, o.hidden, c.missing, co.hidden,
+                          p.source_id, p.source_stock, p.source_status, true,
+                          product_shown_price(p.source_id, p.price, o.fixed_price, o.price_adjust,
+                                              coalesce(co.markup_percent, 10)));
+
 -- Payments
 -- API clients (the credentials stay encrypted)
 SELECT id, name, domain, webhook_url, status, allowed_ips, events, prev_secret_expires_at, approved_at

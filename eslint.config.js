@@ -51,6 +51,12 @@ export default tseslint.config(
     files: ['bench/**', 'bin/**', 'src/admin/cli.ts', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
+  // The runnable API clients of docs/payments.md, section 9: programs that print, on Node 20's globals.
+  {
+    files: ['examples/**'],
+    languageOptions: { globals: { AbortSignal: 'readonly' } },
+    rules: { 'no-console': 'off' },
+  },
   // The two public APIs share only the platform (http/, shared/, db/): neither imports the other. A later block that
   // sets no-restricted-imports for the same file replaces these patterns, so the service blocks below repeat them.
   {

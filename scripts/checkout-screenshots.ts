@@ -1,6 +1,6 @@
 /**
  * Screenshots of every screen of the hosted checkout page, on a 360-px phone and a 1280-px desktop, into
- * docs/img/checkout-<screen>-<phone|desktop>.png (docs/payments.md, "Checkout page"). Boots the real app on a fresh
+ * docs/img/checkout-<screen>-<phone|desktop>.png (docs/payments.md, "The hosted checkout page"). Boots the real app on a fresh
  * embedded database in a temporary folder, with a manual clock, and drives Debian's chromium (playwright-core).
  *
  *   npx tsx scripts/checkout-screenshots.ts

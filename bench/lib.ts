@@ -16,12 +16,7 @@ export { ADMIN_TOKEN, adminCall } from './admin.js';
  * A real server on 127.0.0.1 (random port), migrated and empty: on in-memory PGlite, or with BENCH_DATABASE_URL
  * (`serverUrl`) in a database of its own on that PostgreSQL server, dropped by `close`.
  */
-export async function startServer(
-  env: Record<string, string> = {},
-  serverUrl = process.env.BENCH_DATABASE_URL,
-  /** Edits the deps before the app is built (a bench's stub of one part). */
-  mutate?: (deps: Awaited<ReturnType<typeof createDeps>>) => void,
-) {
+export async function startServer(env: Record<string, string> = {}, serverUrl = process.env.BENCH_DATABASE_URL) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-bench-'));
   // Limits off: a benchmark measures the served path, not 429 refusals.
   const config = loadConfig({
@@ -37,7 +32,6 @@ export async function startServer(
   const own = serverUrl ? await ownDatabase(serverUrl, 'server') : null;
   const database = own ? await openPg(own.url, 10) : await openPglite({});
   const deps = await createDeps(config, { database, logger: pino({ level: 'silent' }), ownsDatabase: true });
-  mutate?.(deps);
   const app = await buildApp(deps);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();

@@ -1,9 +1,8 @@
-// Runs the benchmarks (never part of `npm test`). `npm run bench` prints the performance table (bench/table.bench.ts)
-// and writes it to docs/PERFORMANCE.md; `npm run bench -- catalog` or `-- download` runs one of the older benches,
-// `npm run bench -- table catalog download` several; `npm run bench -- sustained` runs 60 s of orders by one reseller
-// (bench/sustained.bench.ts); `npm run bench -- embedded-memory` the memory of the embedded default during and after a
-// sync of 50,000 products (bench/embedded-memory.bench.ts). BENCH_SECONDS sets the length of each load run (default 5);
-// BENCH_DATABASE_URL names the PostgreSQL server (the table creates and drops its own databases there).
+// Runs the benchmarks (never part of `npm test`; docs/PERFORMANCE.md, "Running the benchmarks"). `npm run bench`
+// runs the performance table (bench/table.bench.ts) and writes it into docs/PERFORMANCE.md; `npm run bench -- <name>`
+// runs one of the benchmarks below, `npm run bench -- table sync` several in turn. BENCH_SECONDS sets the length of
+// each load run (default 5); BENCH_DATABASE_URL names the PostgreSQL server (each benchmark creates and drops its own
+// databases there).
 const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void> }>> = {
   table: () => import('./table.bench.js'),
   catalog: () => import('./catalog.bench.js'),

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { throwawayCluster, type Cluster } from '../scripts/pg-cluster.js';
 import { createContext, queryOn, type BenchContext } from './table/context.js';
 import { killAll, ROOT } from './table/procs.js';
+import { summariseProfiles } from './table/profile.js';
 import { rows, type Row } from './table/rows.js';
 
 /**
@@ -11,6 +12,7 @@ import { rows, type Row } from './table/rows.js';
  * PostgreSQL, the server under test in a child process. Prints the table and writes it, with the command and the
  * machine, between the markers of docs/PERFORMANCE.md (the rest of that file is prose kept by hand).
  * BENCH_ROWS=products,balance runs only those rows; BENCH_CONNECTIONS sets the connection count (default 50).
+ * BENCH_PROFILE_DIR=dir profiles every server under test and summarises each profile (bench/table/profile.ts).
  * The rows run on a throwaway PostgreSQL cluster with initdb's defaults (autovacuum on; scripts/pg-cluster.ts), removed
  * at the end, also after an error or on SIGINT/SIGTERM; BENCH_DATABASE_URL runs them on a server of one's own instead.
  * The sustained row runs on the machine's own PostgreSQL (bench/sustained.bench.ts).
@@ -173,4 +175,8 @@ export async function run(seconds: number): Promise<void> {
   const next = a >= 0 && b > a ? old.slice(0, a) + block + old.slice(b + END.length) : `${old.trimEnd()}\n\n${block}\n`;
   fs.writeFileSync(file, next);
   console.log(`written to ${path.relative(process.cwd(), file)}`);
+  const profileDir = process.env.BENCH_PROFILE_DIR;
+  if (profileDir) {
+    for (const summary of summariseProfiles(path.resolve(profileDir), started)) console.log(`profile summary: ${summary}`);
+  }
 }

@@ -42,7 +42,7 @@ export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: Cat
     // A URL whose query passed validation before, asking for a page cached and fresh, is answered here, after the
     // ordering scope's checks (authentication, the rate limit, the signature check) and before zod and the handler:
     // the same query string validates to the same value, so the answer is the handler's (docs/PERFORMANCE.md, "The
-    // fixed cost per request: products and balance (fifth session)"). Anything else goes on to validation.
+    // fixed cost per request: products and balance"). Anything else goes on to validation.
     preValidation: (req, reply, done) => {
       const q = validatedQueries.get(req.url);
       const bytes = q && deps.catalog.cachedProductsPage(q);

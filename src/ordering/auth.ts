@@ -26,7 +26,7 @@ export function userOf(req: FastifyRequest): AuthUser {
  * key unknown, API disabled, address not allowed. The lookup is cached (users service), so no round trip when warm.
  *
  * Callback style with a synchronous path for the common request (docs/PERFORMANCE.md, "The fixed cost per request:
- * products and balance (fifth session)"): a fresh settings snapshot, no guard to ask and a cached, enabled key whose
+ * products and balance"): a fresh settings snapshot, no guard to ask and a cached, enabled key whose
  * allowlist admits the caller are decided without a promise. Every other request (a refusal, a key not cached, a stale
  * snapshot, a guard to ask) runs the full checks below from the start, so its answer is the one it always was.
  */

@@ -83,7 +83,7 @@ function rowOf(json: string): typeof orders.$inferSelect {
 /**
  * The order statement sent straight to pg's pool, named and prepared once per connection as drizzle prepares it, with
  * drizzle's error wrapping (DrizzleQueryError, which http/outage.ts reads). What this saves over drizzle's prepared
- * query is in docs/PERFORMANCE.md, "Order creation: our server's CPU per order (fifth session)".
+ * query is in docs/PERFORMANCE.md, "Orders: CPU per order".
  */
 function pgCall(pool: pg.Pool, db: Db): (args: OrderFnArgs) => Promise<typeof orders.$inferSelect | undefined> {
   const { sql: from, params } = query(db, placeholders).toSQL();

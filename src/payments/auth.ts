@@ -37,8 +37,7 @@ const DERIVED_MAX = 1_000;
 /**
  * `make(key)` remembered by its key. Only for values derived from the key alone: the key is the content itself (a
  * ciphertext, a list), so a pay_clients row changed by anyone (the admin API or SQL) gives a new key on its next read
- * and is derived again; nothing needs dropping (docs/PERFORMANCE.md, "Payment creation: the server's CPU by part
- * (fifth session)").
+ * and is derived again; nothing needs dropping (docs/PERFORMANCE.md, "Payment creation in one call").
  */
 function derivedBy<V>(make: (key: string) => V): (key: string) => V {
   const known = new Map<string, V>();

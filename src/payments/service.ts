@@ -42,8 +42,8 @@ export function createPaymentsService(deps: PaymentsDeps) {
   // The hot read of the checkout page and its status poll: built once and prepared by name, so that neither drizzle
   // nor PostgreSQL plans it again on every poll. It reads only what the status answer and the page cache's key need:
   // the whole row (the QR image's data URL, some twenty columns to describe, parse and map) is read by id only when a
-  // page is rendered or the payment must be prepared or expired first (docs/PERFORMANCE.md, "The checkout page's CPU
-  // (fifth session)").
+  // page is rendered or the payment must be prepared or expired first (docs/PERFORMANCE.md, "The checkout page's
+  // CPU").
   const stateByTokenHash = db
     .select({ id: paymentRequests.id, status: paymentRequests.status, expiresAt: paymentRequests.expiresAt })
     .from(paymentRequests)

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GUARD_VIOLATIONS_PER_MINUTE } from '../../src/http/guard.js';
 import { createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 
-// The ordering API's synchronous paths (docs/PERFORMANCE.md, "The fixed cost per request: products and balance
-// (fifth session)") answer a cached, admitted key without a promise. They must answer exactly what the full checks
+// The ordering API's synchronous paths (docs/PERFORMANCE.md, "The fixed cost per request: products and balance")
+// answer a cached, admitted key without a promise. They must answer exactly what the full checks
 // answer. Two apps, each on its own database with the same fixtures, get the same requests over real HTTP, in the
 // same order: "fast" as built, "full" with the key cache never consulted synchronously, so that every request there
 // runs the full checks. Status, body and the headers a client reads must be the same.

@@ -16,9 +16,9 @@ import { orderCreateResponse } from '../../src/ordering/schemas.js';
 import { createTestApp, importCodes, makeCategory, makeProduct, makeUser, onPostgres, postOrder, type TestApp } from '../harness.js';
 
 /**
- * The order path's own pieces that stand in for generic ones (docs/PERFORMANCE.md, "Order creation: our server's CPU
- * per order (fifth session)"): the order statement's row, read without drizzle's query wrapper on PostgreSQL, and the
- * 200 answer, written without the zod copy when it can. Both must give what the generic ones gave, to the byte. The
+ * The order path's own pieces that stand in for generic ones (docs/PERFORMANCE.md, "Orders: CPU per order"): the
+ * order statement's row, read without drizzle's query wrapper on PostgreSQL, and the 200 answer, written without the
+ * zod copy when it can. Both must give what the generic ones gave, to the byte. The
  * direct call runs only on PostgreSQL (PGlite keeps drizzle's prepared statement): the PostgreSQL run covers it.
  */
 const zodAnswer = serializerCompiler({ schema: orderCreateResponse, method: 'POST', url: '/api/v1/order/create', httpStatus: '200' });

@@ -8,7 +8,7 @@ import { makeMethod, makePayClient, type PayCreds } from './helpers.js';
 import { createRaw, q, uniq, type PaymentBody } from './kit.js';
 
 // The checkout page's reads (docs/payments.md, "The hosted checkout page"; docs/PERFORMANCE.md, "The checkout page's
-// CPU (fifth session)"): the token finds only the payment's state, the page is rendered from the whole row and kept
+// CPU"): the token finds only the payment's state, the page is rendered from the whole row and kept
 // as bytes. Over a real socket: what a browser receives, byte for byte.
 
 type Created = PaymentBody & { checkout_url: string };

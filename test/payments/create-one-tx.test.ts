@@ -7,7 +7,7 @@ import { eventually } from '../helpers/assert.js';
 import { makeMethod, makePayClient, type PayCreds } from './helpers.js';
 import { createPayment, createRaw, expectError, q, uniq } from './kit.js';
 
-// Creation is one transaction (docs/PERFORMANCE.md, "Payment creation"): the key record, the request and its
+// Creation is one transaction (docs/PERFORMANCE.md, "Payment creation in one call"): the key record, the request and its
 // preparation commit together, and a transfer_content drawn twice rolls it all back and draws again.
 
 vi.mock('../../src/shared/ids.js', async (importOriginal) => {

@@ -169,7 +169,7 @@ describe('the server process (node --import tsx src/main.ts)', () => {
     try {
       bytes = fs.readFileSync(cached);
     } catch {
-      // No cached snapshot (or another checkout sharing node_modules replaced it meanwhile): build one.
+      // No cached snapshot (or a concurrent build replaced it meanwhile): build one.
       bytes = zlib.gzipSync(await buildSnapshot());
     }
     const pipe = snapshotFile(snapshots, key);

@@ -8,8 +8,27 @@ import { ROOT } from '../helpers/build.js';
 // pieces so that this file does not match itself.
 const OUTSIDE = new RegExp(['\\bDES' + 'IGN\\b', '\\b[Ii]ssues? #?[0-9]', '\\bspec endpoints? [0-9]'].join('|'));
 
+// The repository says how things are and why; git keeps how the work went. These find words about the work itself
+// (which run, session or person did what, on which machine or checkout) and paths of one machine. A database session
+// or a session cookie is not such a word: only a session counted or placed in time is.
+const HISTORY = new RegExp(
+  [
+    '\\b(first|second|third|fourth|fifth|sixth|seventh|eighth|this|last|earlier|previous|next|later) ses' + 'sions?\\b',
+    '\\bengine' + 'ers?\\b',
+    '\\breview' + '(er|ers)\\b',
+    '\\breview ' + '(fix|fixes|finding|findings|note|notes)\\b',
+    '\\bquiet ' + 'machine\\b',
+    '\\b(intel|amd|faster|slower) ' + 'machine\\b',
+    '\\bwork' + 'trees?\\b',
+    '\\b(second|other|another) ' + 'checkouts?\\b',
+  ].join('|'),
+  'i',
+);
+/** An absolute path of one machine: a home, a workspace or a Windows drive (system paths like /usr/bin stay allowed). */
+const MACHINE_PATH = new RegExp(['(^|[\\s\'"`(=:])/(wo' + 'rk|home|root|Users|mnt)/', '\\b[A-Z]:\\\\[A-Za-z]'].join('|'));
+
 /** Where the rule applies: every text file under these folders (SQL included), and these files. */
-const FOLDERS = ['src', 'test', 'bench', 'scripts', 'docs', '.ci', 'migrations'];
+const FOLDERS = ['src', 'test', 'bench', 'scripts', 'docs', 'examples', 'deploy', '.ci', 'migrations'];
 const FILES = ['README.md', 'eslint.config.js'];
 const SKIPPED_FOLDERS = new Set(['node_modules', 'out', 'data']);
 const TEXT = /\.(ts|js|mjs|cjs|md|sh|json|yml|yaml|sql)$|^run$/;
@@ -27,14 +46,18 @@ function filesUnder(dir: string): string[] {
   });
 }
 
-/** The `file:line: text` of every line that points outside the repository. */
-function outsidePointers(files: string[]): string[] {
+/** The `file:line: text` of every line that `pattern` finds. */
+function linesMatching(files: string[], pattern: RegExp): string[] {
   return files.flatMap((file) =>
     fs
       .readFileSync(file, 'utf8')
       .split('\n')
-      .flatMap((line, i) => (OUTSIDE.test(line) ? [`${path.relative(ROOT, file)}:${i + 1}: ${line.trim()}`] : [])),
+      .flatMap((line, i) => (pattern.test(line) ? [`${path.relative(ROOT, file)}:${i + 1}: ${line.trim()}`] : [])),
   );
+}
+
+function checkedFiles(): string[] {
+  return [...FOLDERS.flatMap((d) => filesUnder(path.join(ROOT, d))), ...FILES.map((f) => path.join(ROOT, f))];
 }
 
 describe('pointers stay inside the repository', () => {
@@ -46,13 +69,13 @@ describe('pointers stay inside the repository', () => {
   });
 
   it('no comment, test name, script, SQL file or doc points at a design section or an issue number', () => {
-    const files = [...FOLDERS.flatMap((d) => filesUnder(path.join(ROOT, d))), ...FILES.map((f) => path.join(ROOT, f))];
+    const files = checkedFiles();
     expect(files.length).toBeGreaterThan(100);
     const relative = files.map((f) => path.relative(ROOT, f).split(path.sep).join('/'));
     // Not vacuous: the SQL function files and the migrations after 0015 are read; the applied ones are not.
     expect(relative).toEqual(expect.arrayContaining(['src/db/functions/order_create.sql', 'migrations/0016_order_create_one_rule.sql']));
     expect(relative.filter((f) => APPLIED_MIGRATION.test(f))).toEqual([]);
-    expect(outsidePointers(files)).toEqual([]);
+    expect(linesMatching(files, OUTSIDE)).toEqual([]);
   });
 
   it('exempts exactly the applied migrations 0000 to 0015', () => {
@@ -65,5 +88,49 @@ describe('pointers stay inside the repository', () => {
       'src/db/functions/order_create.sql',
     ])
       expect(APPLIED_MIGRATION.test(f), f).toBe(false);
+  });
+});
+
+describe('the repository speaks in the present tense', () => {
+  it('the patterns find words about how the work went and paths of one machine, and not database sessions', () => {
+    const history = [
+      'measured in the fif' + 'th session',
+      'This ses' + 'sion adds',
+      'another engine' + 'er found',
+      'the review' + 'er asked',
+      'Review f' + 'ixes: the tree',
+      'on the quiet mach' + 'ine',
+      'the Intel mach' + 'ine is faster',
+      'a second work' + 'tree',
+      'from the other check' + 'out',
+    ];
+    for (const text of history) expect(HISTORY.test(text), text).toBe(true);
+    const clean = [
+      'a session advisory lock',
+      'another session holds the settings table',
+      'the console session cookie',
+      'git checkout main',
+      'the machine running the server',
+      'a reviewed list of codes',
+    ];
+    for (const text of clean) expect(HISTORY.test(text), text).toBe(false);
+    const paths = ['see /wo' + 'rk/main/src', 'cd /ho' + 'me/dev/app', 'DATA_DIR=/ro' + 'ot/data', 'C:\\Us' + 'ers\\me'];
+    for (const text of paths) expect(MACHINE_PATH.test(text), text).toBe(true);
+    const systemPaths = [
+      '/usr/bin/chromium',
+      'BENCH_PROFILE_DIR=/tmp/prof',
+      '/etc/postgresql',
+      'GET /api/v1/balance',
+      'https://example.com/home/x',
+    ];
+    for (const text of systemPaths) expect(MACHINE_PATH.test(text), text).toBe(false);
+  });
+
+  it('no file says which session, person, review or machine did the work', () => {
+    expect(linesMatching(checkedFiles(), HISTORY)).toEqual([]);
+  });
+
+  it('no file names a path of one machine', () => {
+    expect(linesMatching(checkedFiles(), MACHINE_PATH)).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { parseDisplayTime } from '../shared/time-format.js';
-import { hasUnsafeText } from '../shared/text.js';
+import { hasUnsafeText, hasVisibleCharacter } from '../shared/text.js';
 
 /**
  * What a source site's `order/delivery` answer must prove before an order of ours becomes `success`
@@ -39,6 +39,8 @@ function codeProblem(code: string): string | null {
   if (CONTROL.test(code)) return 'a code with a control character';
   // Tab and line feed are controls in a code too (CONTROL); what hasUnsafeText adds is the lone surrogate.
   if (hasUnsafeText(code)) return 'a code that is not valid text';
+  // Blank, zero-width or bidi-control-only: a reseller would sell nothing anyone can read or type.
+  if (!hasVisibleCharacter(code)) return 'a code without a visible character';
   return null;
 }
 

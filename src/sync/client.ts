@@ -6,6 +6,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { SettingsService } from '../settings/service.js';
 import { signRequest } from '../ordering/signing.js';
 import { timeoutSignal } from '../shared/abort.js';
+import { discard } from '../shared/streams.js';
 import { AnswerTooLarge, MAX_JSON_VALUES, peek, readBounded, tooManyJsonValues, ZIP_CONTENT_TYPES, ZIP_LOCAL_HEADER } from './answer.js';
 
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -132,7 +133,7 @@ export function createSourceClient(deps: SourceClientDeps) {
         // caught by the count in readBounded.
         const len = Number(res.headers['content-length'] ?? 0);
         if (len > maxBytes) {
-          res.body.destroy();
+          discard(res.body);
           throw tooLarge(maxBytes);
         }
         const bytes = await readBounded(res.body, maxBytes);
@@ -216,18 +217,18 @@ export function createSourceClient(deps: SourceClientDeps) {
       .trim()
       .toLowerCase();
     if (!ZIP_CONTENT_TYPES.has(type)) {
-      res.body.destroy();
+      discard(res.body);
       throw notZip(`a ${type ? type.slice(0, 64) : 'missing'} content type`);
     }
     let head: Buffer;
     try {
       head = await peek(res.body, ZIP_LOCAL_HEADER.length);
     } catch (err) {
-      res.body.destroy();
+      discard(res.body);
       throw transportError(err);
     }
     if (!head.equals(ZIP_LOCAL_HEADER)) {
-      res.body.destroy();
+      discard(res.body);
       throw notZip(
         head.length === 0
           ? 'an empty body'

@@ -183,9 +183,10 @@ export function createSourceClient(deps: SourceClientDeps) {
   /**
    * The source's ZIP of an order, streamed; headers within the timeout, then no more than the timeout between chunks.
    * The answer must say it is a ZIP (ZIP_CONTENT_TYPES) and start with a local file header; anything else is refused
-   * here, before the caller has sent a byte, and its socket closed (docs/operations.md, "Source limits").
+   * here, before the caller has sent a byte, and its socket closed (docs/operations.md, "Source limits"). `signal`
+   * ends the call, its body included (a SourceError reason is thrown as it is, see transportError).
    */
-  async function download(orderCode: string): Promise<Readable> {
+  async function download(orderCode: string, signal?: AbortSignal): Promise<Readable> {
     const { base, key, timeoutMs } = await target();
     const path = '/api/v1/order-download';
     let res: Dispatcher.ResponseData;
@@ -196,9 +197,10 @@ export function createSourceClient(deps: SourceClientDeps) {
         headers: headersFor(key, 'GET', path, ''),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
+        signal,
       });
     } catch (err) {
-      throw transportError(err);
+      throw transportError(err, signal);
     }
     if (res.statusCode !== 200) {
       const text = await readBounded(res.body, ERROR_BODY_BYTES)
@@ -225,7 +227,7 @@ export function createSourceClient(deps: SourceClientDeps) {
       head = await peek(res.body, ZIP_LOCAL_HEADER.length);
     } catch (err) {
       discard(res.body);
-      throw transportError(err);
+      throw transportError(err, signal);
     }
     if (!head.equals(ZIP_LOCAL_HEADER)) {
       discard(res.body);

@@ -90,7 +90,11 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
 
   async function zipLimits(): Promise<ZipLimits> {
     const s = await deps.settings.all();
-    return { maxBytes: deps.zipMaxBytes, tailBytes: s.source_max_answer_bytes, totalMs: s.sync_timeout_seconds * 1000 * ZIP_PROOF_TIMEOUTS };
+    return {
+      maxBytes: deps.zipMaxBytes,
+      tailBytes: s.source_max_answer_bytes,
+      totalMs: s.sync_timeout_seconds * 1000 * ZIP_PROOF_TIMEOUTS,
+    };
   }
 
   async function deliveryOf(order: OrderRow, upstreamCode: string): Promise<DeliveryVerdict> {

@@ -88,7 +88,8 @@ export function zipStructureProblem(tail: Buffer, total: number): string | null 
     const nameLen = tail.readUInt16LE(p + 28);
     const localOffset = tail.readUInt32LE(p + 42);
     if (nameLen === 0) return `a central directory entry without a name (${n} of ${entries})`;
-    if (localOffset !== 0xffffffff && localOffset >= cdOffset) return `an entry whose data is not before the central directory (${n} of ${entries})`;
+    if (localOffset !== 0xffffffff && localOffset >= cdOffset)
+      return `an entry whose data is not before the central directory (${n} of ${entries})`;
     p += CD_HEADER_LEN + nameLen + tail.readUInt16LE(p + 30) + tail.readUInt16LE(p + 32);
     if (p > end) return `an unreadable central directory entry (${n} of ${entries})`;
   }
@@ -110,7 +111,11 @@ export type ZipLimits = {
  * orders.upstream_issue), or null when it is a readable ZIP. A SourceError before the body (refused, not found,
  * unreachable) is thrown, for the caller's usual handling of a call that failed.
  */
-export async function zipProofProblem(client: Pick<SourceClient, 'download'>, upstreamCode: string, limits: ZipLimits): Promise<string | null> {
+export async function zipProofProblem(
+  client: Pick<SourceClient, 'download'>,
+  upstreamCode: string,
+  limits: ZipLimits,
+): Promise<string | null> {
   const seconds = Math.round(limits.totalMs / 1000);
   const deadline = new AbortController();
   const timer = setTimeout(
@@ -129,7 +134,8 @@ export async function zipProofProblem(client: Pick<SourceClient, 'download'>, up
     try {
       read = await readTail(body, limits.maxBytes, Math.max(limits.tailBytes, MIN_TAIL_BYTES));
     } catch (err) {
-      if (err instanceof AnswerTooLarge) return `the source's ZIP of the file order is larger than ${limits.maxBytes} bytes (FILE_MAX_BYTES)`;
+      if (err instanceof AnswerTooLarge)
+        return `the source's ZIP of the file order is larger than ${limits.maxBytes} bytes (FILE_MAX_BYTES)`;
       if (deadline.signal.aborted) return `the source did not send the whole ZIP of the file order within ${seconds} s`;
       return "the source's ZIP download of the file order broke off before its end";
     }

@@ -94,8 +94,7 @@ function download(url: string, key: string): Promise<Got> {
   return new Promise((resolve, reject) => {
     const req = http.get(url, { headers: { authorization: `Bearer ${key}` } }, (res) => {
       const chunks: Buffer[] = [];
-      const done = (cut: boolean) =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), cut });
+      const done = (cut: boolean) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), cut });
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => done(false));
       res.on('error', () => done(true));

@@ -49,7 +49,11 @@ describe('a source file order is success only after its ZIP was checked', () => 
         answer: (_req, res) => void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>Maintenance</html>'),
         issue: "the source's download of the file order is not a ZIP file",
       },
-      { name: 'no end record', answer: zipAnswer(noEnd), issue: "the source's ZIP of the file order is unreadable: no end of central directory record" },
+      {
+        name: 'no end record',
+        answer: zipAnswer(noEnd),
+        issue: "the source's ZIP of the file order is unreadable: no end of central directory record",
+      },
       {
         name: 'entries miscounted',
         answer: zipAnswer(wrongCount),
@@ -58,7 +62,8 @@ describe('a source file order is success only after its ZIP was checked', () => 
       {
         name: 'a directory past the tail bound',
         answer: zipAnswer(wide),
-        issue: "the source's ZIP of the file order is unreadable: a central directory larger than the bytes kept to read it (source_max_answer_bytes)",
+        issue:
+          "the source's ZIP of the file order is unreadable: a central directory larger than the bytes kept to read it (source_max_answer_bytes)",
       },
       {
         name: 'over FILE_MAX_BYTES',

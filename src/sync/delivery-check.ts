@@ -72,7 +72,7 @@ export function checkDelivery(body: Record<string, unknown>, want: DeliveryWante
   if (want.productType === 'file') {
     const url = body.download_url;
     // We never follow this URL (the ZIP is streamed from the source's order-download by order code); its presence is
-    // the source's statement that the files are there.
+    // the source's statement that the files are there, which the forward then proves by reading that ZIP (zip-check.ts).
     if (typeof url !== 'string' || url.length === 0 || url.length > DOWNLOAD_URL_MAX_CHARS || CONTROL.test(url)) {
       return { kind: 'pending', issue: 'the source delivered no download for the file order' };
     }

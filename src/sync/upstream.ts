@@ -251,7 +251,7 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
    */
   async function settle(order: OrderRow, upstreamCode: string, verdict: DeliveryVerdict, how: Announce): Promise<void> {
     if (verdict.kind === 'delivered') {
-      // A file order is proven by its ZIP read whole once, not by the download_url alone (docs/operations.md).
+      // A file order is proven by its ZIP read whole once, not by the download_url alone (docs/operations.md, "Source limits").
       const problem = order.productType === 'file' ? await zipProofProblem(client, upstreamCode, await zipLimits()) : null;
       if (problem) return leavePending(order, problem);
       return complete(order, upstreamCode, verdict.codes, how);

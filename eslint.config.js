@@ -93,6 +93,24 @@ export default tseslint.config(
     ignores: API_EDGE,
     rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PAYMENTS, NO_APP_ERROR] }] },
   },
+  // A stream from an outside party that is let go early goes through discard() (src/shared/streams.ts), which listens
+  // for its error first: an undici body destroyed bare emits one a tick later, and an error nobody hears ends the
+  // process (docs/operations.md, "Source limits"). test/intermediary/outbound-sweep.test.ts drives every outbound
+  // client against hostile answers; this catches the pattern at the line.
+  {
+    files: ['src/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "CallExpression[callee.property.name='destroy'][arguments.length=0]:matches([callee.object.name=/^(body|res|response)$/], [callee.object.property.name=/^(body|res|response)$/])",
+          message:
+            'Let an outside answer go with discard(stream) (src/shared/streams.ts): destroyed bare, an undici body emits an error that nobody listens for, and the process ends.',
+        },
+      ],
+    },
+  },
   // shared/ is a leaf: it imports packages and its own files, nothing else of the project.
   {
     files: ['src/shared/**'],

@@ -169,7 +169,17 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
   const sync = createSyncService({ db, clock, settings, client: source, bus, logger, metrics: metrics.domain });
   // First of all: a run in progress ends (and writes its failure) before its source client and database close.
   cleanups.unshift(() => sync.stop());
-  const upstream = createUpstreamOrders({ db, client: source, orders, cipher, clock, settings, logger, metrics: metrics.domain });
+  const upstream = createUpstreamOrders({
+    db,
+    client: source,
+    orders,
+    cipher,
+    clock,
+    settings,
+    logger,
+    metrics: metrics.domain,
+    zipMaxBytes: config.FILE_MAX_BYTES,
+  });
   const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
   const sourceOverrides = createOverridesService({ db, bus });
   const audit = createAuditService({ db, clock, settings });

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, errorResponses } from '../http/errors.js';
 import { baseUrlOf } from '../http/base-url.js';
+import { discard } from '../shared/streams.js';
 import type { SettingsService } from '../settings/service.js';
 import type { FilesService } from '../files/service.js';
 import { z } from 'zod';
@@ -243,7 +244,7 @@ async function passThrough(req: FastifyRequest, reply: FastifyReply, upstream: U
     );
     reply.raw.destroy();
   });
-  return sendZip(reply, order.orderCode, body, () => body.destroy());
+  return sendZip(reply, order.orderCode, body, () => discard(body));
 }
 
 /** Sends a ZIP stream as the order's attachment; `stop` runs when the client leaves before the end. */

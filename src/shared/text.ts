@@ -20,6 +20,20 @@ export function cleanText(s: string): [string, boolean] {
   return [s.replace(TEXT_CONTROL, '').replace(LONE_SURROGATE, '\uFFFD'), true];
 }
 
+/**
+ * A character that shows as ink: anything but White_Space, Default_Ignorable_Code_Point (zero-width characters, bidi
+ * controls, variation selectors, the Hangul fillers, the soft hyphen), controls (Cc), format characters (Cf),
+ * surrogates, private-use and unassigned code points (no glyph anyone can rely on), marks (a combining mark shows only
+ * on a base character) and U+2800 BRAILLE PATTERN BLANK (a blank cell that no property above covers). Unassigned is as
+ * of the Unicode version of the running Node (docs/operations.md, "Source limits").
+ */
+const VISIBLE = /[^\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{M}\u2800]/u;
+
+/** Whether `s` holds at least one visible character (VISIBLE): a code made only of blanks is no code. */
+export function hasVisibleCharacter(s: string): boolean {
+  return VISIBLE.test(s);
+}
+
 /** Folds case and Vietnamese (and other Latin) accents: "Thẻ Garena" -> "the garena". Used for `q` search. */
 export function foldForSearch(s: string): string {
   return s.normalize('NFD').replace(/\p{M}/gu, '').replace(/đ/g, 'd').replace(/Đ/g, 'D').toLowerCase().replace(/\s+/g, ' ').trim();

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { discard } from '../shared/streams.js';
 
 /**
  * Reading what a source site sends, bounded as the bytes arrive (docs/operations.md, "Source limits"). A source is
@@ -29,7 +30,7 @@ export async function readBounded(body: Readable, max: number): Promise<Buffer> 
     }
   } finally {
     // Leaving the loop early (too large, or an error) must not leave the socket reading into the void.
-    if (!body.readableEnded) body.destroy();
+    if (!body.readableEnded) discard(body);
   }
   return Buffer.concat(chunks, total);
 }

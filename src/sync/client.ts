@@ -6,6 +6,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { SettingsService } from '../settings/service.js';
 import { signRequest } from '../ordering/signing.js';
 import { timeoutSignal } from '../shared/abort.js';
+import { discard } from '../shared/streams.js';
 import { AnswerTooLarge, MAX_JSON_VALUES, peek, readBounded, tooManyJsonValues, ZIP_CONTENT_TYPES, ZIP_LOCAL_HEADER } from './answer.js';
 
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -132,7 +133,7 @@ export function createSourceClient(deps: SourceClientDeps) {
         // caught by the count in readBounded.
         const len = Number(res.headers['content-length'] ?? 0);
         if (len > maxBytes) {
-          res.body.destroy();
+          discard(res.body);
           throw tooLarge(maxBytes);
         }
         const bytes = await readBounded(res.body, maxBytes);
@@ -182,9 +183,10 @@ export function createSourceClient(deps: SourceClientDeps) {
   /**
    * The source's ZIP of an order, streamed; headers within the timeout, then no more than the timeout between chunks.
    * The answer must say it is a ZIP (ZIP_CONTENT_TYPES) and start with a local file header; anything else is refused
-   * here, before the caller has sent a byte, and its socket closed (docs/operations.md, "Source limits").
+   * here, before the caller has sent a byte, and its socket closed (docs/operations.md, "Source limits"). `signal`
+   * ends the call, its body included (a SourceError reason is thrown as it is, see transportError).
    */
-  async function download(orderCode: string): Promise<Readable> {
+  async function download(orderCode: string, signal?: AbortSignal): Promise<Readable> {
     const { base, key, timeoutMs } = await target();
     const path = '/api/v1/order-download';
     let res: Dispatcher.ResponseData;
@@ -195,9 +197,10 @@ export function createSourceClient(deps: SourceClientDeps) {
         headers: headersFor(key, 'GET', path, ''),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
+        signal,
       });
     } catch (err) {
-      throw transportError(err);
+      throw transportError(err, signal);
     }
     if (res.statusCode !== 200) {
       const text = await readBounded(res.body, ERROR_BODY_BYTES)
@@ -216,18 +219,18 @@ export function createSourceClient(deps: SourceClientDeps) {
       .trim()
       .toLowerCase();
     if (!ZIP_CONTENT_TYPES.has(type)) {
-      res.body.destroy();
+      discard(res.body);
       throw notZip(`a ${type ? type.slice(0, 64) : 'missing'} content type`);
     }
     let head: Buffer;
     try {
       head = await peek(res.body, ZIP_LOCAL_HEADER.length);
     } catch (err) {
-      res.body.destroy();
-      throw transportError(err);
+      discard(res.body);
+      throw transportError(err, signal);
     }
     if (!head.equals(ZIP_LOCAL_HEADER)) {
-      res.body.destroy();
+      discard(res.body);
       throw notZip(
         head.length === 0
           ? 'an empty body'

@@ -1,5 +1,5 @@
 import { parseDisplayTime } from '../shared/time-format.js';
-import { hasUnsafeText } from '../shared/text.js';
+import { hasUnsafeText, hasVisibleCharacter } from '../shared/text.js';
 
 /**
  * What a source site's `order/delivery` answer must prove before an order of ours becomes `success`
@@ -39,6 +39,8 @@ function codeProblem(code: string): string | null {
   if (CONTROL.test(code)) return 'a code with a control character';
   // Tab and line feed are controls in a code too (CONTROL); what hasUnsafeText adds is the lone surrogate.
   if (hasUnsafeText(code)) return 'a code that is not valid text';
+  // Blank, zero-width or bidi-control-only: a reseller would sell nothing anyone can read or type.
+  if (!hasVisibleCharacter(code)) return 'a code without a visible character';
   return null;
 }
 
@@ -70,7 +72,7 @@ export function checkDelivery(body: Record<string, unknown>, want: DeliveryWante
   if (want.productType === 'file') {
     const url = body.download_url;
     // We never follow this URL (the ZIP is streamed from the source's order-download by order code); its presence is
-    // the source's statement that the files are there.
+    // the source's statement that the files are there, which the forward then proves by reading that ZIP (zip-check.ts).
     if (typeof url !== 'string' || url.length === 0 || url.length > DOWNLOAD_URL_MAX_CHARS || CONTROL.test(url)) {
       return { kind: 'pending', issue: 'the source delivered no download for the file order' };
     }

@@ -13,6 +13,7 @@ import { enqueueOrderEvent, type OrderEventName } from '../webhooks/order-events
 import { SourceError, type SourceClient } from './client.js';
 import { checkDelivery, detailOf, readEntry, type DeliveredCode, type DeliveryVerdict } from './delivery-check.js';
 import { createReconciler, leaseFree } from './reconcile.js';
+import { zipProofProblem, type ZipLimits } from './zip-check.js';
 
 export type UpstreamDeps = {
   db: Db;
@@ -23,10 +24,14 @@ export type UpstreamDeps = {
   settings: SettingsService;
   logger: Logger;
   metrics?: Pick<DomainMetrics, 'orders'>;
+  /** The most bytes a source's ZIP may have (FILE_MAX_BYTES, the cap of our own product files). */
+  zipMaxBytes: number;
 };
 
 /** Margin of a forward's lease beyond its source calls (order/create, then order/delivery, each within the timeout). */
 const LEASE_MARGIN_SECONDS = 30;
+/** The bound of the ZIP proof of a file order, in sync_timeout_seconds: it reads the whole file, not one JSON answer. */
+const ZIP_PROOF_TIMEOUTS = 4;
 
 /**
  * The create request around its own forward: `lost()` once its client went away (the answer cannot reach it), and
@@ -82,6 +87,15 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
   // By the code's value, in a namespace of its own: unique like every code digest (codes_digest_uq), so a source that
   // delivers one code to two of our orders cannot have it sold twice, and never colliding with our own stock's digests.
   const digestOf = (code: string) => cipher.digest(`upstream:${code}`);
+
+  async function zipLimits(): Promise<ZipLimits> {
+    const s = await deps.settings.all();
+    return {
+      maxBytes: deps.zipMaxBytes,
+      tailBytes: s.source_max_answer_bytes,
+      totalMs: s.sync_timeout_seconds * 1000 * ZIP_PROOF_TIMEOUTS,
+    };
+  }
 
   async function deliveryOf(order: OrderRow, upstreamCode: string): Promise<DeliveryVerdict> {
     const { body } = await client.call('GET', '/api/v1/order/delivery', { query: { order_code: upstreamCode } });
@@ -194,7 +208,7 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
   async function forwardOnce(order: OrderRow, first: boolean, how: Announce): Promise<OrderRow> {
     const [p] = await db.select({ sourceId: products.sourceId }).from(products).where(eq(products.id, order.productId)).limit(1);
     if (!p?.sourceId) return order;
-    const leased = await takeLease(order.id);
+    const leased = await takeLease(order.id, order.productType === 'file');
     // Someone else (the creating request, the reconciler, another process) is forwarding it right now.
     if (!leased) return (await db.select().from(orders).where(eq(orders.id, order.id)))[0] ?? order;
     try {
@@ -215,8 +229,9 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
    * statement records the attempt (upstream_attempted_at: the reconciler asks the least recently asked first) and
    * answers the row as it now is (its upstream order code may have come since the caller read it).
    */
-  async function takeLease(orderId: number): Promise<OrderRow | null> {
-    const seconds = (await deps.settings.get('sync_timeout_seconds')) * 2 + LEASE_MARGIN_SECONDS;
+  async function takeLease(orderId: number, file: boolean): Promise<OrderRow | null> {
+    // A file order's forward also downloads its ZIP once (ZIP_PROOF_TIMEOUTS).
+    const seconds = (await deps.settings.get('sync_timeout_seconds')) * (file ? 2 + ZIP_PROOF_TIMEOUTS : 2) + LEASE_MARGIN_SECONDS;
     const [taken] = await db
       .update(orders)
       // Whole milliseconds: the value comes back as a JS Date and must compare equal when the lease is given back.
@@ -235,7 +250,12 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
    * tells the outcome), and where an unannounced change is reported (docs/webhooks.md, "Order callbacks").
    */
   async function settle(order: OrderRow, upstreamCode: string, verdict: DeliveryVerdict, how: Announce): Promise<void> {
-    if (verdict.kind === 'delivered') return complete(order, upstreamCode, verdict.codes, how);
+    if (verdict.kind === 'delivered') {
+      // A file order is proven by its ZIP read whole once, not by the download_url alone (docs/operations.md, "Source limits").
+      const problem = order.productType === 'file' ? await zipProofProblem(client, upstreamCode, await zipLimits()) : null;
+      if (problem) return leavePending(order, problem);
+      return complete(order, upstreamCode, verdict.codes, how);
+    }
     if (verdict.kind === 'refused') return fail(order, `upstream status ${verdict.status}`, how);
     await leavePending(order, verdict.issue);
   }

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { request, type Dispatcher } from 'undici';
 import { timeoutSignal } from '../shared/abort.js';
+import { discard } from '../shared/streams.js';
 import { hmacSha256Hex } from '../shared/crypto.js';
 import { TargetRefusedError } from './target.js';
 
@@ -65,7 +66,7 @@ async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<strin
     size += b.length;
     if (size >= RESPONSE_EXCERPT_BYTES) {
       // The rest of a large answer is of no use to us: stop reading it (the connection is then closed).
-      body.destroy();
+      discard(body);
       break;
     }
   }

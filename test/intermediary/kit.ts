@@ -143,11 +143,15 @@ export async function tcpProxy(target: string, mode: ProxyMode) {
     client.on('error', () => upstream.destroy());
     upstream.on('error', () => client.destroy());
     let posted = false;
+    // Bytes of the current answer: a kept-alive connection carries one request after another (the source client's
+    // pool), and `after` counts from the start of the answer to the latest one.
+    let sent = 0;
     client.on('data', (chunk: Buffer) => {
-      if (chunk.subarray(0, 5).toString() === 'POST ') posted = true;
+      const head = chunk.subarray(0, 5).toString();
+      if (head === 'POST ') posted = true;
+      if (head === 'POST ' || head.startsWith('GET ')) sent = 0;
     });
     client.pipe(upstream);
-    let sent = 0;
     upstream.on('data', (chunk: Buffer) => {
       const m = state.mode;
       if (m.kind === 'drop-answer' && posted) {

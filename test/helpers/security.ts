@@ -33,6 +33,8 @@ export type Refusal = {
   error: string;
   /** The message, exactly or by pattern; any non-blank text when absent. */
   message?: string | RegExp;
+  /** Further fields of the envelope (payment_id, details). */
+  extra?: () => Record<string, unknown>;
 };
 
 export type Matrix = {
@@ -64,7 +66,10 @@ export function securityMatrix(m: Matrix): void {
           : typeof r.message === 'string'
             ? r.message
             : expect.stringMatching(r.message);
-      expect({ status: res.status, body: parse(res.body) }).toEqual({ status: r.status, body: { ok: false, error: r.error, message } });
+      expect({ status: res.status, body: parse(res.body) }).toEqual({
+        status: r.status,
+        body: { ok: false, error: r.error, message, ...r.extra?.() },
+      });
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expect(await m.state()).toEqual(before);
     });

@@ -13,7 +13,7 @@ export type Sent = { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; path: 
 
 export type Answer = { status: number; headers: IncomingHttpHeaders; body: string };
 
-/** Sends exactly these headers and bytes to the listening app (undici adds only Host and Content-Length). */
+/** Sends exactly these headers and bytes to the listening app (undici adds only the framing: Host, Connection, Content-Length). */
 export async function send(base: string, s: Sent): Promise<Answer> {
   const res = await request(`${base}${s.path}`, {
     method: s.method,

@@ -19,6 +19,9 @@ declare module 'fastify' {
 
 const SIGNATURE_ALG = 'HMAC-SHA256';
 
+/** The form of X-API-Signature (docs/payments.md, section 3): hex of an HMAC-SHA256, exactly 64 digits, either case. */
+const SIGNATURE_RE = /^[0-9a-fA-F]{64}$/;
+
 /** The payment client of an authenticated payment route. */
 export function payClientOf(req: FastifyRequest): PayClientAuth {
   if (!req.payClient) throw new AppError('API_KEY_INVALID', 'Not authenticated');
@@ -94,7 +97,12 @@ export function installPaymentAuth(
 
   app.addHook('preValidation', async (req) => {
     const client = payClientOf(req);
-    const signature = header(req, 'x-api-signature')!.toLowerCase();
+    const sent = header(req, 'x-api-signature')!;
+    // The form is checked before any comparison, so that a truncated or padded value is refused for what it is and
+    // never reaches the comparison of the right one.
+    if (!SIGNATURE_RE.test(sent))
+      throw new AppError('API_SIGNATURE_INVALID', 'X-API-Signature must be 64 hexadecimal digits: the hex HMAC-SHA256, nothing else');
+    const signature = sent.toLowerCase();
     const event = header(req, 'x-api-event')!;
     // GET bodies are never read: the signed text of a GET is the event and a line feed.
     const text = `${event}\n${req.method === 'GET' ? '' : (req.rawBody ?? '')}`;

@@ -5,7 +5,8 @@ import { bearer, createTestApp, createTestDatabase, makeUser, type TestApp, type
 import { eventually, expectError, query } from '../helpers/assert.js';
 
 // Ordering-API authentication (docs/errors.md, "Ordering API codes"): which error, which status, in which order,
-// and the key cache that must never outlive a change.
+// and the key cache that must never outlive a change. The credential matrix (cut, extended, recased keys and
+// signatures, replays, a key in the URL) is test/orders/ordering.security.test.ts.
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

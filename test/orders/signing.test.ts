@@ -12,6 +12,9 @@ import {
 } from '../helpers/openssl-sign.js';
 import { bearer, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 
+// The signed text in detail. The credential matrix of the ordering API (cut, extended, recased keys and signatures,
+// replays) is test/orders/ordering.security.test.ts.
+
 const CREATE = '/api/v1/order/create';
 
 /**

@@ -5,6 +5,9 @@ import { bearer, createTestApp, makeUser, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, paySign, payRequest, type PayCreds } from './helpers.js';
 import { authHeaders, CREATE, createRaw, expectError, PING, q, rawRequest, setSetting, uniq } from './kit.js';
 
+// Payment-API authentication: which error, in which order, and the client's state (IPs, domain, rotation). The
+// credential matrix (cut, extended, recased keys and signatures, replays) is test/payments/payments.security.test.ts.
+
 const HEADERS = ['x-api-key', 'x-api-event', 'x-api-signature', 'x-api-signature-alg'] as const;
 const HEADER_NAMES: Record<(typeof HEADERS)[number], string> = {
   'x-api-key': 'X-API-Key',

@@ -240,3 +240,38 @@ export const NOT_FOUND_PAGE = `<!doctype html>
 <body><main><section class="card final bad"><h1>Không tìm thấy trang thanh toán</h1><p>Liên kết không đúng hoặc không còn tồn tại.</p>
 <h1 lang="en">Payment page not found</h1><p lang="en">This link is wrong or no longer exists.</p></section></main></body></html>
 `;
+
+const TROUBLE = {
+  vi: {
+    busy: ['Quá nhiều yêu cầu', 'Trang này được mở quá nhiều lần trong một phút. Vui lòng đợi một chút.'],
+    unavailable: ['Dịch vụ tạm thời gián đoạn', 'Chúng tôi không thể hiển thị trang thanh toán lúc này. Vui lòng thử lại sau ít phút.'],
+    reload: (s: number) => `Trang sẽ tự tải lại sau ${s} giây.`,
+    safe: 'Khoản thanh toán của bạn không bị ảnh hưởng. Nếu bạn đã chuyển khoản, đừng chuyển lại.',
+  },
+  en: {
+    busy: ['Too many requests', 'This page was opened too many times in a minute. Please wait a moment.'],
+    unavailable: ['Service temporarily unavailable', 'We cannot show the payment page right now. Please try again in a few minutes.'],
+    reload: (s: number) => `This page reloads by itself in ${s} seconds.`,
+    safe: 'Your payment is not affected. If you have already transferred the money, do not transfer it again.',
+  },
+} as const;
+
+/**
+ * The page a payer sees instead of the error envelope when the page cannot be shown: `busy` for a 429, `unavailable`
+ * for a 5xx. With a Retry-After it reloads itself once that has passed (a meta refresh: the page has no script).
+ */
+export function troublePage(kind: 'busy' | 'unavailable', lang: Lang, retryAfterSeconds: number | null): string {
+  const t = TROUBLE[lang];
+  const [title, text] = t[kind];
+  const reload = retryAfterSeconds !== null && retryAfterSeconds > 0 ? Math.min(retryAfterSeconds, 3600) : null;
+  return `<!doctype html>
+<html lang="${lang}"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="robots" content="noindex,nofollow">
+${reload === null ? '' : `<meta http-equiv="refresh" content="${reload}">\n`}<link rel="icon" href="data:,">
+<title>${esc(title)}</title>
+<style>${CSS}</style></head>
+<body><main><p class="lang"><a href="?lang=${lang === 'vi' ? 'en' : 'vi'}">${esc(TEXT[lang].other)}</a></p>
+<section class="card final bad"><h1>${esc(title)}</h1><p>${esc(text)}</p>${reload === null ? '' : `<p>${esc(t.reload(reload))}</p>`}<p class="hint">${esc(t.safe)}</p></section></main></body></html>
+`;
+}

@@ -108,6 +108,9 @@ dd{margin:0 0 10px;font-size:1.05rem;font-weight:600;word-break:break-all}
 .final h1{font-size:1.6rem}
 .ok h1{color:#1a7f37}.bad h1{color:#b42318}
 a.back{display:inline-block;margin-top:16px;padding:12px 18px;border-radius:8px;background:#0b5cd5;color:#fff;text-decoration:none;font-weight:600}
+.note{font-family:ui-monospace,"DejaVu Sans Mono","Liberation Mono",Menlo,Consolas,monospace;letter-spacing:0;word-break:normal;overflow-wrap:normal}
+.note span{display:inline-block;white-space:nowrap;margin-right:.35em}.note span:last-child{margin-right:0}
+.note.long{font-size:min(1.6rem,5.8vw)}
 .lang{text-align:right;font-size:.9rem;margin:0 0 8px}
 .lang a{color:#0b5cd5}
 [hidden]{display:none!important}
@@ -177,6 +180,20 @@ function timeText(at: Date, lang: Lang, timeZone: string): string {
   }).format(at);
 }
 
+/** Notes up to this length fit on one line of a 320 px phone at the page's largest type (docs/payments.md, "The hosted checkout page"). */
+const NOTE_FULL_SIZE_MAX = 14;
+
+/**
+ * The transfer note in groups of four, each never broken, on one line at a 360 px phone (a longer note in a smaller
+ * type); a narrower screen breaks it between groups only. The groups are spaced by margins, not by characters, so a
+ * selection copies the note as it is, like its copy button.
+ */
+function noteHtml(note: string): string {
+  const groups = note.match(/.{1,4}/g) ?? [];
+  const cls = note.length > NOTE_FULL_SIZE_MAX ? 'big note long' : 'big note';
+  return `<p class="${cls}" id="content">${groups.map((g) => `<span>${esc(g)}</span>`).join('<wbr>')}</p>`;
+}
+
 const FINAL: readonly PaymentStatus[] = ['approved', 'expired', 'cancelled', 'rejected'];
 
 export type PageInput = { p: PaymentRow; token: string; lang: Lang; timeZone: string; refreshSeconds: number };
@@ -200,7 +217,7 @@ export function renderPage({ p, token, lang, timeZone, refreshSeconds }: PageInp
 <h1>${esc(t.title)}</h1>
 <div class="grid"><div>
 <div class="field"><p class="label">${esc(t.amount)}</p><div class="row"><p class="big" id="amount">${esc(amount)}</p>${copy(String(moneyOut(p.amount)))}</div></div>
-<div class="field"><p class="label">${esc(t.content)}</p><div class="row"><p class="big" id="content">${esc(p.transferContent ?? '')}</p>${copy(p.transferContent ?? '')}</div><p class="hint">${esc(t.contentHint)}</p></div>
+<div class="field"><p class="label">${esc(t.content)}</p><div class="row">${noteHtml(p.transferContent ?? '')}${copy(p.transferContent ?? '')}</div><p class="hint">${esc(t.contentHint)}</p></div>
 <dl><dt>${esc(t.bank)}</dt><dd>${esc(p.bankName ?? '')}</dd>
 <dt>${esc(t.account)}</dt><dd><span id="account">${esc(p.accountNumber ?? '')}</span> ${copy(p.accountNumber ?? '')}</dd>
 <dt>${esc(t.accountName)}</dt><dd>${esc(p.accountName ?? '')}</dd></dl>

@@ -1,7 +1,9 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PAGE_CSP } from '../../src/payments/checkout-page.js';
-import { createTestApp, type TestApp } from '../harness.js';
+import { openPg, type Database } from '../../src/db/client.js';
+import { createTestApp, createTestDatabase, onPostgres, type TestApp, type TestDatabase } from '../harness.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { eventually } from '../helpers/assert.js';
 import { raw, type RawAnswer } from '../helpers/raw-http.js';
 import { makeMethod, makePayClient } from './helpers.js';
@@ -193,5 +195,52 @@ describe('answers under /pay/ while the server shuts down', () => {
     } finally {
       await (closing ?? own.close());
     }
+  });
+});
+
+describe.skipIf(!onPostgres())('answers under /pay/ while the database is gone (PostgreSQL only)', () => {
+  let own: TestDatabase;
+  let proxy: TcpProxy;
+  let database: Database;
+  let t: TestApp;
+  beforeAll(async () => {
+    own = await createTestDatabase();
+    const u = new URL(own.url!);
+    proxy = await startTcpProxy({ host: u.hostname, port: Number(u.port || 5432) });
+    u.host = `127.0.0.1:${proxy.port}`;
+    database = await openPg(u.toString(), 4);
+    t = await createTestApp({ database });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await database?.close().catch(() => {});
+    await proxy?.close();
+    await own?.drop();
+  });
+
+  it("a payer sees the page's 503 in their language, reloading after Retry-After; the poll keeps the envelope", async () => {
+    await makeMethod(t);
+    const c = await makePayClient(t);
+    const created = await createRaw(t, c, { merchant_invoice_id: uniq(), amount: 150_000 });
+    const token = new URL((created.json() as { checkout_url: string }).checkout_url).pathname.split('/')[2]!;
+    const base = await t.listen();
+    await proxy.cut();
+    try {
+      const a = await send(base, 'GET', `/pay/${token}`, { 'Accept-Language': 'vi' });
+      expect(a.status).toBe(503);
+      const h = headersOf(a);
+      expect(h).toMatchObject({ ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8', 'retry-after': '5' });
+      const body = Buffer.from(a.body, 'latin1').toString('utf8');
+      expect(body).toContain('<title>Dịch vụ tạm thời gián đoạn</title>');
+      expect(body).toContain('<meta http-equiv="refresh" content="5">');
+      expect(body).not.toMatch(/unavailable|"ok"|ECONNREFUSED|SELECT|at \w+ \(/);
+      const poll = await send(base, 'GET', `/pay/${token}/status`);
+      expect(poll.status).toBe(503);
+      expect(headersOf(poll)).toMatchObject(PAGE_HEADERS);
+      expect(JSON.parse(poll.body)).toMatchObject({ ok: false, error: 'unavailable' });
+    } finally {
+      await proxy.restore();
+    }
+    for (const l of t.logs) expect(l).not.toContain(token);
   });
 });

@@ -19,7 +19,7 @@ import { paymentRoutes } from './payments/routes.js';
 import { cronRoutes } from './jobs/routes.js';
 import { bankFeedRoutes } from './payments/bank-feed-routes.js';
 import { checkoutRoutes } from './payments/checkout-routes.js';
-import { checkoutAnswer, installCheckoutAnswers } from './payments/checkout-answers.js';
+import { checkoutHeaders, installCheckoutAnswers } from './payments/checkout-answers.js';
 
 function trustHops(n: number): (addr: string, hop: number) => boolean {
   return (_addr, hop) => hop < n;
@@ -58,7 +58,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     forceCloseConnections: 'idle',
     ...timeoutOptions(config),
     clientErrorHandler,
-    frameworkErrors: frameworkErrorHandler(config.PAYMENT_BASE_PATH, checkoutAnswer),
+    frameworkErrors: frameworkErrorHandler(config.PAYMENT_BASE_PATH, checkoutHeaders),
   });
   app.setSerializerCompiler(serializerCompiler);
   // Callback style: this runs on every request, and an async hook would cost a promise and a microtask each time.

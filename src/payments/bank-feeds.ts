@@ -64,7 +64,10 @@ export type TransactionView = {
   payment_id: string | null;
 };
 
-/** Bank feeds (docs/payments.md, section 7.1): every accepted notification stored once per (feed, transaction id); an exact match approves. */
+/**
+ * Bank feeds (docs/payments.md, section 7.1): every accepted notification stored once per (feed, transaction id); a
+ * match of the note's canonical form (docs/payments.md, "The transfer note"), amount and account approves.
+ */
 export function createBankFeedsService(deps: {
   db: Db;
   clock: Clock;

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { checkoutPath, pathOf } from '../http/checkout-path.js';
+import { checkoutPath, pathOf, type CheckoutPath } from '../http/checkout-path.js';
 import { NOT_FOUND_PAGE, PAGE_CSP, pickLang, troublePage } from './checkout-page.js';
 
 /**
@@ -32,15 +32,17 @@ function pageInsteadOf(req: FastifyRequest, reply: FastifyReply): string | null 
   return troublePage(status === 429 ? 'busy' : 'unavailable', lang, Number.isFinite(retryAfter) ? retryAfter : null);
 }
 
-/**
- * Sets the page's headers when the request is on a checkout path (src/http/checkout-path.ts), and returns the HTML
- * that replaces an error envelope a payer's browser would otherwise show, or null.
- */
-export function checkoutAnswer(req: FastifyRequest, reply: FastifyReply): string | null {
+/** Sets the page's headers when the request is on a checkout path (src/http/checkout-path.ts); returns that path. */
+export function checkoutHeaders(req: FastifyRequest, reply: FastifyReply): CheckoutPath | null {
   const path = checkoutPath(pathOf(req.url));
-  if (!path) return null;
-  for (const [name, value] of Object.entries(PAGE_HEADERS)) reply.header(name, value);
-  if (path.kind === 'status' || (req.method !== 'GET' && req.method !== 'HEAD')) return null;
+  if (path) for (const [name, value] of Object.entries(PAGE_HEADERS)) reply.header(name, value);
+  return path;
+}
+
+/** The page's headers on a checkout path, and the HTML that replaces an error envelope a payer's browser would show, or null. */
+function checkoutAnswer(req: FastifyRequest, reply: FastifyReply): string | null {
+  const path = checkoutHeaders(req, reply);
+  if (!path || path.kind === 'status' || (req.method !== 'GET' && req.method !== 'HEAD')) return null;
   const page = pageInsteadOf(req, reply);
   if (page !== null) reply.type('text/html; charset=utf-8');
   return page;
@@ -49,7 +51,7 @@ export function checkoutAnswer(req: FastifyRequest, reply: FastifyReply): string
 /**
  * Every answer under `/pay/`, whatever produced it (the page's routes, the rate limit, the 404 and 405 of an unknown
  * path or method, an error, the shutdown's 503), passes here: a root onSend hook, so no answer can miss it. Fastify's
- * refusals before routing run no hook; frameworkErrorHandler calls checkoutAnswer for those.
+ * refusals before routing run no hook; frameworkErrorHandler calls checkoutHeaders for those.
  */
 export function installCheckoutAnswers(app: FastifyInstance): void {
   // Callback style: this runs on every answer, and an async hook would cost a promise and a microtask each time.

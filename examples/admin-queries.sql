@@ -90,9 +90,10 @@ FROM payment_requests p JOIN pay_clients c ON c.id = p.client_id
 WHERE p.status IN ('preparing_payment', 'pending_payment', 'payment_reported')
 ORDER BY p.id;
 
--- the request that a transfer note on the bank statement belongs to
+-- the request that a transfer note on the bank statement belongs to, however its look-alikes were typed
 SELECT payment_id, merchant_invoice_id, amount, status, expires_at
-FROM payment_requests WHERE transfer_content = 'RG0KF5TVIFQ6';
+FROM payment_requests
+WHERE transfer_key = translate(upper(regexp_replace('RG0KF5TVIFQ6', '[^A-Za-z0-9]', '', 'g')), 'OILZ', '0112');
 
 -- approvals per client and day
 SELECT c.name AS client, date_trunc('day', t.at) AS day, count(*) AS approved, sum(p.amount) AS amount

@@ -19,6 +19,7 @@ import { paymentRoutes } from './payments/routes.js';
 import { cronRoutes } from './jobs/routes.js';
 import { bankFeedRoutes } from './payments/bank-feed-routes.js';
 import { checkoutRoutes } from './payments/checkout-routes.js';
+import { checkoutHeaders, installCheckoutAnswers } from './payments/checkout-answers.js';
 
 function trustHops(n: number): (addr: string, hop: number) => boolean {
   return (_addr, hop) => hop < n;
@@ -57,7 +58,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     forceCloseConnections: 'idle',
     ...timeoutOptions(config),
     clientErrorHandler,
-    frameworkErrors: frameworkErrorHandler(config.PAYMENT_BASE_PATH),
+    frameworkErrors: frameworkErrorHandler(config.PAYMENT_BASE_PATH, checkoutHeaders),
   });
   app.setSerializerCompiler(serializerCompiler);
   // Callback style: this runs on every request, and an async hook would cost a promise and a microtask each time.
@@ -88,6 +89,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   const paymentPrefix = config.PAYMENT_BASE_PATH;
   // Outside every API family (the OpenAPI document, the docs UI); each family's plugin installs its own.
   installErrorVocabulary(app, DEFAULT_VOCABULARY);
+  // Before the 404 handler and every route, so that every answer under /pay/ has the page's headers.
+  installCheckoutAnswers(app);
   installNotFound(app, paymentPrefix);
   installJsonParser(app);
 

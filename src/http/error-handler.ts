@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { checkoutPath } from './checkout-path.js';
 import { AppError, errorBody, errorStatus, type ErrorDetail } from './errors.js';
 import { DomainError } from '../shared/domain-error.js';
 import { isDatabaseOutage, OUTAGE_RETRY_AFTER_S } from './outage.js';
@@ -80,10 +81,12 @@ function preRoutingVocabulary(url: string, paymentPrefix: string): ErrorVocabula
 
 /**
  * Fastify's own refusals before routing (%FF in the path, an over-long parameter) in the envelope of the path's family.
- * No onRequest hook has run for them, so the X-Request-Id header is set here.
+ * No hook runs for them (neither onRequest nor onSend), so the X-Request-Id header is set here, and `beforeSend` sets
+ * what the root's onSend hooks would (the checkout page's headers).
  */
-export function frameworkErrorHandler(paymentPrefix: string) {
+export function frameworkErrorHandler(paymentPrefix: string, beforeSend?: (req: FastifyRequest, reply: FastifyReply) => void) {
   return (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
+    beforeSend?.(req, reply);
     const message = err.code === 'FST_ERR_BAD_URL' ? 'The path is not valid percent-encoded UTF-8' : 'Malformed request path';
     void sendError(reply, 400, preRoutingVocabulary(req.url, paymentPrefix).validation, message, { headers: { 'X-Request-Id': req.id } });
   };
@@ -230,7 +233,9 @@ export function installNotFound(app: FastifyInstance, paymentPrefix: string): vo
         `Method ${req.method} is not allowed here; use ${allow}`,
       );
     }
-    return sendError(reply, 404, preRoutingVocabulary(pathOnly, paymentPrefix).notFound, `No route for ${req.method} ${pathOnly}`);
+    // A checkout page's token is not echoed back (docs/payments.md, "The hosted checkout page").
+    const shown = checkoutPath(pathOnly)?.masked ?? pathOnly;
+    return sendError(reply, 404, preRoutingVocabulary(pathOnly, paymentPrefix).notFound, `No route for ${req.method} ${shown}`);
   };
   app.addHook('onRequest', (req, reply, done) => {
     if (!req.is404) return done();

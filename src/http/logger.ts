@@ -1,5 +1,6 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import pino, { type Logger } from 'pino';
+import { checkoutPath, pathOf } from './checkout-path.js';
 
 /**
  * Query parameters whose values are logged as sent: known and harmless. Any other value is masked, because a client
@@ -8,19 +9,12 @@ import pino, { type Logger } from 'pino';
 const LOGGED_PARAMS = new Set(['page', 'limit', 'category_id', 'q', 'order_code', 'id']);
 
 /**
- * The checkout page's routes, whose path holds the payment's bearer token (docs/payments.md, "The hosted checkout page"): their
- * logged path is the pattern with the token masked. Decided by the matched route, not the URL as sent, so that another
- * path under the same prefix (the payment API at PAYMENT_BASE_PATH=/pay) keeps its path and a percent-encoded spelling
- * of the page's path is masked too.
- */
-const CHECKOUT_ROUTES: Record<string, string> = { '/pay/:token': '/pay/[REDACTED]', '/pay/:token/status': '/pay/[REDACTED]/status' };
-
-/**
  * The URL with every query value masked except those of LOGGED_PARAMS (names compared decoded, lower-cased), and a
- * checkout page's path logged as its route with the token masked.
+ * path under the checkout page's `/pay/` with its token masked, however it is spelled (src/http/checkout-path.ts),
+ * and all of its query values: a payer's link may carry anything.
  */
-function redactUrl(raw: string, route: string | undefined): string {
-  const masked = route === undefined ? undefined : CHECKOUT_ROUTES[route];
+function redactUrl(raw: string): string {
+  const masked = checkoutPath(pathOf(raw))?.masked;
   const url = masked === undefined ? raw : raw.includes('?') ? masked + raw.slice(raw.indexOf('?')) : masked;
   const q = url.indexOf('?');
   if (q < 0) return url;
@@ -36,7 +30,7 @@ function redactUrl(raw: string, route: string | undefined): string {
       } catch {
         // undecodable name: compare as sent
       }
-      if (LOGGED_PARAMS.has(name.toLowerCase())) return pair;
+      if (masked === undefined && LOGGED_PARAMS.has(name.toLowerCase())) return pair;
       // A bare word (?<secret>) may be the secret itself.
       return eq < 0 ? (pair === '' ? pair : '[REDACTED]') : `${rawName}=[REDACTED]`;
     });
@@ -85,8 +79,8 @@ const REDACT_PATHS = [
 ];
 
 const SERIALIZERS = {
-  req(req: { method: string; url: string; ip?: string; id?: string; routeOptions?: { url?: string } }) {
-    return { method: req.method, url: redactUrl(req.url, req.routeOptions?.url), ip: req.ip };
+  req(req: { method: string; url: string; ip?: string; id?: string }) {
+    return { method: req.method, url: redactUrl(req.url), ip: req.ip };
   },
   res(res: { statusCode: number }) {
     return { statusCode: res.statusCode };

@@ -6,6 +6,7 @@ import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { moneyOut } from '../shared/money.js';
+import { readableKey } from '../shared/readable.js';
 import { EXPIRING_STATUSES, FINAL_STATUSES, isStatusIn } from './statuses.js';
 
 export type Feed = 'sepay' | 'casso';
@@ -36,15 +37,18 @@ function normalizeTransferText(s: string): string {
   return s.toUpperCase().replace(/[^A-Z0-9]/g, '');
 }
 
-// transfer_content is the prefix (0-10 characters) plus random characters, 12 to 20 in all (payments/service.ts).
+// transfer_content is the prefix (0-10 characters) plus random characters, 12 to 20 in all (payments/prepare.ts).
 const CONTENT_MIN = 12;
 const CONTENT_MAX = 20;
 
-/** Every substring that could be a transfer_content: looked up through its unique index, not by scanning requests. */
+/**
+ * Every substring of the notes' canonical form (readableKey: look-alikes as the symbol they are read as) that could be
+ * a request's transfer_key: looked up through its unique index, not by scanning requests.
+ */
 function candidates(texts: string[]): string[] {
   const out = new Set<string>();
   for (const t of texts) {
-    const n = normalizeTransferText(t).slice(0, 512);
+    const n = readableKey(t).slice(0, 512);
     for (let len = CONTENT_MIN; len <= CONTENT_MAX; len++) for (let i = 0; i + len <= n.length; i++) out.add(n.slice(i, i + len));
   }
   return [...out];
@@ -60,7 +64,10 @@ export type TransactionView = {
   payment_id: string | null;
 };
 
-/** Bank feeds (docs/payments.md, section 7.1): every accepted notification stored once per (feed, transaction id); an exact match approves. */
+/**
+ * Bank feeds (docs/payments.md, section 7.1): every accepted notification stored once per (feed, transaction id); a
+ * match of the note's canonical form (docs/payments.md, "The transfer note"), amount and account approves.
+ */
 export function createBankFeedsService(deps: {
   db: Db;
   clock: Clock;
@@ -106,7 +113,7 @@ export function createBankFeedsService(deps: {
             : await tx
                 .select()
                 .from(paymentRequests)
-                .where(inArray(paymentRequests.transferContent, texts))
+                .where(inArray(paymentRequests.transferKey, texts))
                 .orderBy(desc(paymentRequests.id))
                 .for('update');
         const now = clock.now();

@@ -108,6 +108,9 @@ dd{margin:0 0 10px;font-size:1.05rem;font-weight:600;word-break:break-all}
 .final h1{font-size:1.6rem}
 .ok h1{color:#1a7f37}.bad h1{color:#b42318}
 a.back{display:inline-block;margin-top:16px;padding:12px 18px;border-radius:8px;background:#0b5cd5;color:#fff;text-decoration:none;font-weight:600}
+.note{font-family:ui-monospace,"DejaVu Sans Mono","Liberation Mono",Menlo,Consolas,monospace;letter-spacing:0;word-break:normal;overflow-wrap:normal}
+.note span{display:inline-block;white-space:nowrap;margin-right:.35em}.note span:last-child{margin-right:0}
+.note.long{font-size:min(1.6rem,5.8vw)}
 .lang{text-align:right;font-size:.9rem;margin:0 0 8px}
 .lang a{color:#0b5cd5}
 [hidden]{display:none!important}
@@ -177,6 +180,20 @@ function timeText(at: Date, lang: Lang, timeZone: string): string {
   }).format(at);
 }
 
+/** Notes up to this length fit on one line of a 320 px phone at the page's largest type (docs/payments.md, "The hosted checkout page"). */
+const NOTE_FULL_SIZE_MAX = 14;
+
+/**
+ * The transfer note in groups of four, each never broken, on one line at a 360 px phone (a longer note in a smaller
+ * type); a narrower screen breaks it between groups only. The groups are spaced by margins, not by characters, so a
+ * selection copies the note as it is, like its copy button.
+ */
+function noteHtml(note: string): string {
+  const groups = note.match(/.{1,4}/g) ?? [];
+  const cls = note.length > NOTE_FULL_SIZE_MAX ? 'big note long' : 'big note';
+  return `<p class="${cls}" id="content">${groups.map((g) => `<span>${esc(g)}</span>`).join('<wbr>')}</p>`;
+}
+
 const FINAL: readonly PaymentStatus[] = ['approved', 'expired', 'cancelled', 'rejected'];
 
 export type PageInput = { p: PaymentRow; token: string; lang: Lang; timeZone: string; refreshSeconds: number };
@@ -200,7 +217,7 @@ export function renderPage({ p, token, lang, timeZone, refreshSeconds }: PageInp
 <h1>${esc(t.title)}</h1>
 <div class="grid"><div>
 <div class="field"><p class="label">${esc(t.amount)}</p><div class="row"><p class="big" id="amount">${esc(amount)}</p>${copy(String(moneyOut(p.amount)))}</div></div>
-<div class="field"><p class="label">${esc(t.content)}</p><div class="row"><p class="big" id="content">${esc(p.transferContent ?? '')}</p>${copy(p.transferContent ?? '')}</div><p class="hint">${esc(t.contentHint)}</p></div>
+<div class="field"><p class="label">${esc(t.content)}</p><div class="row">${noteHtml(p.transferContent ?? '')}${copy(p.transferContent ?? '')}</div><p class="hint">${esc(t.contentHint)}</p></div>
 <dl><dt>${esc(t.bank)}</dt><dd>${esc(p.bankName ?? '')}</dd>
 <dt>${esc(t.account)}</dt><dd><span id="account">${esc(p.accountNumber ?? '')}</span> ${copy(p.accountNumber ?? '')}</dd>
 <dt>${esc(t.accountName)}</dt><dd>${esc(p.accountName ?? '')}</dd></dl>
@@ -240,3 +257,38 @@ export const NOT_FOUND_PAGE = `<!doctype html>
 <body><main><section class="card final bad"><h1>Không tìm thấy trang thanh toán</h1><p>Liên kết không đúng hoặc không còn tồn tại.</p>
 <h1 lang="en">Payment page not found</h1><p lang="en">This link is wrong or no longer exists.</p></section></main></body></html>
 `;
+
+const TROUBLE = {
+  vi: {
+    busy: ['Quá nhiều yêu cầu', 'Trang này được mở quá nhiều lần trong một phút. Vui lòng đợi một chút.'],
+    unavailable: ['Dịch vụ tạm thời gián đoạn', 'Chúng tôi không thể hiển thị trang thanh toán lúc này. Vui lòng thử lại sau ít phút.'],
+    reload: (s: number) => `Trang sẽ tự tải lại sau ${s} giây.`,
+    safe: 'Khoản thanh toán của bạn không bị ảnh hưởng. Nếu bạn đã chuyển khoản, đừng chuyển lại.',
+  },
+  en: {
+    busy: ['Too many requests', 'This page was opened too many times in a minute. Please wait a moment.'],
+    unavailable: ['Service temporarily unavailable', 'We cannot show the payment page right now. Please try again in a few minutes.'],
+    reload: (s: number) => `This page reloads by itself in ${s} seconds.`,
+    safe: 'Your payment is not affected. If you have already transferred the money, do not transfer it again.',
+  },
+} as const;
+
+/**
+ * The page a payer sees instead of the error envelope when the page cannot be shown: `busy` for a 429, `unavailable`
+ * for a 5xx. With a Retry-After it reloads itself once that has passed (a meta refresh: the page has no script).
+ */
+export function troublePage(kind: 'busy' | 'unavailable', lang: Lang, retryAfterSeconds: number | null): string {
+  const t = TROUBLE[lang];
+  const [title, text] = t[kind];
+  const reload = retryAfterSeconds !== null && retryAfterSeconds > 0 ? Math.min(retryAfterSeconds, 3600) : null;
+  return `<!doctype html>
+<html lang="${lang}"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="robots" content="noindex,nofollow">
+${reload === null ? '' : `<meta http-equiv="refresh" content="${reload}">\n`}<link rel="icon" href="data:,">
+<title>${esc(title)}</title>
+<style>${CSS}</style></head>
+<body><main><p class="lang"><a href="?lang=${lang === 'vi' ? 'en' : 'vi'}">${esc(TEXT[lang].other)}</a></p>
+<section class="card final bad"><h1>${esc(title)}</h1><p>${esc(text)}</p>${reload === null ? '' : `<p>${esc(t.reload(reload))}</p>`}<p class="hint">${esc(t.safe)}</p></section></main></body></html>
+`;
+}

@@ -1,10 +1,10 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { AppError } from '../http/errors.js';
 import { installRateLimit } from '../http/rate-limit.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
-import { NOT_FOUND_PAGE, PAGE_CSP, pickLang, renderPage, type Lang } from './checkout-page.js';
+import { NOT_FOUND_PAGE, pickLang, renderPage, type Lang } from './checkout-page.js';
 import type { CheckoutState, PaymentsService } from './service.js';
 
 export type CheckoutRoutesDeps = {
@@ -21,16 +21,6 @@ const CACHE_MAX = 500;
 
 const NOT_FOUND_BYTES = Buffer.from(NOT_FOUND_PAGE, 'utf8');
 
-/** Headers of every answer of the page's routes: no framing, no referrer, no caching of payer data, no sniffing. */
-function pageHeaders(reply: FastifyReply): FastifyReply {
-  return reply
-    .header('Cache-Control', 'no-store')
-    .header('Referrer-Policy', 'no-referrer')
-    .header('X-Content-Type-Options', 'nosniff')
-    .header('X-Frame-Options', 'DENY')
-    .header('Content-Security-Policy', PAGE_CSP);
-}
-
 /**
  * The hosted checkout page of a payment (docs/payments.md, "The hosted checkout page"): `GET /pay/<token>` (HTML) and
  * `GET /pay/<token>/status` (`{status, expires_at, server_time}`). A token that names no payment, malformed or not,
@@ -38,12 +28,8 @@ function pageHeaders(reply: FastifyReply): FastifyReply {
  * document. Rate-limited per caller address (checkout_rate_limit_per_minute).
  */
 export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesDeps): Promise<void> {
-  // First of all hooks, so that every answer of these routes has them: also a 429 of the rate limit (preParsing) and
-  // an error thrown before the handler. Callback style: an async hook would cost a promise and a microtask per view.
-  app.addHook('onRequest', (_req, reply, done) => {
-    pageHeaders(reply);
-    done();
-  });
+  // The page's headers, and the HTML a payer sees for a 429 or a 5xx, are set on every answer under /pay/ by the root's
+  // onSend hook (src/payments/checkout-answers.ts), so an answer given before these routes is covered too.
   await installRateLimit(app, {
     code: 'rate_limited',
     max: () => deps.settings.get('checkout_rate_limit_per_minute'),
@@ -65,8 +51,8 @@ export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesD
     return page;
   };
 
-  // The access log masks the token of these two routes by their pattern (CHECKOUT_ROUTES in src/http/logger.ts): a
-  // changed path must change there too, or tokens reach the log (test/foundation/log-redaction.test.ts).
+  // The access log masks the token of every path under /pay/ (src/http/checkout-path.ts): a page moved elsewhere must
+  // change that rule too, or tokens reach the log (test/foundation/log-redaction.test.ts).
   app.get<{ Params: { token: string }; Querystring: { lang?: string } }>('/pay/:token', { schema: { hide: true } }, async (req, reply) => {
     reply.type('text/html; charset=utf-8');
     const s = await deps.payments.checkoutState(req.params.token);

@@ -4,7 +4,7 @@ import { paymentRequests } from '../db/schema/index.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
-import { randomBase62 } from '../shared/ids.js';
+import { randomReadable } from '../shared/readable.js';
 import { asActor, type Lifecycle } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
 import type { PaymentRow } from './view.js';
@@ -28,10 +28,9 @@ type MethodRow = NonNullable<Awaited<ReturnType<MethodsService['resolve']>>>;
  * calls payment_create, so that no pooled connection waits on the PNG.
  */
 export function preparedFields(method: MethodRow, s: Settings, amount: string, now: Date) {
-  const transferContent = (s.payment_transfer_prefix + randomBase62(25).toUpperCase()).slice(
-    0,
-    Math.max(12, s.payment_transfer_prefix.length + 10),
-  );
+  // The prefix and at least 10 random symbols, 12 at least in all (docs/payments.md, "The transfer note").
+  const prefix = s.payment_transfer_prefix;
+  const transferContent = prefix + randomReadable(Math.max(12, prefix.length + 10) - prefix.length);
   const qrContent = vietQrPayload({
     bankBin: method.bankBin,
     accountNumber: method.accountNumber,
@@ -54,7 +53,7 @@ export function preparedFields(method: MethodRow, s: Settings, amount: string, n
 
 export type PreparedFields = ReturnType<typeof preparedFields>;
 
-/** A unique-index violation (SQLSTATE 23505), as either driver reports it: a transfer_content drawn twice. */
+/** A unique-index violation (SQLSTATE 23505), as either driver reports it: a transfer_content (or its canonical form) drawn twice. */
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: string; cause?: { code?: string } }).cause?.code ?? (err as { code?: string }).code;
   return code === '23505';

@@ -1,4 +1,5 @@
-import { randomBytes, randomFillSync } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { randomReadable } from './readable.js';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -20,31 +21,12 @@ export function newApiKey(): string {
   return API_KEY_PREFIX + randomBase62(40);
 }
 
-const CODE_ALPHABET = '0123456789ABCDEFGHJKLMNPQRSTUVWXYZ';
-
-// Random bytes for order codes, drawn 4 KiB at a time: one randomBytes(32) per order was about 3 % of the order
-// path's CPU (docs/PERFORMANCE.md, "Orders: CPU per order"). The bytes are the same CSPRNG's, each used once.
-const POOL_BYTES = 4096;
-const pool = Buffer.alloc(POOL_BYTES);
-let poolAt = POOL_BYTES;
-
-function randomByte(): number {
-  if (poolAt === POOL_BYTES) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  return pool[poolAt++]!;
-}
-
-/** Order codes: "OD" + 14 chars without look-alikes (I, O): readable on the phone, ~71 bits of randomness. */
+/**
+ * Order codes: "OD" + 14 symbols without look-alikes (src/shared/readable.ts): readable on the phone, 70 bits of
+ * randomness.
+ */
 export function newOrderCode(): string {
-  let out = 'OD';
-  while (out.length < 16) {
-    const b = randomByte();
-    // 34 symbols; 238 = 7 * 34 keeps the draw unbiased
-    if (b < 238) out += CODE_ALPHABET[b % 34];
-  }
-  return out;
+  return 'OD' + randomReadable(14);
 }
 
 /** Payment API credentials: recognisable prefixes, 40-48 base62 chars. */

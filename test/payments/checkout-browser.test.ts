@@ -126,6 +126,46 @@ describe.runIf(available || process.env.CI === 'true')('checkout page in chromiu
     });
   }
 
+  it('at 360 px the transfer note is on one line in unbroken groups, short or with the longest prefix, and is copied as it is', async () => {
+    // The longest prefix of the widest letters first, then the default.
+    for (const prefix of ['SHOPWWMM99', 'RG']) {
+      await setSetting(t, 'payment_transfer_prefix', prefix);
+      const p = await create();
+      await setSetting(t, 'payment_transfer_prefix', 'RG');
+      const note = p.payment!.transfer_content;
+      const { page, context, done } = await open(p, { width: 360, height: 740 });
+      const facts = await page.evaluate(() => {
+        const content = document.getElementById('content')!;
+        // The lines the note's characters are on: the tops of its text's boxes.
+        const tops = new Set<number>();
+        const walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+          const range = document.createRange();
+          range.selectNodeContents(n);
+          for (const r of range.getClientRects()) tops.add(Math.round(r.top));
+        }
+        const groups = [...content.querySelectorAll('span')].map((g) => ({ text: g.textContent, boxes: g.getClientRects().length }));
+        return {
+          lines: tops.size,
+          groups,
+          text: content.textContent,
+          clipped: content.scrollWidth - content.clientWidth,
+          overflow: document.documentElement.scrollWidth - window.innerWidth,
+        };
+      });
+      expect(facts.text).toBe(note);
+      expect(facts.lines, note).toBe(1);
+      expect(facts.groups.map((g) => g.text).join('')).toBe(note);
+      for (const g of facts.groups) expect(g.boxes, g.text!).toBe(1);
+      expect(facts.clipped).toBeLessThanOrEqual(0);
+      expect(facts.overflow).toBeLessThanOrEqual(0);
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+      await page.locator('button[data-copy]').nth(1).click();
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(note);
+      await done();
+    }
+  });
+
   it('copy buttons put the amount, the transfer content and the account number on the clipboard', async () => {
     const p = await create();
     const { page, context, done } = await open(p, { width: 360, height: 740 });

@@ -257,8 +257,10 @@ describe('hosted checkout page', () => {
       expect((await from(path)).statusCode).toBe(200);
       expect((await from(`${path}/status`)).statusCode).toBe(200);
       expect((await from('/pay/unknown')).statusCode).toBe(404);
+      // The page's refusal is an HTML page for the payer (test/payments/checkout-answers.test.ts); the poll's the envelope.
       const refused = await from(path);
-      expectError(refused, 429, 'rate_limited');
+      expect(refused.statusCode).toBe(429);
+      expect(refused.headers['content-type']).toBe('text/html; charset=utf-8');
       // The refusal (preParsing, before the handler) carries the page's security headers too.
       const status = await from(`${path}/status`);
       expectError(status, 429, 'rate_limited');

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import * as ids from '../../src/shared/ids.js';
+import * as readable from '../../src/shared/readable.js';
 import { withTx } from '../../src/db/tx.js';
 import { createTestApp, onPostgres, type TestApp } from '../harness.js';
 import { eventually } from '../helpers/assert.js';
@@ -10,9 +10,9 @@ import { createPayment, createRaw, expectError, q, uniq } from './kit.js';
 // Creation is one transaction (docs/PERFORMANCE.md, "Payment creation in one call"): the key record, the request and its
 // preparation commit together, and a transfer_content drawn twice rolls it all back and draws again.
 
-vi.mock('../../src/shared/ids.js', async (importOriginal) => {
-  const actual = await importOriginal<typeof ids>();
-  return { ...actual, randomBase62: vi.fn(actual.randomBase62) };
+vi.mock('../../src/shared/readable.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof readable>();
+  return { ...actual, randomReadable: vi.fn(actual.randomReadable) };
 });
 
 type Transition = { from_status: string | null; to_status: string; actor: string };
@@ -53,17 +53,17 @@ describe('payment creation in one transaction', () => {
   });
 
   it('a transfer_content drawn twice is drawn again, and the first draw leaves nothing behind', async () => {
-    const draws = vi.mocked(ids.randomBase62);
+    const draws = vi.mocked(readable.randomReadable);
     draws.mockClear();
     const first = await createPayment(t, c);
-    const drawn = draws.mock.results.find((r, i) => draws.mock.calls[i]![0] === 25)!.value as string;
+    const drawn = draws.mock.results.find((r, i) => draws.mock.calls[i]![0] === 10)!.value as string;
     draws.mockClear();
     draws.mockReturnValueOnce(drawn);
     const invoice = uniq();
     const key = uniq('key');
     const res = await createRaw(t, c, { merchant_invoice_id: invoice, amount: 30000 }, key);
     expect(res.statusCode).toBe(201);
-    expect(draws.mock.calls.filter(([n]) => n === 25)).toHaveLength(2);
+    expect(draws.mock.calls.filter(([n]) => n === 10)).toHaveLength(2);
     const second = res.json() as { payment_id: string; payment: { transfer_content: string } };
     expect(second.payment.transfer_content).not.toBe(first.payment!.transfer_content);
     const rows = await q<{ payment_id: string; status: string }>(
@@ -122,7 +122,7 @@ describe('payment creation in one transaction', () => {
   });
 
   it('payment data that cannot be built answers 201 payment_ready false, logged with the request and payment ids', async () => {
-    const draws = vi.mocked(ids.randomBase62);
+    const draws = vi.mocked(readable.randomReadable);
     draws.mockImplementationOnce(() => {
       throw new Error('no randomness by test');
     });

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, check, index, integer, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { readableKeySql } from '../../shared/readable.js';
 import { OPEN_STATUSES, PAYMENT_STATUSES, sqlList } from '../../payments/statuses.js';
 import { orders } from './orders.js';
 import { users } from './users.js';
@@ -87,6 +88,13 @@ export const paymentRequests = pgTable(
     accountNumber: text('account_number'),
     accountName: text('account_name'),
     transferContent: text('transfer_content').unique(),
+    /**
+     * The transfer note's canonical form (readableKey in src/shared/readable.ts): what a bank feed's note is matched on.
+     * Unique, so that no two requests have notes a person cannot tell apart (docs/payments.md, "The transfer note").
+     */
+    transferKey: text('transfer_key')
+      .generatedAlwaysAs(sql.raw(readableKeySql('transfer_content')))
+      .unique(),
     qrContent: text('qr_content'),
     qrImage: text('qr_image'),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),

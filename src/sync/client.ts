@@ -6,6 +6,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { SettingsService } from '../settings/service.js';
 import { signRequest } from '../ordering/signing.js';
 import { timeoutSignal } from '../shared/abort.js';
+import { parseJsonExact } from '../shared/json-exact.js';
 import { AnswerTooLarge, MAX_JSON_VALUES, peek, readBounded, tooManyJsonValues, ZIP_CONTENT_TYPES, ZIP_LOCAL_HEADER } from './answer.js';
 
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -152,7 +153,8 @@ export function createSourceClient(deps: SourceClientDeps) {
       }
       let body: Record<string, unknown>;
       try {
-        body = JSON.parse(text) as Record<string, unknown>;
+        // A price of 16 digits or more stays its text (JsonDecimal): read through a double it would be another price.
+        body = parseJsonExact(text) as Record<string, unknown>;
         if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('not an object');
       } catch {
         throw new SourceError('unknown', `The source site answered HTTP ${res.statusCode} without a readable JSON body`, 'bad_answer');

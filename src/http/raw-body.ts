@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { inexactNumbers } from '../shared/json-exact.js';
+import { firstInexactNumber } from '../shared/json-exact.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -27,8 +27,8 @@ export function installJsonParser(app: FastifyInstance): void {
     }
     // A number JSON.parse reads as another one (9007199254740993 as ...992) would be taken as sent: refused instead,
     // in the family's validation code, whatever field holds it (docs/errors.md, "Amounts in JSON").
-    const inexact = inexactNumbers(text);
-    if (inexact.length > 0) return done(inexactNumberError(inexact[0]!), undefined);
+    const inexact = firstInexactNumber(text);
+    if (inexact !== undefined) return done(inexactNumberError(inexact), undefined);
     done(null, parsed);
   });
 }

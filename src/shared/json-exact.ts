@@ -54,8 +54,13 @@ function canonical(literal: string): string | null {
  * and 1e400 do not. Negative zero is zero.
  */
 export function isExactNumberLiteral(literal: string): boolean {
-  // Up to 15 significant digits a decimal always survives a double (DBL_DIG), unless an exponent takes it out of range.
+  // Up to 15 significant digits a decimal always survives a double (DBL_DIG), as long as it stays far from the ends
+  // of the double's range (about 1e-308 to 1e308): the common case, decided without building the canonical forms.
   if (literal.length <= 15 && !/[eE]/.test(literal)) return true;
+  const m = NUMBER_LITERAL.exec(literal);
+  if (!m) return false;
+  const fracLength = m[3]?.length ?? 0;
+  if (m[2]!.length + fracLength <= 15 && (m[4] ?? '').length <= 4 && Math.abs(Number(m[4] ?? 0) - fracLength) <= 290) return true;
   const n = Number(literal);
   return Number.isFinite(n) && canonical(String(n)) === canonical(literal);
 }
@@ -65,12 +70,11 @@ const TOKENS = /"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 // A literal that may not survive is longer than 15 characters or has an exponent.
 const MAYBE_INEXACT = /[\d.][eE]|[-\d.]{16}/;
 
-/** The number literals of a valid JSON text that a double does not hold exactly, in the order they appear. */
-export function inexactNumbers(json: string): string[] {
-  if (!MAYBE_INEXACT.test(json)) return [];
-  const out: string[] = [];
-  for (const m of json.matchAll(TOKENS)) if (m[0].charCodeAt(0) !== 0x22 && !isExactNumberLiteral(m[0])) out.push(m[0]);
-  return out;
+/** The first number literal of a valid JSON text that a double does not hold exactly, if any. */
+export function firstInexactNumber(json: string): string | undefined {
+  if (!MAYBE_INEXACT.test(json)) return undefined;
+  for (const m of json.matchAll(TOKENS)) if (m[0].charCodeAt(0) !== 0x22 && !isExactNumberLiteral(m[0])) return m[0];
+  return undefined;
 }
 
 const TOKEN = /\s*(?:("[^"\\]*(?:\\.[^"\\]*)*")|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)|(true|false|null)|([{}[\]:,]))/y;
@@ -81,7 +85,7 @@ const TOKEN = /\s*(?:("[^"\\]*(?:\\.[^"\\]*)*")|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)
  */
 export function parseJsonExact(text: string): unknown {
   const value: unknown = JSON.parse(text);
-  if (inexactNumbers(text).length === 0) return value;
+  if (firstInexactNumber(text) === undefined) return value;
   // The text is valid JSON (JSON.parse took it): only the tokens are read again, in order.
   let pos = 0;
   const next = (): RegExpExecArray => {

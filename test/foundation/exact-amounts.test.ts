@@ -127,13 +127,21 @@ describe('amounts are exact end to end, at every size numeric(18,2) holds', () =
     expect(shown.text).toContain(`"balance":${MAX},`);
   });
 
-  it('prices and order totals of 16 digits and more: the catalogue, the order answer and the order status', async () => {
+  it('prices and order totals of 16 digits and more: the catalogue, the order answer, its status and its callback body', async () => {
     const price = '99999999999999.99';
     const user = await makeUser(t, { balance: MAX });
     const cat = await makeCategory(t, 'Exact');
     const p = await makeProduct(t, { category_id: cat.id, price, max_qty: 10 });
     await importCodes(t, p.id, ['EXACT-CODE-1', 'EXACT-CODE-2']);
     const key = { authorization: `Bearer ${user.api_key}` };
+    // Order callbacks on (to a closed local port: only the stored body is read here).
+    const patched = await call(
+      'PATCH',
+      `/admin/v1/users/${user.id}`,
+      JSON.stringify({ callback_url: 'http://127.0.0.1:9/callbacks', allow_private_targets: true }),
+      admin,
+    );
+    expect(patched.status, patched.text).toBe(200);
     expect((await call('GET', `/api/v1/product?id=${p.id}`, undefined, key)).text).toContain(`"price":${price},`);
     expect((await call('GET', `/api/v1/products?category_id=${cat.id}`, undefined, key)).text).toContain(`"price":${price},`);
     const order = await call('POST', '/api/v1/order/create', JSON.stringify({ product_id: p.id, quantity: 2, request_id: 'exact-1' }), key);
@@ -143,6 +151,14 @@ describe('amounts are exact end to end, at every size numeric(18,2) holds', () =
     const status = await call('GET', `/api/v1/order/status?order_code=${code}`, undefined, key);
     expect(status.text).toContain(`"unit_price":${price},"total":199999999999999.98,`);
     expect((await call('GET', '/api/v1/balance', undefined, key)).text).toContain('"balance":9800000000000000.01,');
+    // The refund: its answer, the balance given back, and the order callback's body (written once, sent as stored).
+    const refund = await call('POST', `/admin/v1/orders/${code}/refund`, undefined, admin);
+    expect(refund.text).toContain('"total":199999999999999.98,');
+    expect((await call('GET', '/api/v1/balance', undefined, key)).text).toContain(`"balance":${MAX},`);
+    const [callback] = rowsOf<{ body: string }>(
+      await t.deps.db.execute(sql`SELECT body FROM webhook_outbox WHERE user_id = ${user.id} AND event = 'order.refunded'`),
+    );
+    expect(callback!.body).toContain('"quantity":2,"total":199999999999999.98}');
   });
 
   it('payment amounts: a 16-digit whole amount is answered exactly; a JSON number a double does not hold is refused', async () => {

@@ -31,9 +31,10 @@ const zodAnswer = serializerCompiler({
 
 /**
  * The order's 200 answer as JSON: an answer the schema would pass through unchanged is written directly
- * (stringifyJsonExact, the total as its decimal text); anything else goes through the zod serializer, which copies it by the schema or refuses it (a 500) as
- * before. The same bytes either way (test/orders/answer-bytes.test.ts); the zod copy cost more CPU per order than
- * the rest of the answer (docs/PERFORMANCE.md, "Order creation: our server's CPU per order (fifth session)").
+ * (stringifyJsonExact, the total as its decimal text); anything else goes through the app's serializer, which copies
+ * it by the schema or refuses it (a 500) as before. The same bytes either way (test/orders/answer-bytes.test.ts); the
+ * zod copy cost more CPU per order than the rest of the answer (docs/PERFORMANCE.md, "Order creation: our server's
+ * CPU per order (fifth session)").
  */
 export function orderCreateAnswer(data: unknown): string {
   if (data !== null && typeof data === 'object' && plain(data as Record<string, unknown>)) return stringifyJsonExact(data);

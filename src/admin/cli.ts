@@ -3,6 +3,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CliError, COMMANDS, usageError, type Command, type HttpCall, type Opts } from './cli-commands.js';
+import { parseJsonExact, stringifyJsonExact } from '../shared/json-exact.js';
 
 /**
  * reseller-admin (docs/contract.md, "Admin"): a thin client of the admin HTTP API. JSON `data` on stdout and exit 0; on failure one
@@ -239,7 +240,8 @@ async function send(call: HttpCall, conn: Connection, fetchFn: typeof fetch, tim
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // Amounts of 16 digits or more stay exact (JsonDecimal) and are printed as the server wrote them.
+    parsed = parseJsonExact(text);
   } catch {
     parsed = undefined;
   }
@@ -282,7 +284,7 @@ async function open(p: string, init: { signal: AbortSignal }, conn: Connection, 
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let token: string | undefined;
   const fail = (envelope: Record<string, unknown>) => {
-    let out = JSON.stringify(envelope);
+    let out = stringifyJsonExact(envelope);
     if (token) out = out.split(token).join('***');
     io.stderr(out + '\n');
     return 1;
@@ -304,7 +306,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         warn: (m) => io.stderr(`warning: ${m}\n`),
         progress: (m) => io.progress?.(m),
       });
-      io.stdout(JSON.stringify(data, null, 2) + '\n');
+      io.stdout(stringifyJsonExact(data, 2) + '\n');
       return 0;
     }
     let call: HttpCall;
@@ -324,7 +326,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const outcome = await send(call, conn, fetchFn, await timeoutOf(call, conn, fetchFn));
     if (!outcome.ok) return fail(refusedToken(outcome.envelope, conn));
     const data = r.command.output ? r.command.output(outcome.data) : outcome.data;
-    io.stdout(JSON.stringify(data, null, 2) + '\n');
+    io.stdout(stringifyJsonExact(data, 2) + '\n');
     return 0;
   } catch (err) {
     if (err instanceof CliError) return fail({ ok: false, error: err.code, message: err.message });

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { moneyOutput } from '../shared/money.js';
 import type { CatalogService } from '../catalog/service.js';
 import type { FilesService } from '../files/service.js';
 import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
@@ -127,7 +128,7 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
       params: orderCodeParams,
       response: {
         200: ok(
-          z.object({ order_code: z.string(), status: z.string(), total: z.number(), message: z.string() }),
+          z.object({ order_code: z.string(), status: z.string(), total: moneyOutput, message: z.string() }),
           'The refunded order, under data.',
         ),
         ...errs('not_found', 'conflict'),

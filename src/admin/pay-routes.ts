@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { moneyOutput } from '../shared/money.js';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
 import type { PayClientsService } from '../payments/clients.js';
 import type { MethodsService } from '../payments/methods.js';
@@ -40,7 +41,7 @@ const methodView = z.object({
 const adminPayment = z.object({
   payment_id: z.string(),
   merchant_invoice_id: z.string(),
-  amount: z.number(),
+  amount: moneyOutput,
   status: z.string(),
   payment_ready: z.boolean(),
   payment: paymentData.optional(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { productSchema, categorySchema } from '../catalog/schemas.js';
-import { moneyInput } from '../shared/money.js';
+import { moneyInput, moneyOutput } from '../shared/money.js';
 
 export const userView = z.object({
   id: z.number().int(),
@@ -8,7 +8,7 @@ export const userView = z.object({
   api_key: z.string().optional().describe('the current key (admin only)'),
   api_key_hint: z.string(),
   api_enabled: z.boolean(),
-  balance: z.number(),
+  balance: moneyOutput,
   allowed_ips: z.array(z.string()),
   callback_url: z.string().nullable().describe('where order callbacks go; null: none are sent'),
   allow_private_targets: z.boolean().describe('order callbacks may go to loopback/private addresses'),
@@ -45,11 +45,11 @@ export const userCreateBody = z.object({
 export const userRefParams = z.object({ ref: z.string().min(1).max(100).describe('user id or name') });
 export const setIpsBody = z.object({ ips: ipsInput.describe('empty list = any address') });
 export const creditBody = z.object({ amount: moneyInput.describe('negative debits'), note: z.string().max(500).optional() });
-export const creditResult = z.object({ user_id: z.number().int(), amount: z.number(), balance: z.number(), ledger_id: z.number().int() });
+export const creditResult = z.object({ user_id: z.number().int(), amount: moneyOutput, balance: moneyOutput, ledger_id: z.number().int() });
 export const ledgerEntry = z.object({
   id: z.number().int(),
-  amount: z.number(),
-  balance_after: z.number(),
+  amount: moneyOutput,
+  balance_after: moneyOutput,
   kind: z.string(),
   ref: z.string().nullable(),
   note: z.string().nullable(),

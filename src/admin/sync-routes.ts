@@ -5,7 +5,7 @@ import { errorResponses, type ErrorCode } from '../http/errors.js';
 import { allowSilence, LONG_ACTION_MARGIN_SECONDS } from '../http/server-options.js';
 import type { CronService } from '../jobs/cron.js';
 import type { SettingsService } from '../settings/service.js';
-import { moneyInput } from '../shared/money.js';
+import { moneyInput, moneyOutput } from '../shared/money.js';
 import type { OverridesService } from '../sync/overrides.js';
 import type { SyncService } from '../sync/service.js';
 import { ok, productIdParams } from './schemas.js';
@@ -67,8 +67,8 @@ const overrideBody = z.object({
 const overrideView = z.object({
   product_id: z.string().nullable(),
   source_id: z.string(),
-  price_adjust: z.number().nullable(),
-  fixed_price: z.number().nullable(),
+  price_adjust: moneyOutput.nullable(),
+  fixed_price: moneyOutput.nullable(),
   name: z.string().nullable(),
   description: z.string().nullable(),
   description2: z.string().nullable(),

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { moneyOutput } from '../shared/money.js';
 import { errorResponses, type ErrorCode } from '../http/errors.js';
 import { TRANSACTION_STATUSES, type BankFeedsService, type TransactionStatus } from '../payments/bank-feeds.js';
 import { ok } from './schemas.js';
@@ -11,7 +12,7 @@ const transactionView = z.object({
   id: z.number().int(),
   feed: z.enum(['sepay', 'casso']),
   reference: z.string().nullable().describe("the bank's reference of the transfer"),
-  amount: z.number(),
+  amount: moneyOutput,
   content: z.string().describe('the transfer note as the bank wrote it'),
   status: z.enum(TRANSACTION_STATUSES as [TransactionStatus, ...TransactionStatus[]]),
   payment_id: z

@@ -1,6 +1,7 @@
 import { and, eq, gt, not, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, products, sourceCategoryOverrides, sourceOverrides } from '../db/schema/index.js';
+import type { JsonDecimal } from '../shared/json-exact.js';
 import { moneyOut } from '../shared/money.js';
 
 /**
@@ -18,7 +19,7 @@ export type ProductView = {
   id: string;
   name: string;
   category_id: string;
-  price: number;
+  price: JsonDecimal;
   stock: number;
   status: 'in_stock' | 'out_of_stock' | 'unavailable';
   min_qty: number;
@@ -155,7 +156,7 @@ export function productView(r: ShownRow, hiddenAsUnavailable = true): ProductVie
     name: r.name,
     category_id: String(r.categoryId),
     // Null only for a row that is not visible (visibleAt): the admin list and a delta's `unavailable` entry show 0.
-    price: r.price === null ? 0 : moneyOut(r.price),
+    price: moneyOut(r.price ?? '0'),
     stock,
     status: r.visible || !hiddenAsUnavailable ? status : 'unavailable',
     min_qty: r.minQty,

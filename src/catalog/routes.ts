@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { errorResponses } from '../http/errors.js';
 import { AUTH_ERRORS } from '../ordering/auth.js';
+import { stringifyJsonExact } from '../shared/json-exact.js';
 import type { CatalogService, ProductPage } from './service.js';
 import type { ProductsQuery } from './public.js';
 import { categoriesResponse, productQuery, productResponse, productsQuery, productsResponse } from './schemas.js';
@@ -11,7 +12,7 @@ const VALIDATED_QUERIES_MAX = 1000;
 /** A longer URL is not remembered (it takes the normal path, validation then the handler): 1,000 entries stay small. */
 const VALIDATED_URL_MAX = 512;
 
-const serializeProductsPage = (page: ProductPage) => JSON.stringify(productsResponse.parse({ ok: true, ...page }));
+const serializeProductsPage = (page: ProductPage) => stringifyJsonExact(productsResponse.parse({ ok: true, ...page }));
 
 /** The public catalogue of the ordering API (categories, products, product); registered inside its authenticated scope. */
 export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: CatalogService }): void {

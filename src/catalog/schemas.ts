@@ -1,10 +1,11 @@
 import { z } from 'zod';
+import { moneyOutput } from '../shared/money.js';
 
 export const productSchema = z.object({
   id: z.string(),
   name: z.string(),
   category_id: z.string(),
-  price: z.number().describe('selling price in the `currency` setting'),
+  price: moneyOutput.describe('selling price in the `currency` setting'),
   stock: z
     .number()
     .int()

@@ -110,8 +110,17 @@ export function errorBody(
 /** An error answer a route can give: a code at its usual status, or at the status the route gives it instead. */
 export type ErrorAnswer = ErrorCode | readonly [ErrorCode, number];
 
-// Any route may meet a database outage (503 unavailable), a shutdown (503 not_ready, src/app.ts) or a bug (500).
-const ALWAYS: ErrorAnswer[] = ['unavailable', 'not_ready', 'internal_error'];
+// Any route may meet a database outage (503 unavailable), a shutdown (503 not_ready, src/app.ts) or a bug (500), and
+// any request may be refused by Node's HTTP parser before routing (src/http/server-options.ts, clientErrorAnswer): a
+// malformed request 400, headers not received in time 408, a request line and headers over 16 KB 431.
+const ALWAYS: ErrorAnswer[] = [
+  'unavailable',
+  'not_ready',
+  'internal_error',
+  'invalid_request',
+  ['invalid_request', 408],
+  ['payload_too_large', 431],
+];
 const ERROR_PREFIX = 'error: ';
 
 function errorSchemaFor(codes: string[]): z.ZodType {

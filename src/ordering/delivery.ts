@@ -5,6 +5,7 @@ import { selectShown } from '../catalog/queries.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
+import type { JsonDecimal } from '../shared/json-exact.js';
 import { moneyOut } from '../shared/money.js';
 import { formatDisplayTime } from '../shared/time-format.js';
 import { OrderNotFound } from './errors.js';
@@ -19,8 +20,8 @@ export type OrderView = {
   product_id: string;
   product_name: string;
   quantity: number;
-  unit_price: number;
-  total: number;
+  unit_price: JsonDecimal;
+  total: JsonDecimal;
   created_at: string;
   updated_at: string;
 };

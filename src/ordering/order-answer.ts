@@ -1,7 +1,8 @@
-import { serializerCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler } from '../http/serializer.js';
+import { JsonDecimal, stringifyJsonExact } from '../shared/json-exact.js';
 import { orderCreateResponse } from './schemas.js';
 
-type Answer = { ok: true; order_code: string; status: string; total: number; message: string; idempotent_replay?: boolean };
+type Answer = { ok: true; order_code: string; status: string; total: JsonDecimal; message: string; idempotent_replay?: boolean };
 
 const STATUSES = new Set(orderCreateResponse.shape.status.options as readonly string[]);
 const KEYS = Object.keys(orderCreateResponse.shape);
@@ -16,8 +17,7 @@ function plain(a: Record<string, unknown>): a is Answer {
     typeof a.order_code === 'string' &&
     typeof a.status === 'string' &&
     STATUSES.has(a.status) &&
-    typeof a.total === 'number' &&
-    Number.isFinite(a.total) &&
+    a.total instanceof JsonDecimal &&
     typeof a.message === 'string'
   );
 }
@@ -30,12 +30,12 @@ const zodAnswer = serializerCompiler({
 });
 
 /**
- * The order's 200 answer as JSON: an answer the schema would pass through unchanged is written by JSON.stringify
- * alone; anything else goes through the zod serializer, which copies it by the schema or refuses it (a 500) as
- * before. The same bytes either way (test/orders/answer-bytes.test.ts); the zod copy cost more CPU per order than
- * the rest of the answer (docs/PERFORMANCE.md, "Orders: CPU per order").
+ * The order's 200 answer as JSON: an answer the schema would pass through unchanged is written directly
+ * (stringifyJsonExact, the total as its decimal text); anything else goes through the app's serializer, which copies
+ * it by the schema or refuses it (a 500) as before. The same bytes either way (test/orders/answer-bytes.test.ts); the
+ * zod copy cost more CPU per order than the rest of the answer (docs/PERFORMANCE.md, "Orders: CPU per order").
  */
 export function orderCreateAnswer(data: unknown): string {
-  if (data !== null && typeof data === 'object' && plain(data as Record<string, unknown>)) return JSON.stringify(data);
+  if (data !== null && typeof data === 'object' && plain(data as Record<string, unknown>)) return stringifyJsonExact(data);
   return zodAnswer(data);
 }

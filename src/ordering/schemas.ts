@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { moneyOutput } from '../shared/money.js';
 
 export const balanceResponse = z
-  .object({ ok: z.literal(true), balance: z.number(), currency: z.string() })
+  .object({ ok: z.literal(true), balance: moneyOutput, currency: z.string() })
   .describe('The balance and its currency.');
 
 export const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,100}$/;
@@ -21,7 +22,7 @@ export const orderCreateResponse = z
     ok: z.literal(true),
     order_code: z.string(),
     status: z.enum(['pending', 'success', 'failed', 'refunded']),
-    total: z.number(),
+    total: moneyOutput,
     message: z.string(),
     idempotent_replay: z.boolean().optional().describe('true when this answers an earlier request with the same request_id'),
   })
@@ -34,8 +35,8 @@ export const orderView = z.object({
   product_id: z.string(),
   product_name: z.string(),
   quantity: z.number().int(),
-  unit_price: z.number(),
-  total: z.number(),
+  unit_price: moneyOutput,
+  total: moneyOutput,
   created_at: z.string(),
   updated_at: z.string(),
 });

@@ -6,6 +6,7 @@ import { withTx } from '../db/tx.js';
 import type { Clock } from '../shared/clock.js';
 import type { EventBus } from '../shared/events.js';
 import { newOrderCode } from '../shared/ids.js';
+import type { JsonDecimal } from '../shared/json-exact.js';
 import { moneyOut } from '../shared/money.js';
 import { enqueueOrderEvent } from '../webhooks/order-events.js';
 import { createOrderFn } from './create-order-fn.js';
@@ -15,7 +16,12 @@ import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 
 export type OrderRow = typeof orders.$inferSelect;
 
-export type OrderSummary = { order_code: string; status: 'pending' | 'success' | 'failed' | 'refunded'; total: number; message: string };
+export type OrderSummary = {
+  order_code: string;
+  status: 'pending' | 'success' | 'failed' | 'refunded';
+  total: JsonDecimal;
+  message: string;
+};
 
 /** How long an order waits for its reseller's lane: as long as the pool waits for a connection. */
 export const LANE_MAX_WAIT_MS = POOL_CONNECT_TIMEOUT_MS;

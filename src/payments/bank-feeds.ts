@@ -5,6 +5,7 @@ import { rowsOf, withTx } from '../db/tx.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
+import type { JsonDecimal } from '../shared/json-exact.js';
 import { moneyOut } from '../shared/money.js';
 import { readableKey } from '../shared/readable.js';
 import { EXPIRING_STATUSES, FINAL_STATUSES, isStatusIn } from './statuses.js';
@@ -58,7 +59,7 @@ export type TransactionView = {
   id: number;
   feed: Feed;
   reference: string | null;
-  amount: number;
+  amount: JsonDecimal;
   content: string;
   status: TransactionStatus;
   payment_id: string | null;

@@ -163,8 +163,9 @@ const esc = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function amountText(amount: string, currency: string, lang: Lang): string {
-  const n = moneyOut(amount);
-  const shown = new Intl.NumberFormat(lang === 'vi' ? 'vi-VN' : 'en-US', { maximumFractionDigits: 2 }).format(n);
+  // Intl formats a decimal string exactly (ES2023); a double would drop cents past 2^53.
+  const exact = moneyOut(amount).text as unknown as number;
+  const shown = new Intl.NumberFormat(lang === 'vi' ? 'vi-VN' : 'en-US', { maximumFractionDigits: 2 }).format(exact);
   return currency === 'VND' ? `${shown} ₫` : `${shown} ${currency}`;
 }
 
@@ -216,7 +217,7 @@ export function renderPage({ p, token, lang, timeZone, refreshSeconds }: PageInp
     ? `<section class="card" id="screen-pay" data-screen="pay"${open ? '' : ' hidden'}>
 <h1>${esc(t.title)}</h1>
 <div class="grid"><div>
-<div class="field"><p class="label">${esc(t.amount)}</p><div class="row"><p class="big" id="amount">${esc(amount)}</p>${copy(String(moneyOut(p.amount)))}</div></div>
+<div class="field"><p class="label">${esc(t.amount)}</p><div class="row"><p class="big" id="amount">${esc(amount)}</p>${copy(moneyOut(p.amount).text)}</div></div>
 <div class="field"><p class="label">${esc(t.content)}</p><div class="row">${noteHtml(p.transferContent ?? '')}${copy(p.transferContent ?? '')}</div><p class="hint">${esc(t.contentHint)}</p></div>
 <dl><dt>${esc(t.bank)}</dt><dd>${esc(p.bankName ?? '')}</dd>
 <dt>${esc(t.account)}</dt><dd><span id="account">${esc(p.accountNumber ?? '')}</span> ${copy(p.accountNumber ?? '')}</dd>

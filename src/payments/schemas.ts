@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { compareMoney, moneyInput } from '../shared/money.js';
+import { compareMoney, moneyInput, moneyOutput } from '../shared/money.js';
 import { PAYMENT_STATUSES } from './statuses.js';
 
 export const paymentData = z.object({
@@ -10,7 +10,7 @@ export const paymentData = z.object({
   account_number: z.string(),
   account_name: z.string(),
   transfer_content: z.string().describe('the transfer note the payer must use'),
-  amount: z.number(),
+  amount: moneyOutput,
   qr_content: z.string().describe('VietQR (EMVCo) payload with its CRC'),
   qr_image: z.string().describe('PNG data URL of the QR'),
   expires_at: z.string(),
@@ -21,7 +21,7 @@ export const paymentResponse = z
     ok: z.literal(true),
     payment_id: z.string(),
     merchant_invoice_id: z.string(),
-    amount: z.number(),
+    amount: moneyOutput,
     status: z.enum(PAYMENT_STATUSES),
     payment_ready: z.boolean().describe('false while payment data is not yet available: poll the status endpoint'),
     payment: paymentData.optional(),

@@ -1,4 +1,5 @@
 import type { paymentRequests } from '../db/schema/index.js';
+import type { JsonDecimal } from '../shared/json-exact.js';
 import { moneyOut } from '../shared/money.js';
 import { isStatusIn, SHOWS_PAYMENT, type PaymentStatus } from './statuses.js';
 
@@ -7,7 +8,7 @@ export type PaymentRow = typeof paymentRequests.$inferSelect;
 export type PaymentView = {
   payment_id: string;
   merchant_invoice_id: string;
-  amount: number;
+  amount: JsonDecimal;
   status: PaymentStatus;
   payment_ready: boolean;
   payment?: {
@@ -18,7 +19,7 @@ export type PaymentView = {
     account_number: string;
     account_name: string;
     transfer_content: string;
-    amount: number;
+    amount: JsonDecimal;
     qr_content: string;
     qr_image: string;
     expires_at: string;

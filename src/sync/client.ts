@@ -7,6 +7,7 @@ import type { SettingsService } from '../settings/service.js';
 import { signRequest } from '../ordering/signing.js';
 import { timeoutSignal } from '../shared/abort.js';
 import { discard } from '../shared/streams.js';
+import { parseJsonExact } from '../shared/json-exact.js';
 import { AnswerTooLarge, MAX_JSON_VALUES, peek, readBounded, tooManyJsonValues, ZIP_CONTENT_TYPES, ZIP_LOCAL_HEADER } from './answer.js';
 
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -153,7 +154,8 @@ export function createSourceClient(deps: SourceClientDeps) {
       }
       let body: Record<string, unknown>;
       try {
-        body = JSON.parse(text) as Record<string, unknown>;
+        // A price of 16 digits or more stays its text (JsonDecimal): read through a double it would be another price.
+        body = parseJsonExact(text) as Record<string, unknown>;
         if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('not an object');
       } catch {
         throw new SourceError('unknown', `The source site answered HTTP ${res.statusCode} without a readable JSON body`, 'bad_answer');

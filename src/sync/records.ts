@@ -1,4 +1,5 @@
 import { PRODUCT_TYPES, type ProductType } from '../catalog/queries.js';
+import { JsonDecimal } from '../shared/json-exact.js';
 import { MONEY_LIMIT, MONEY_RE } from '../shared/money.js';
 import { cleanText, hasUnsafeText } from '../shared/text.js';
 
@@ -98,7 +99,8 @@ type PriceCheck = { price: string } | { reason: SkipReason };
 
 /** A price of 0, a missing or malformed price: the record is skipped, never sold at 0 nor at a price we cannot hold. */
 function priceOf(v: unknown, markup: string): PriceCheck {
-  const s = typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' ? v.trim() : '';
+  const s =
+    v instanceof JsonDecimal ? v.text : typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' ? v.trim() : '';
   // 1e21 and beyond print in exponent form, as does a long digit string: both are out of range, not malformed.
   if (/^\d+(\.\d+)?(e\+?\d+)?$/i.test(s) && !MONEY_RE.test(s) && (/e/i.test(s) || /^\d{17,}/.test(s)))
     return { reason: 'price_out_of_range' };

@@ -10,7 +10,8 @@ import type { EventBus } from '../shared/events.js';
 import { newApiKey, newWebhookSecret } from '../shared/ids.js';
 import { allowlistOf, createIpMatcher, type IpMatcher } from '../shared/ip.js';
 import { DomainError } from '../shared/domain-error.js';
-import { MONEY_LIMIT, MONEY_RE, moneyOut } from '../shared/money.js';
+import type { JsonDecimal } from '../shared/json-exact.js';
+import { MONEY_LIMIT, MONEY_RE, compareMoney, moneyOut } from '../shared/money.js';
 
 export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher };
 
@@ -20,7 +21,7 @@ export type UserView = {
   api_key?: string;
   api_key_hint: string;
   api_enabled: boolean;
-  balance: number;
+  balance: JsonDecimal;
   allowed_ips: string[];
   /** Where order callbacks go; null: none are sent (docs/webhooks.md, "Order callbacks"). */
   callback_url: string | null;
@@ -187,7 +188,7 @@ export function createUsersService(deps: UsersDeps) {
           .returning();
         if (!created) throw new DomainError('conflict', `A user named ${JSON.stringify(name)} already exists`);
         auditNote({ target: `user:${created.id}` });
-        if (Number(balance) !== 0) {
+        if (compareMoney(balance, '0') !== 0) {
           await tx
             .insert(balanceLedger)
             .values({ userId: created.id, amount: balance, balanceAfter: balance, kind: 'admin_credit', note: 'opening balance', actor });
@@ -247,8 +248,8 @@ export function createUsersService(deps: UsersDeps) {
       note: string | undefined,
       actor: string,
       outer: Db = db,
-    ): Promise<{ user_id: number; amount: number; balance: number; ledger_id: number }> {
-      if (!MONEY_RE.test(amount) || Number(amount) === 0) {
+    ): Promise<{ user_id: number; amount: JsonDecimal; balance: JsonDecimal; ledger_id: number }> {
+      if (!MONEY_RE.test(amount) || compareMoney(amount, '0') === 0) {
         throw new DomainError('invalid', 'amount must be a non-zero amount with at most 2 decimals (negative debits)', {
           fields: [{ path: 'body.amount', message: 'must be a non-zero amount with at most 2 decimals' }],
         });
@@ -281,7 +282,7 @@ export function createUsersService(deps: UsersDeps) {
             userId: user.id,
             amount,
             balanceAfter: row.balance,
-            kind: Number(amount) > 0 ? 'admin_credit' : 'admin_debit',
+            kind: compareMoney(amount, '0') > 0 ? 'admin_credit' : 'admin_debit',
             note: note ?? null,
             actor,
           })
@@ -319,7 +320,7 @@ export function createUsersService(deps: UsersDeps) {
     cachedAuthentication(apiKey: string): AuthUser | null | undefined {
       return cachedUser(sha256Hex(apiKey), clock.now().getTime());
     },
-    async balance(userId: number): Promise<number> {
+    async balance(userId: number): Promise<JsonDecimal> {
       const rows = await balanceQuery.execute({ userId });
       if (!rows[0]) throw new DomainError('unauthenticated', 'Unknown API key');
       return moneyOut(rows[0].balance);

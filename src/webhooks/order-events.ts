@@ -3,6 +3,7 @@ import type { Db } from '../db/client.js';
 import { rowsOf } from '../db/tx.js';
 import { EVENTS_CHANNEL } from '../shared/events.js';
 import { newEventId } from '../shared/ids.js';
+import { stringifyJsonExact } from '../shared/json-exact.js';
 import { moneyOut } from '../shared/money.js';
 
 /** The order callbacks (docs/webhooks.md): one per status change after the create answer. */
@@ -27,7 +28,8 @@ export type OrderEventSource = {
  */
 export async function enqueueOrderEvent(tx: Db, order: OrderEventSource, event: OrderEventName, now: Date): Promise<boolean> {
   const eventId = newEventId();
-  const body = JSON.stringify({
+  // The total as its decimal text (src/shared/json-exact.ts): the receiver gets the amount the database holds.
+  const body = stringifyJsonExact({
     event_id: eventId,
     event,
     created_at: now.toISOString(),

@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import { runCli } from '../../src/admin/cli.js';
+import { parseJsonExact, stringifyJsonExact } from '../../src/shared/json-exact.js';
 import { ADMIN_TOKEN } from '../harness.js';
 
 /** runCli against a listening test app, with the output contract of docs/contract.md, "Admin", asserted on every call. */
@@ -19,7 +20,8 @@ export function cliKit(adminUrl: () => string) {
   async function ok<T = Record<string, unknown>>(...argv: string[]): Promise<T> {
     const r = await cli(argv);
     expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: '' });
-    expect(r.out).toBe(JSON.stringify(JSON.parse(r.out), null, 2) + '\n');
+    // Amounts of 16 digits and more are printed exactly: read back without a double (docs/errors.md, "Amounts in JSON").
+    expect(r.out).toBe(stringifyJsonExact(parseJsonExact(r.out), 2) + '\n');
     return JSON.parse(r.out) as T;
   }
 

@@ -308,6 +308,15 @@ describe('reseller-admin CLI', () => {
         },
       ]);
     });
+
+    it('prints amounts of 16 digits and more as the server wrote them, never through a double', async () => {
+      await ok('user', 'create', '--name', 'large-payer');
+      const r = await cli(['user', 'credit', 'large-payer', '99999999999999.99']);
+      expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: '' });
+      expect(r.out).toContain('"amount": 99999999999999.99,\n  "balance": 99999999999999.99,\n');
+      const ledger = await cli(['user', 'ledger', 'large-payer']);
+      expect(ledger.out).toContain('"amount": 99999999999999.99,\n    "balance_after": 99999999999999.99,\n');
+    });
   });
 
   describe('catalogue', () => {

@@ -2,6 +2,7 @@ import { Ajv } from 'ajv';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, bearer, createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { raw } from '../helpers/raw-http.js';
 
 // GET /openapi.json documents every route the app serves (STYLE habit 4): operationId, a description, the 200 body
 // and the error envelope. ajv (installed with Fastify) checks that real answers match what the document promises.
@@ -294,6 +295,25 @@ describe('OpenAPI document', () => {
     const noToken = await call('GET', '/admin/v1/users');
     expect(noToken.statusCode).toBe(401);
     expectDocumented('get', '/admin/v1/users', noToken);
+  });
+
+  it('documents 400, 408 and 431 on every operation: Node refuses a malformed request before any route runs', async () => {
+    for (const [method, path, op] of operations(doc))
+      for (const status of ['400', '408', '431'])
+        expect.soft(isErrorEnvelope(jsonSchemaOf(op, status)), `${method} ${path} documents ${status}`).toBe(true);
+    // A control character in a header, to operations with no parameters at all: Node's parser answers 400.
+    const base = await t.listen();
+    for (const [method, path] of [
+      ['get', '/api/v1/balance'],
+      ['get', '/api/v1/categories'],
+      ['get', '/healthz'],
+      ['get', '/admin/v1/users'],
+      ['get', '/api/v1/ping'],
+    ] as const) {
+      const a = await raw(base, [`${method.toUpperCase()} ${path} HTTP/1.1\r\nHost: x\r\nX-Note: a\x01b\r\n\r\n`]);
+      expect(a.status, `${path}: ${a.body}`).toBe(400);
+      expectDocumented(method, path, { statusCode: a.status, json: () => JSON.parse(a.body) });
+    }
   });
 
   it('serves the docs UI at /docs, reading the same document', async () => {

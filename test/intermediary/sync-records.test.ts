@@ -151,4 +151,31 @@ describe('a source record is data to validate, one record at a time', () => {
     expect(await lastRun(s)).toMatchObject({ ok: true, products: 2, cleaned_reasons: { name_too_long: 1, description_too_long: 1 } });
     expect((await s.get(`/api/v1/product?id=${await s.idOf('2')}`)).json()).toMatchObject({ data: { name: 'Later copy' } });
   });
+  it(
+    'a price of 16 digits sent as a JSON number is stored as written; one a double cannot tell apart is skipped',
+    { timeout: 120_000 },
+    async () => {
+      s = await midOnFake();
+      // Written by hand: JSON.stringify cannot write these literals, and JSON.parse would read 99999999999999.99 as
+      // ...98 and 1.0000000000000001 as 1 (docs/errors.md, "Amounts in JSON").
+      const text = (price: string, id: string) =>
+        JSON.stringify(fakeProduct(id, { name: `P${id}` })).replace('"price":1000', `"price":${price}`);
+      s.fake.on('GET /api/v1/products', (_req, res) => {
+        const body = `{"ok":true,"data":[${text('99999999999999.99', '1')},${text('1.0000000000000001', '2')}],"page":1,"limit":100,"total":2,"has_more":false}`;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(body);
+      });
+      expect((await s.syncNow()).json()).toMatchObject({
+        ok: true,
+        data: { ran: true, created: 1, skipped: 1, skipped_reasons: { bad_price: 1 } },
+      });
+      const id = await s.idOf('1');
+      const [row] = rowsOf<{ price: string }>(
+        await s.mid.deps.db.execute(sql`SELECT price::text AS price FROM products WHERE id = ${Number(id)}`),
+      );
+      expect(row!.price).toBe('99999999999999.99');
+      // Shown rounded up to the whole unit (docs/configuration.md, price_markup_percent), from the exact source price.
+      expect((await s.get(`/api/v1/product?id=${id}`)).body).toContain('"price":100000000000000,');
+    },
+  );
 });

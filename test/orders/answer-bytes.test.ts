@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { DrizzleQueryError, eq } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
-import { serializerCompiler } from 'fastify-type-provider-zod';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Db } from '../../src/db/client.js';
@@ -11,7 +10,9 @@ import { isDatabaseOutage } from '../../src/http/outage.js';
 import { orders } from '../../src/db/schema/index.js';
 import { createOrderFn } from '../../src/ordering/create-order-fn.js';
 import { OrderRefused } from '../../src/ordering/errors.js';
+import { serializerCompiler } from '../../src/http/serializer.js';
 import { orderCreateAnswer } from '../../src/ordering/order-answer.js';
+import { moneyOut } from '../../src/shared/money.js';
 import { orderCreateResponse } from '../../src/ordering/schemas.js';
 import { createTestApp, importCodes, makeCategory, makeProduct, makeUser, onPostgres, postOrder, type TestApp } from '../harness.js';
 
@@ -22,6 +23,11 @@ import { createTestApp, importCodes, makeCategory, makeProduct, makeUser, onPost
  * direct call runs only on PostgreSQL (PGlite keeps drizzle's prepared statement): the PostgreSQL run covers it.
  */
 const zodAnswer = serializerCompiler({ schema: orderCreateResponse, method: 'POST', url: '/api/v1/order/create', httpStatus: '200' });
+/** An answer as the handler built it: its total a decimal (moneyOut), as the service gives it. */
+const asBuilt = (body: string) => {
+  const a = JSON.parse(body) as { total: number };
+  return { ...a, total: moneyOut(String(a.total)) };
+};
 
 describe('the order answer and the order row, as the generic path gives them', () => {
   let t: TestApp;
@@ -164,7 +170,7 @@ describe('the order answer and the order row, as the generic path gives them', (
     const body = { product_id: productId, quantity: 1, request_id: `ab-${randomBytes(4).toString('hex')}` };
     const first = await postOrder(t, user.api_key, body);
     expect(first.statusCode).toBe(200);
-    expect(first.body).toBe(zodAnswer(JSON.parse(first.body)));
+    expect(first.body).toBe(zodAnswer(asBuilt(first.body)));
     expect(JSON.parse(first.body)).toEqual({
       ok: true,
       order_code: expect.stringMatching(/^OD[0-9A-Z]{14}$/),
@@ -175,23 +181,26 @@ describe('the order answer and the order row, as the generic path gives them', (
     const again = await postOrder(t, user.api_key, body);
     expect(again.statusCode).toBe(200);
     expect(again.headers['idempotent-replayed']).toBe('true');
-    expect(again.body).toBe(zodAnswer(JSON.parse(again.body)));
+    expect(again.body).toBe(zodAnswer(asBuilt(again.body)));
     expect(again.body).toBe(first.body.replace(/}$/, ',"idempotent_replay":true}'));
   });
 
   it('writes what the zod serializer writes for every answer, and refuses what it refuses', () => {
-    const base = { ok: true, order_code: 'OD0123456789ABCD', status: 'success', total: 12.5, message: 'm "quoted" é' };
+    const base = { ok: true, order_code: 'OD0123456789ABCD', status: 'success', total: moneyOut('12.50'), message: 'm "quoted" é' };
     const same = [
       base,
-      { ...base, status: 'pending', total: 0 },
+      { ...base, status: 'pending', total: moneyOut('0.00') },
+      // 16 digits and more: written as the decimal text, never through a double.
+      { ...base, total: moneyOut('99999999999999.99') },
       { ...base, idempotent_replay: true },
       { ...base, idempotent_replay: false },
       // Not as the handler builds it: the zod copy decides (a key it strips, another order of keys).
       { ...base, extra: 'dropped' },
-      { message: 'm', total: 1, status: 'failed', order_code: 'X', ok: true },
+      { message: 'm', total: moneyOut('1'), status: 'failed', order_code: 'X', ok: true },
       { ...base, idempotent_replay: undefined },
     ];
     for (const a of same) expect(orderCreateAnswer(a)).toBe(zodAnswer(a));
+    expect(orderCreateAnswer(same[2])).toContain('"total":99999999999999.99,');
     const refused = [
       { ...base, status: 'shipped' },
       { ...base, total: Number.NaN },
@@ -199,6 +208,8 @@ describe('the order answer and the order row, as the generic path gives them', (
       { ...base, ok: false },
       { ...base, idempotent_replay: 'yes' },
       { ...base, total: '12.5' },
+      // A double is no answer's total: it may already be another amount.
+      { ...base, total: 12.5 },
     ];
     for (const a of refused) {
       expect(() => zodAnswer(a)).toThrow();

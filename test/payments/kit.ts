@@ -46,8 +46,9 @@ export function rawRequest(
   return t.request(opts);
 }
 
-/** A payment answer as the API sends it: the service's view in the success envelope. */
-export type PaymentBody = { ok: true } & PaymentView;
+type WirePayment = Omit<NonNullable<PaymentView['payment']>, 'amount'> & { amount: number };
+/** A payment answer as the API sends it, read by JSON.parse: the service's view in the success envelope, amounts as numbers. */
+export type PaymentBody = { ok: true } & Omit<PaymentView, 'amount' | 'payment'> & { amount: number; payment?: WirePayment };
 
 let seq = 0;
 /** A unique merchant invoice id / idempotency key for this file. */

@@ -54,7 +54,9 @@ describe('the QR PNG (src/payments/qr-png.ts, 1 bit per pixel from the QR matrix
     for (const payload of payloads) {
       const ours = await qrPngDataUrl(payload);
       const png = pngjs.PNG.sync.read(Buffer.from(ours.slice('data:image/png;base64,'.length), 'base64'));
-      const reference = pngjs.PNG.sync.read(await QRCode.toBuffer(qrSegments(payload) ?? payload, { errorCorrectionLevel: 'M', margin: 2, scale: 6 }));
+      const reference = pngjs.PNG.sync.read(
+        await QRCode.toBuffer(qrSegments(payload) ?? payload, { errorCorrectionLevel: 'M', margin: 2, scale: 6 }),
+      );
       expect([png.width, png.height]).toEqual([reference.width, reference.height]);
       expect(png.data.equals(reference.data)).toBe(true);
       expect(decodeQrImage(ours)).toBe(payload);

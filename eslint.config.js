@@ -10,17 +10,20 @@ const NO_APP_ERROR = {
   importNames: ['AppError', 'fieldError'],
   message: 'A service throws a DomainError (shared/domain-error.ts); its route scope maps it to a code.',
 };
+/** A package's name (scoped or not) and a slash: not a relative path, an absolute one, `node:` or a `#` import. */
+const PACKAGE_SLASH = '^(?!node:)(?:@[^/]+/[^/]+|[^./@#][^/]*)/';
 /**
  * Packages are used through their documented entry points (docs/decisions.md, "Public library APIs only"): a file
  * under a package's lib/, dist/, src/, build/ or internal/ can change in any release. Relative imports, `node:` and
  * public subpaths (`drizzle-orm/pg-core`, `undici/types`, `tsx/esm/api`) do not match. Every block below that sets
  * no-restricted-imports repeats it, as a later block's patterns replace an earlier one's.
  */
-/** A package's name (scoped or not) and a slash: not a relative path, an absolute one, `node:` or a `#` import. */
-const PACKAGE_SLASH = '^(?!node:)(?:@[^/]+/[^/]+|[^./@#][^/]*)/';
 const PACKAGE_PRIVATE = `${PACKAGE_SLASH}(?:[^/]+/)*(?:lib|dist|src|build|internal)(?:/|$)`;
 const PACKAGE_INTERNALS = { regex: PACKAGE_PRIVATE, message: "A package's private file: use its public API (docs/decisions.md)." };
-/** The same for require(), require.resolve() and import() (esquery's regexes cannot hold a slash: \x2F is one). */
+/**
+ * The same for require(), require.resolve() and import() (esquery's regexes cannot hold a slash: \x2F is one). A later
+ * block that sets no-restricted-syntax replaces these too, so it spreads NO_REQUIRE_BY_PATH into its own list.
+ */
 const esqueryRegex = (source) => `/${source.replaceAll('/', '\\x2F')}/`;
 const PRIVATE_SPECIFIER = esqueryRegex(PACKAGE_PRIVATE);
 const PACKAGE_SUBPATH = esqueryRegex(PACKAGE_SLASH);

@@ -10,6 +10,39 @@ const NO_APP_ERROR = {
   importNames: ['AppError', 'fieldError'],
   message: 'A service throws a DomainError (shared/domain-error.ts); its route scope maps it to a code.',
 };
+/** A package's name (scoped or not) and a slash: not a relative path, an absolute one, `node:` or a `#` import. */
+const PACKAGE_SLASH = '^(?!node:)(?:@[^/]+/[^/]+|[^./@#][^/]*)/';
+/**
+ * Packages are used through their documented entry points (docs/decisions.md, "Public library APIs only"): a file
+ * under a package's lib/, dist/, src/, build/ or internal/ can change in any release. Relative imports, `node:` and
+ * public subpaths (`drizzle-orm/pg-core`, `undici/types`, `tsx/esm/api`) do not match. Every block below that sets
+ * no-restricted-imports repeats it, as a later block's patterns replace an earlier one's.
+ */
+const PACKAGE_PRIVATE = `${PACKAGE_SLASH}(?:[^/]+/)*(?:lib|dist|src|build|internal)(?:/|$)`;
+const PACKAGE_INTERNALS = { regex: PACKAGE_PRIVATE, message: "A package's private file: use its public API (docs/decisions.md)." };
+/**
+ * The same for require(), require.resolve() and import() (esquery's regexes cannot hold a slash: \x2F is one). A later
+ * block that sets no-restricted-syntax replaces these too, so it spreads NO_REQUIRE_BY_PATH into its own list.
+ */
+const esqueryRegex = (source) => `/${source.replaceAll('/', '\\x2F')}/`;
+const PRIVATE_SPECIFIER = esqueryRegex(PACKAGE_PRIVATE);
+const PACKAGE_SUBPATH = esqueryRegex(PACKAGE_SLASH);
+const NO_REQUIRE_BY_PATH = [
+  {
+    // ESM code imports a package's public subpaths; createRequire of a subpath reaches a CommonJS file it does not export.
+    selector: `CallExpression[callee.name='require'][arguments.0.value=${PACKAGE_SUBPATH}]`,
+    message: "require() of a package's file by path: import its public API (docs/decisions.md).",
+  },
+  {
+    selector: `CallExpression[callee.property.name='resolve'][arguments.0.value=${PRIVATE_SPECIFIER}]`,
+    message: "A package's private file: use its public API (docs/decisions.md).",
+  },
+  {
+    selector: `ImportExpression[source.value=${PRIVATE_SPECIFIER}]`,
+    message: "A package's private file: use its public API (docs/decisions.md).",
+  },
+];
+
 /**
  * The HTTP edge of the two API families, which may build an AppError: the route files and the request hooks (key
  * auth, the signature check, the ordering limits, the payment API's auth). Everything else there is a service.
@@ -45,6 +78,8 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       'no-console': 'error',
       eqeqeq: ['error', 'always'],
+      'no-restricted-imports': ['error', { patterns: [PACKAGE_INTERNALS] }],
+      'no-restricted-syntax': ['error', ...NO_REQUIRE_BY_PATH],
     },
   },
   {
@@ -61,11 +96,11 @@ export default tseslint.config(
   // sets no-restricted-imports for the same file replaces these patterns, so the service blocks below repeat them.
   {
     files: ['src/payments/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_ORDERING] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_ORDERING, PACKAGE_INTERNALS] }] },
   },
   {
     files: ['src/ordering/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PAYMENTS] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PAYMENTS, PACKAGE_INTERNALS] }] },
   },
   // Services refuse with DomainError; only the route scopes speak HTTP codes (docs/decisions.md, "Domain errors").
   {
@@ -81,17 +116,17 @@ export default tseslint.config(
       'src/webhooks/**',
     ],
     ignores: ['src/**/routes.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [NO_APP_ERROR] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [NO_APP_ERROR, PACKAGE_INTERNALS] }] },
   },
   {
     files: ['src/payments/**'],
     ignores: API_EDGE,
-    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_ORDERING, NO_APP_ERROR] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_ORDERING, NO_APP_ERROR, PACKAGE_INTERNALS] }] },
   },
   {
     files: ['src/ordering/**'],
     ignores: API_EDGE,
-    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PAYMENTS, NO_APP_ERROR] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PAYMENTS, NO_APP_ERROR, PACKAGE_INTERNALS] }] },
   },
   // A stream from an outside party that is let go early goes through discard() (src/shared/streams.ts), which listens
   // for its error first: an undici body destroyed bare emits one a tick later, and an error nobody hears ends the
@@ -120,6 +155,7 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['../*', '../**'], message: 'shared/ imports nothing from the project: return a value and let the caller choose.' },
+            PACKAGE_INTERNALS,
           ],
         },
       ],

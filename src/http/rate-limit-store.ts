@@ -8,14 +8,18 @@ type RouteOptions = { continueExceeding?: boolean; exponentialBackoff?: boolean;
 type Store = { incr(key: string, cb: Callback, timeWindow: number, max: number): void; child(routeOptions: RouteOptions): Store };
 type StoreParams = { continueExceeding?: boolean; exponentialBackoff?: boolean };
 
-// @fastify/rate-limit's two stores are plain CommonJS files without typings; the shapes above are all we use.
+// @fastify/rate-limit's two stores are plain CommonJS files without typings; the shapes above are all we use. The plugin
+// does not export them (it builds one from its `redis` option), so these are the one require by path that the
+// package-internals rule allows (docs/decisions.md, "Public library APIs only").
 const require = createRequire(import.meta.url);
+// eslint-disable-next-line no-restricted-syntax -- see above
 const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as new (
   c?: boolean,
   e?: boolean,
   redis?: Redis,
   key?: string,
 ) => Store;
+// eslint-disable-next-line no-restricted-syntax -- see above
 const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as new (c?: boolean, e?: boolean, cache?: number) => Store;
 
 /**

@@ -10,15 +10,8 @@ const WEBHOOK_RESULTS: WebhookAttemptResult[] = ['delivered', 'failed', 'dead'];
 const SYNC_RESULTS: SyncRunResult[] = ['ok', 'failed'];
 /** From 1 ms (a cached catalogue page) to 30 s (a cron call, a slow source): the range our answers take. */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-/** The buckets as the property names of a histogram series' counts (a number key would be converted on every use). */
-const BUCKET_KEYS = DURATION_BUCKETS.map(String);
 /** Methods Node's parser accepts beyond these are rare enough to share one label value. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
-
-/** One series of a prom-client 15 Counter and of a Histogram, as they keep them in their `hashMap`. */
-type CounterSeries = { value: number; labels: Record<string, string | number> };
-type HistogramSeries = { labels: Record<string, string | number>; bucketValues: Record<string, number>; sum: number; count: number };
-type HotSeries = { counter: CounterSeries; histogram: HistogramSeries; counterMap: object; histogramMap: object };
 
 export type MetricsDeps = {
   poolStats: () => PoolStats;
@@ -108,50 +101,15 @@ export function createMetrics(deps: MetricsDeps) {
     syncRuns: { inc: (result) => syncRuns.inc({ result }) },
   };
 
-  // prom-client hashes and validates the label set on every inc() and observe() (1.6 µs per answer, measured); the two
-  // series of one route, method and status are looked up once through its API and counted in place after that. Its
-  // maps are replaced by a reset, so a cached series is used only while the map that holds it is the metric's own.
-  // This reads prom-client's internals: package.json pins its exact version, and src/ops/metrics.test.ts compares the
-  // scrape with prom-client's own counting.
-  const httpSeries = http as unknown as { hashMap: Record<string, CounterSeries> };
-  const durationSeries = duration as unknown as { hashMap: Record<string, HistogramSeries> };
-  const hot = new Map<string, Map<string, Map<number, HotSeries>>>();
-
   /** onResponse: the route's pattern, never the URL (ids and codes stay out of the labels). */
   function observe(req: FastifyRequest, reply: FastifyReply): void {
     // is404: answered by a not-found handler, whose own pattern (a prefix's wildcard) is not a route.
     const route = req.is404 ? 'unmatched' : (req.routeOptions.url ?? 'unmatched');
     const method = METHODS.has(req.method) ? req.method : 'OTHER';
-    const status = reply.statusCode;
-    const seconds = reply.elapsedTime / 1000;
-    // Nested by label rather than one joined key: no string is built per answer.
-    const s = hot.get(route)?.get(method)?.get(status);
-    if (s && s.counterMap === httpSeries.hashMap && s.histogramMap === durationSeries.hashMap && Number.isFinite(seconds)) {
-      s.counter.value += 1;
-      const h = s.histogram;
-      h.sum += seconds;
-      h.count += 1;
-      // As prom-client's own observe: the first bound at or above the value; above them all, only +Inf (the count).
-      for (let i = 0; i < DURATION_BUCKETS.length; i++) {
-        if (seconds <= DURATION_BUCKETS[i]!) {
-          h.bucketValues[BUCKET_KEYS[i]!]! += 1;
-          break;
-        }
-      }
-      return;
-    }
-    const { labelHash } = http.inc({ route, method, status: String(status) }) as unknown as { labelHash: string };
-    duration.observe({ route, method }, seconds);
-    const counter = httpSeries.hashMap[labelHash];
-    const histogram = Object.values(durationSeries.hashMap).find((v) => v.labels.route === route && v.labels.method === method);
-    if (counter && histogram) {
-      if (hot.size >= 10_000) hot.clear();
-      let byMethod = hot.get(route);
-      if (!byMethod) hot.set(route, (byMethod = new Map()));
-      let byStatus = byMethod.get(method);
-      if (!byStatus) byMethod.set(method, (byStatus = new Map()));
-      byStatus.set(status, { counter, histogram, counterMap: httpSeries.hashMap, histogramMap: durationSeries.hashMap });
-    }
+    // Through prom-client's public calls, which hash the labels each time: about 1.3 µs per answer, a few per cent of the
+    // cheapest request's CPU (docs/PERFORMANCE.md, "The fixed cost per request").
+    http.inc({ route, method, status: String(reply.statusCode) });
+    duration.observe({ route, method }, reply.elapsedTime / 1000);
   }
 
   /** The text of a scrape. A database that does not answer leaves its gauges out rather than failing the scrape. */

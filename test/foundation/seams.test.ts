@@ -8,6 +8,70 @@ async function restricted(filePath: string, code: string): Promise<string[]> {
   return result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
 }
 
+/** The messages of the rule that forbids require() and import() of a package's files by path. */
+async function bySyntax(filePath: string, code: string): Promise<string[]> {
+  const [result] = await new ESLint().lintText(code, { filePath });
+  return result!.messages.filter((m) => m.ruleId === 'no-restricted-syntax').map((m) => m.message);
+}
+
+describe('public library APIs only (eslint.config.js)', () => {
+  // One file in each block that sets no-restricted-imports: a later block replaces an earlier one's patterns.
+  const files = [
+    'src/payments/probe.ts',
+    'src/payments/routes.ts',
+    'src/ordering/service.ts',
+    'src/ordering/auth.ts',
+    'src/ops/metrics.ts',
+    'src/catalog/routes.ts',
+    'src/shared/probe.ts',
+    'src/http/probe.ts',
+    'test/probe.test.ts',
+    'bench/probe.ts',
+    'scripts/probe.mjs',
+  ];
+
+  it("refuses an import of a package's private files in every folder", async () => {
+    const deep = [
+      "import Modes from 'qrcode/lib/core/mode.js';\nexport const x = Modes;\n",
+      "import { hashObject } from 'prom-client/lib/util.js';\nexport const x = hashObject;\n",
+      "import symbols from 'pino/lib/symbols.js';\nexport const x = symbols;\n",
+      "import { x as y } from '@scope/pkg/dist/esm/index.js';\nexport const x = y;\n",
+      "import { x as y } from 'some-package/src/internal.js';\nexport const x = y;\n",
+    ];
+    for (const file of files) for (const code of deep) expect(await restricted(file, code), `${file}: ${code}`).toHaveLength(1);
+  });
+
+  it('lets public entry points, public subpaths and our own relative paths through', async () => {
+    const code = [
+      "import QRCode from 'qrcode';",
+      "import { pgTable } from 'drizzle-orm/pg-core';",
+      "import { migrate } from 'drizzle-orm/pglite/migrator';",
+      "import type { Dispatcher } from 'undici/types';",
+      "import { tsImport } from 'tsx/esm/api';",
+      "import fs from 'node:fs/promises';",
+      "import { x } from './lib/x.js';",
+      "import { y } from './src/y.js';",
+      'export const all = [QRCode, pgTable, migrate, tsImport, fs, x, y];',
+      'export type D = Dispatcher;',
+      '',
+    ].join('\n');
+    for (const file of files) expect(await restricted(file, code), file).toEqual([]);
+  });
+
+  it("refuses require() of a package's file by path, and require.resolve() or import() of a private file", async () => {
+    const req = "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n";
+    for (const file of ['src/payments/probe.ts', 'src/ops/probe.ts', 'test/probe.test.ts']) {
+      expect(await bySyntax(file, `${req}export const m = require('qrcode/lib/core/mode.js');\n`), file).toHaveLength(1);
+      expect(await bySyntax(file, `${req}export const m = require('@fastify/rate-limit/store/LocalStore.js');\n`), file).toHaveLength(1);
+      expect(await bySyntax(file, `${req}export const m = require.resolve('prom-client/lib/counter.js');\n`), file).toHaveLength(1);
+      expect(await bySyntax(file, "export const m = await import('pino/lib/symbols.js');\n"), file).toHaveLength(1);
+      // The package itself, our own files and a public subpath stay allowed.
+      const allowed = `${req}export const m = [require('qrcode'), require.resolve('@electric-sql/pglite'), await import('./lib/x.js'), await import('drizzle-orm/pglite')];\n`;
+      expect(await bySyntax(file, allowed), file).toEqual([]);
+    }
+  });
+});
+
 describe('module seams (eslint.config.js)', () => {
   it('payments/ may not import ordering/, nor ordering/ payments/; both may import the platform', async () => {
     expect(

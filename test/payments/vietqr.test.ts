@@ -2,6 +2,7 @@ import jsQRModule from 'jsqr';
 import pngjs from 'pngjs';
 import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { qrSegments } from '../../src/payments/qr-png.js';
 import { crc16CcittFalse, qrPngDataUrl, vietQrPayload } from '../../src/payments/vietqr.js';
 import { crc16, crc16Hex } from '../helpers/crc16.js';
 import { createTestApp, type TestApp } from '../harness.js';
@@ -43,7 +44,7 @@ function decodeQrImage(dataUrl: string): string | null {
 }
 
 describe('the QR PNG (src/payments/qr-png.ts, 1 bit per pixel from the QR matrix)', () => {
-  it("is a valid PNG with exactly the pixels of qrcode's own renderer, and decodes to the payload", async () => {
+  it("is a valid PNG with exactly the pixels of qrcode's own renderer of the same segments, and decodes to the payload", async () => {
     const payloads = [
       '00020101021238570010A000000727012700069704360113012345678901202',
       'x',
@@ -53,11 +54,43 @@ describe('the QR PNG (src/payments/qr-png.ts, 1 bit per pixel from the QR matrix
     for (const payload of payloads) {
       const ours = await qrPngDataUrl(payload);
       const png = pngjs.PNG.sync.read(Buffer.from(ours.slice('data:image/png;base64,'.length), 'base64'));
-      const reference = pngjs.PNG.sync.read(await QRCode.toBuffer(payload, { errorCorrectionLevel: 'M', margin: 2, scale: 6 }));
+      const reference = pngjs.PNG.sync.read(
+        await QRCode.toBuffer(qrSegments(payload) ?? payload, { errorCorrectionLevel: 'M', margin: 2, scale: 6 }),
+      );
       expect([png.width, png.height]).toEqual([reference.width, reference.height]);
       expect(png.data.equals(reference.data)).toBe(true);
       expect(decodeQrImage(ours)).toBe(payload);
     }
+  });
+});
+
+describe('qrSegments (src/payments/qr-png.ts)', () => {
+  it("splits VietQR payloads into symbols no larger than qrcode's own segmentation, which decode to the payload", () => {
+    let state = 20261129;
+    const next = () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0);
+    const text = (length: number, alphabet: string) => Array.from({ length }, () => alphabet[next() % alphabet.length]).join('');
+    const modes = new Set<string>();
+    for (let i = 0; i < 200; i++) {
+      const payload = vietQrPayload({
+        bankBin: String(970400 + (next() % 100)),
+        accountNumber: text(6 + (next() % 13), '0123456789'),
+        amount: String(1_000 + (next() % 500_000_000)),
+        transferContent: `RG${text(10 + (next() % 15), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789')}`,
+      });
+      const segments = qrSegments(payload)!;
+      expect(segments.map((s) => s.data).join('')).toBe(payload);
+      for (const s of segments) modes.add(s.mode!);
+      const ours = QRCode.create(segments, { errorCorrectionLevel: 'M' });
+      expect(ours.version, payload).toBeLessThanOrEqual(QRCode.create(payload, { errorCorrectionLevel: 'M' }).version);
+      if (i % 20 === 0) expect(decodeQrImage(qrPngDataUrl(payload))).toBe(payload);
+    }
+    expect([...modes].sort()).toEqual(['alphanumeric', 'numeric']);
+  });
+
+  it('answers null for text outside the alphanumeric characters, which qrcode then segments itself', () => {
+    expect(qrSegments('Thanh toán đơn hàng')).toBeNull();
+    expect(qrSegments('lower case')).toBeNull();
+    expect(qrSegments('')).toBeNull();
   });
 });
 

@@ -137,6 +137,7 @@ export default tseslint.config(
     rules: {
       'no-restricted-syntax': [
         'error',
+        ...NO_REQUIRE_BY_PATH,
         {
           selector:
             "CallExpression[callee.property.name='destroy'][arguments.length=0]:matches([callee.object.name=/^(body|res|response)$/], [callee.object.property.name=/^(body|res|response)$/])",

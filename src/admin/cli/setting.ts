@@ -21,7 +21,7 @@ export const settingCommands: readonly Command[] = [
     noun: 'setting',
     verb: 'set',
     usage: 'K V',
-    summary: 'change a setting; V "" resets it to its default (a secret is answered masked)',
+    summary: 'change a setting; V "" resets it to its default',
     args: ['K', 'V'],
     call: ({ K, V }) => ({ method: 'PUT', path: `/admin/v1/settings/${enc(K)}`, json: { value: V } }),
   }),

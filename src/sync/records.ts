@@ -71,13 +71,16 @@ function cut(s: string, max: number): string {
   return s.slice(0, c >= 0xd800 && c <= 0xdbff ? max - 1 : max);
 }
 
-/** A time as the source sends it: null when absent, false when it is not a time we can store. */
+/**
+ * A time as the source sends it: null when absent or not a time at all (the source then has no delta support, as one
+ * that sends none), false when it reads as an instant outside TIME_MIN..TIME_MAX: that record is invalid.
+ */
 function timeOf(v: unknown): Date | null | false {
-  if (v === undefined || v === null) return null;
-  // An ISO 8601 time is far shorter: a longer text is refused before Date parses it.
-  if (typeof v !== 'string' || v.length > 64) return false;
+  // An ISO 8601 time is far shorter: a longer text is not parsed.
+  if (typeof v !== 'string' || v.length > 64) return null;
   const t = new Date(v).getTime();
-  return Number.isFinite(t) && t >= TIME_MIN && t <= TIME_MAX ? new Date(t) : false;
+  if (!Number.isFinite(t)) return null;
+  return t >= TIME_MIN && t <= TIME_MAX ? new Date(t) : false;
 }
 
 /** An id as the source sends it: a string or an integer, 1-64 characters once trimmed, no control characters. */

@@ -89,7 +89,7 @@ function parseManifest(bytes: Buffer): BackupManifest {
 /** The secrets a backup made with them holds (src/ops/backup.ts); one without them never holds either. */
 const SECRET_MEMBERS = ['app-secret', 'admin-token'];
 
-/** What a backup holds at `p` ('file' or 'dir'), null when it never holds `p`. */
+/** What a backup holds at `p`: a file, a folder, either (inside pgdata), or null when it never holds `p`. */
 function layoutOf(p: string): 'file' | 'dir' | 'any' | null {
   if (p === 'pgdata' || p === 'files') return 'dir';
   if (p.startsWith('pgdata/')) return 'any';

@@ -11,7 +11,7 @@ import { createCipher, type Cipher } from './shared/crypto.js';
 import { eq } from 'drizzle-orm';
 import type { Db } from './db/client.js';
 import { settings } from './db/schema/index.js';
-import { lockDataDir, readOrCreateSecret } from './shared/data-dir.js';
+import { keepSecretFile, lockDataDir, newSecret, readSecretFile } from './shared/data-dir.js';
 import { createEventBus } from './shared/events.js';
 import { createUsersService } from './users/service.js';
 import { createDeliveryService } from './ordering/delivery.js';
@@ -62,9 +62,14 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
   const cleanups: (() => Promise<void> | void)[] = [];
   let closing: Promise<void> | undefined;
 
-  const appSecret = config.APP_SECRET ?? readOrCreateSecret(path.join(config.dataDir, 'app-secret')).value;
+  // A secret this start makes is written only once the database accepted it: a refused start (a restored folder
+  // started without its APP_SECRET) writes no app-secret or admin-token into the folder (docs/operations.md, "Backup and restore").
+  const appSecretFile = path.join(config.dataDir, 'app-secret');
+  const givenSecret = config.APP_SECRET ?? readSecretFile(appSecretFile);
+  const appSecret = givenSecret ?? newSecret();
   const adminTokenFile = path.join(config.dataDir, 'admin-token');
-  const adminToken = config.ADMIN_TOKEN ?? readOrCreateSecret(adminTokenFile).value;
+  const givenToken = config.ADMIN_TOKEN ?? readSecretFile(adminTokenFile);
+  let adminToken = givenToken ?? newSecret();
 
   let database = seams.database;
   // Only the process that opened the data folder (and holds its lock) backs it up.
@@ -93,7 +98,11 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
   if (!seams.skipMigrations) await database.migrate();
   const cipher = createCipher(appSecret);
   try {
-    await checkAppSecret(database.db, cipher);
+    await checkAppSecret(database.db, cipher, givenSecret === null, () => {
+      // Another process that wrote the file first holds the secret: this one's would be refused by the database.
+      if (givenSecret === null && keepSecretFile(appSecretFile, appSecret) !== appSecret) throw new AppSecretMismatchError(false);
+    });
+    if (givenToken === null) adminToken = keepSecretFile(adminTokenFile, adminToken);
     // Before any service reads them: secret settings written in plaintext by SQL are encrypted (docs/tables.md).
     await encryptPlaintextSecrets(database.db, cipher);
   } catch (err) {
@@ -244,9 +253,12 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
 export type Deps = Awaited<ReturnType<typeof createDeps>>;
 
 export class AppSecretMismatchError extends Error {
-  constructor() {
+  /** `missing`: neither APP_SECRET nor DATA_DIR/app-secret gave one (a restored folder whose backup held no secrets). */
+  constructor(missing: boolean) {
     super(
-      'APP_SECRET differs from the one this database was first used with: keys and codes stored here could not be read, and duplicate codes would go undetected. Start every process with the same APP_SECRET.',
+      missing
+        ? 'This database was first used with an APP_SECRET that neither APP_SECRET nor DATA_DIR/app-secret gives (a folder restored from a backup without secrets?): set APP_SECRET to the one it was made with, or copy the old DATA_DIR/app-secret into this folder. No secret was written into DATA_DIR.'
+        : 'APP_SECRET differs from the one this database was first used with: keys and codes stored here could not be read, and duplicate codes would go undetected. Start every process with the same APP_SECRET.',
     );
     this.name = 'AppSecretMismatchError';
   }
@@ -258,9 +270,16 @@ const SECRET_CHECK_KEY = '__app_secret_check';
  * Every process on one database must encrypt and digest with the same APP_SECRET. The first process stores a digest
  * of it (a reserved row of `settings`, invisible to the settings API); any later one with another secret refuses to start.
  */
-async function checkAppSecret(db: Db, cipher: Cipher): Promise<void> {
+async function checkAppSecret(db: Db, cipher: Cipher, made: boolean, keep: () => void): Promise<void> {
   const check = cipher.digest(SECRET_CHECK_KEY);
-  await db.insert(settings).values({ key: SECRET_CHECK_KEY, value: check }).onConflictDoNothing();
-  const [row] = await db.select({ value: settings.value }).from(settings).where(eq(settings.key, SECRET_CHECK_KEY));
-  if (row?.value !== check) throw new AppSecretMismatchError();
+  const stored = async () =>
+    (await db.select({ value: settings.value }).from(settings).where(eq(settings.key, SECRET_CHECK_KEY)))[0]?.value;
+  let value = await stored();
+  if (value === undefined) {
+    // A new database: the secret is kept (its file written) before the database is bound to it.
+    keep();
+    await db.insert(settings).values({ key: SECRET_CHECK_KEY, value: check }).onConflictDoNothing();
+    value = await stored();
+  }
+  if (value !== check) throw new AppSecretMismatchError(made);
 }

@@ -7,7 +7,7 @@ import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
 import { DEFAULT_VOCABULARY, installErrorVocabulary, translateWith } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import { PaymentStateError } from '../payments/errors.js';
-import type { SettingsService } from '../settings/service.js';
+import type { SettingsService, SettingView } from '../settings/service.js';
 import { categorySchema } from '../catalog/schemas.js';
 import type { UsersService } from '../users/service.js';
 import { seedDemo } from './demo.js';
@@ -273,6 +273,10 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminAuditRoutes(app, deps, ADMIN_ERRORS);
   registerAdminBackupRoutes(app, deps, ADMIN_ERRORS);
 
+  // A secret is shown only by an explicit read of that one setting (GET /admin/v1/settings/:key): a list or the answer
+  // to a change lands in terminals, shell history and CI logs (docs/configuration.md, "Runtime settings").
+  const masked = (s: SettingView): SettingView =>
+    s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s;
   r.get('/admin/v1/settings', {
     schema: {
       operationId: 'adminListSettings',
@@ -282,9 +286,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     },
     handler: async () => ({
       ok: true as const,
-      data: (await deps.settings.list()).map((s) =>
-        s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s,
-      ),
+      data: (await deps.settings.list()).map(masked),
     }),
   });
   r.get('/admin/v1/settings/:key', {
@@ -301,12 +303,16 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     schema: {
       operationId: 'adminSetSetting',
       summary: 'Change a setting',
-      description: 'Change a setting (empty value = default); every process sees it within ~1 s.',
+      description:
+        'Change a setting (empty value = default); every process sees it within ~1 s. A secret setting is answered masked: it is never echoed.',
       params: settingKeyParams,
       body: settingSetBody,
-      response: { 200: ok(settingView, 'The setting with its new value, under data.'), ...errs('not_found', 'invalid_request') },
+      response: {
+        200: ok(settingView, 'The setting with its new value (masked for a secret setting), under data.'),
+        ...errs('not_found', 'invalid_request'),
+      },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.settings.set(req.params.key, req.body.value) }),
+    handler: async (req) => ({ ok: true as const, data: masked(await deps.settings.set(req.params.key, req.body.value)) }),
   });
 
   r.post('/admin/v1/demo/seed', {

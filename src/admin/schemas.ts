@@ -97,7 +97,7 @@ export const importResult = z.object({
 
 export const settingView = z.object({
   key: z.string(),
-  value: z.string().describe('masked as "********" in list for secret settings'),
+  value: z.string().describe('masked as "********" for a secret setting, except by GET /admin/v1/settings/:key'),
   default: z.string(),
   source: z.enum(['default', 'database']),
   secret: z.boolean(),

@@ -80,8 +80,66 @@ function parseManifest(bytes: Buffer): BackupManifest {
       `the archive has backup format version ${JSON.stringify(m.format_version)}; this reseller-admin reads version ${BACKUP_FORMAT_VERSION} (use the release that wrote it)`,
     );
   }
-  if (!Array.isArray(m.members)) throw new ArchiveError('the backup manifest lists no members: the archive is damaged');
+  if (!Array.isArray(m.members) || typeof m.with_secrets !== 'boolean')
+    throw new ArchiveError('the backup manifest lists no members: the archive is damaged');
+  checkLayout(m as BackupManifest);
   return m as BackupManifest;
+}
+
+/** The secrets a backup made with them holds (src/ops/backup.ts); one without them never holds either. */
+const SECRET_MEMBERS = ['app-secret', 'admin-token'];
+
+/** What a backup holds at `p`: a file, a folder, either (inside pgdata), or null when it never holds `p`. */
+function layoutOf(p: string): 'file' | 'dir' | 'any' | null {
+  if (p === 'pgdata' || p === 'files') return 'dir';
+  if (p.startsWith('pgdata/')) return 'any';
+  if (p.startsWith('files/') && !p.slice('files/'.length).includes('/')) return 'file';
+  return SECRET_MEMBERS.includes(p) ? 'file' : null;
+}
+
+/**
+ * The manifest describes a backup: each name once, each where a backup puts it and of the kind a backup gives it,
+ * inside a listed folder, and the secrets exactly when it says it holds them. Only what it declares is restored, so a
+ * member planted beside its own manifest line (an admin-token in a backup "without secrets") is refused.
+ */
+function checkLayout(m: BackupManifest): void {
+  const altered = (what: string) => new ArchiveError(`its manifest lists ${what}: it was altered`);
+  const kinds = new Map<string, 'file' | 'dir'>();
+  for (const member of m.members as unknown[]) {
+    const { path: p, type, size, sha256 } = (member ?? {}) as Partial<ManifestMember>;
+    const sized =
+      type === 'dir' || (Number.isSafeInteger(size) && size! >= 0 && typeof sha256 === 'string' && /^[0-9a-f]{64}$/.test(sha256));
+    if (typeof p !== 'string' || (type !== 'file' && type !== 'dir') || !sized)
+      throw new ArchiveError('the backup manifest lists a member without a name, a kind, a size or a checksum: the archive is damaged');
+    if (kinds.has(p)) throw altered(`${JSON.stringify(p)} twice`);
+    kinds.set(p, type);
+  }
+  for (const [p, type] of kinds) {
+    const want = layoutOf(p);
+    if (want === null) throw altered(`${JSON.stringify(p)}, which a backup never holds`);
+    if (want !== 'any' && want !== type)
+      throw altered(
+        `${JSON.stringify(p)} as a ${type === 'dir' ? 'folder' : 'file'}, which a backup holds as a ${want === 'dir' ? 'folder' : 'file'}`,
+      );
+    if (SECRET_MEMBERS.includes(p) && !m.with_secrets)
+      throw new ArchiveError(`the archive holds ${JSON.stringify(p)}, but its manifest says it holds no secrets: it was altered`);
+    const parent = p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : null;
+    if (parent !== null && kinds.get(parent) !== 'dir')
+      throw altered(`${JSON.stringify(p)} inside ${JSON.stringify(parent)}, which it does not list as a folder`);
+  }
+  if (m.with_secrets) {
+    const absent = SECRET_MEMBERS.find((p) => !kinds.has(p));
+    if (absent) throw new ArchiveError(`its manifest says it holds the secrets, but it lists no ${JSON.stringify(absent)}: it was altered`);
+  }
+  if (kinds.get('pgdata/PG_VERSION') !== 'file') throw new ArchiveError('the archive holds no database folder (pgdata/PG_VERSION)');
+}
+
+/** A member that cannot be written where its name says (a name the file system folds onto another's): refused. */
+function unwritable(name: string, err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR'
+    ? new ArchiveError(`${JSON.stringify(name)} cannot be written where its name puts it (${code}): the archive was altered`)
+    : err;
 }
 
 /** Refuses a target that holds anything: a restore never mixes with, or overwrites, an existing data folder. */
@@ -118,13 +176,22 @@ async function extractInto(r: ExactReader, tmp: string): Promise<{ manifest: Bac
       throw new ArchiveError(`the archive holds ${JSON.stringify(h.name)}, which its manifest does not list: it was altered`);
     seen.add(h.name);
     if (h.type === 'dir') {
-      fs.mkdirSync(target, { recursive: true, mode: 0o700 });
+      try {
+        fs.mkdirSync(target, { recursive: true, mode: 0o700 });
+      } catch (err) {
+        throw unwritable(h.name, err);
+      }
       continue;
     }
     if (h.size !== want.size)
       throw new ArchiveError(`${h.name} has ${h.size} bytes in the archive but ${want.size} in its manifest: it was altered`);
-    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
-    const fd = fs.openSync(target, 'wx', 0o600);
+    let fd: number;
+    try {
+      fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+      fd = fs.openSync(target, 'wx', 0o600);
+    } catch (err) {
+      throw unwritable(h.name, err);
+    }
     const hash = createHash('sha256');
     try {
       for (let left = h.size; left > 0;) {
@@ -147,7 +214,7 @@ async function extractInto(r: ExactReader, tmp: string): Promise<{ manifest: Bac
     throw new ArchiveError(
       `the archive lacks ${missing.length} member(s) its manifest lists (first: ${missing[0]!.path}): it is incomplete`,
     );
-  if (!fs.existsSync(path.join(tmp, 'pgdata', 'PG_VERSION')))
+  if (!fs.statSync(path.join(tmp, 'pgdata', 'PG_VERSION'), { throwIfNoEntry: false })?.isFile())
     throw new ArchiveError('the archive holds no database folder (pgdata/PG_VERSION)');
   return { manifest, bytes };
 }

@@ -19,11 +19,20 @@ const money = z
   .string()
   .trim()
   .regex(/^\d{1,16}(\.\d{1,2})?$/, 'must be a non-negative amount with at most 2 decimals');
-const optionalUrl = z
-  .string()
-  .trim()
-  .refine((s) => s === '' || /^https?:\/\/[^\s]+$/.test(s), 'must be empty or an http(s) URL')
-  .transform((s) => s.replace(/\/+$/, ''));
+/** A URL that holds a user name or password: `user:pass@` before the host. */
+const CREDENTIALS = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i;
+/**
+ * A base URL that API paths are appended to: http(s), no credential (`why` says where the credential belongs, or who
+ * would read it), and no query or fragment, which would swallow every path appended after them.
+ */
+const baseUrl = (why: string, appended: string) =>
+  z
+    .string()
+    .trim()
+    .refine((s) => s === '' || (/^https?:\/\/[^\s]+$/.test(s) && URL.canParse(s)), 'must be empty or an http(s) URL')
+    .refine((s) => !CREDENTIALS.test(s), `must not hold a user name or password (user:pass@): ${why}`)
+    .refine((s) => !/[?#]/.test(s), `must not hold a query (?) or a fragment (#): ${appended} are appended to it`)
+    .transform((s) => s.replace(/\/+$/, ''));
 const timezone = z
   .string()
   .trim()
@@ -70,7 +79,11 @@ export const settingDefs = {
     help: 'currency of prices and balances',
   }),
   display_timezone: def({ schema: timezone, default: 'Asia/Ho_Chi_Minh', help: 'time zone of used_at and status_label' }),
-  public_base_url: def({ schema: optionalUrl, default: '', help: 'external base URL used in download_url (empty = from the request)' }),
+  public_base_url: def({
+    schema: baseUrl('it is shown to resellers and payers', 'paths'),
+    default: '',
+    help: 'external base URL of download_url and checkout_url (empty = from the request)',
+  }),
   cron_token: def({
     // The token is the endpoint's only credential and travels in a URL: short ones are guessable.
     schema: z
@@ -82,7 +95,11 @@ export const settingDefs = {
     secret: true,
     help: 'token of GET /api-sync-cron.php, at least 16 characters (empty = endpoint refuses every call)',
   }),
-  source_url: def({ schema: optionalUrl, default: '', help: 'base URL of the source site (empty = no intermediary mode)' }),
+  source_url: def({
+    schema: baseUrl('the source site takes our key from source_api_key', 'API paths'),
+    default: '',
+    help: 'base URL of the source site (empty = no intermediary mode)',
+  }),
   source_api_key: def({ schema: z.string().trim().max(512), default: '', secret: true, help: 'our API key on the source site' }),
   sync_timeout_seconds: def({ schema: int(1, 600), default: '15', help: 'bound of each call to the source site' }),
   sync_interval_seconds: def({ schema: int(0, 86_400), default: '60', help: 'minimum time between two syncs' }),
@@ -205,7 +222,9 @@ export function resolveDefaults(env: Record<string, string | undefined>): { defa
     const raw = env[envName];
     if (raw !== undefined && raw !== '') {
       const r = parseSetting(key, raw);
-      if (!r.ok) errors.push(`${envName}: ${r.message} (got ${settingDefs[key].secret ? '***' : JSON.stringify(raw)})`);
+      // Neither a secret nor a URL's password is printed back: the line goes to the start-up log.
+      const shown = settingDefs[key].secret ? '***' : JSON.stringify(raw.replace(CREDENTIALS, (m) => m.replace(/\/\/.*@$/, '//***@')));
+      if (!r.ok) errors.push(`${envName}: ${r.message} (got ${shown})`);
       defaults[key] = raw;
     } else {
       defaults[key] = settingDefs[key].default;

@@ -59,25 +59,30 @@ export function lockDataDir(dataDir: string): () => void {
   throw new DataDirLockedError(dataDir, 'a process starting at the same moment');
 }
 
-/** Reads a secret file, or creates it (mode 0600) with a fresh random value; returns the value and whether it was made. */
-export function readOrCreateSecret(
-  file: string,
-  make: () => string = () => randomBytes(32).toString('base64url'),
-): { value: string; created: boolean } {
+/** A fresh random secret (32 bytes, base64url). */
+export const newSecret = (): string => randomBytes(32).toString('base64url');
+
+/** A secret file's value, trimmed; null when the file is absent or empty. */
+export function readSecretFile(file: string): string | null {
   try {
-    const value = fs.readFileSync(file, 'utf8').trim();
-    if (value) return { value, created: false };
+    return fs.readFileSync(file, 'utf8').trim() || null;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return null;
   }
+}
+
+/**
+ * Writes a secret made by this start (mode 0600), only once the start accepted it: a start refused before then leaves
+ * the folder as it found it. A process that wrote the file first wins: its value is returned.
+ */
+export function keepSecretFile(file: string, value: string): string {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const value = make();
   try {
     fs.writeFileSync(file, value + '\n', { flag: 'wx', mode: 0o600 });
-    return { value, created: true };
+    return value;
   } catch (err) {
-    // Another process created it first: use theirs.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { value: fs.readFileSync(file, 'utf8').trim(), created: false };
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readSecretFile(file) ?? value;
     throw err;
   }
 }

@@ -158,7 +158,11 @@ export function createSourceClient(deps: SourceClientDeps) {
         body = parseJsonExact(text) as Record<string, unknown>;
         if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('not an object');
       } catch {
-        throw new SourceError('unknown', `The source site answered HTTP ${res.statusCode} without a readable JSON body`, 'bad_answer');
+        throw new SourceError(
+          'unknown',
+          `The source site answered ${callName(method, path)} with HTTP ${res.statusCode} without a readable JSON body`,
+          'bad_answer',
+        );
       }
       if (res.statusCode >= 200 && res.statusCode < 300 && body.ok === true) return { status: res.statusCode, body };
       const code = typeof body.error === 'string' ? body.error.slice(0, 64) : 'unknown';
@@ -178,7 +182,7 @@ export function createSourceClient(deps: SourceClientDeps) {
         sign = true;
         continue;
       }
-      throw mapEnvelope(res.statusCode, code, body);
+      throw mapEnvelope(res.statusCode, code, body, method, path);
     }
   }
 
@@ -214,7 +218,7 @@ export function createSourceClient(deps: SourceClientDeps) {
       } catch {
         // not an envelope: the status alone says enough
       }
-      throw mapEnvelope(res.statusCode, code, {});
+      throw mapEnvelope(res.statusCode, code, {}, 'GET', path);
     }
     const type = String(res.headers['content-type'] ?? '')
       .split(';')[0]!
@@ -259,10 +263,30 @@ function notZip(what: string): SourceError {
   return new SourceError('unknown', `The source site answered the download with ${what}, not a ZIP file`, 'not_a_zip');
 }
 
-/** The source's error codes, as our own clear local errors: which ones are a definite no, and what they mean for us. */
-function mapEnvelope(status: number, code: string, body: Record<string, unknown>): SourceError {
+/** What each call of the API is, in the words of our messages; a call not listed is named by its method and path. */
+const CALL_NAMES: Record<string, string> = {
+  '/api/v1/categories': 'the category list',
+  '/api/v1/products': 'the product list',
+  '/api/v1/order/create': 'the order',
+  '/api/v1/order/status': 'the order status',
+  '/api/v1/order/delivery': 'the delivery',
+  '/api/v1/order-download': 'the download',
+};
+
+/** The call as a message names it: "the product list (GET /api/v1/products)" (a path, never the source's address). */
+function callName(method: string, path: string): string {
+  const name = CALL_NAMES[path];
+  return name ? `${name} (${method} ${path})` : `${method} ${path}`;
+}
+
+/**
+ * The source's error codes, as our own clear local errors: which ones are a definite no, and what they mean for us.
+ * Every message names the call that was answered, so an order-shaped code on a list call is never read as an order.
+ */
+function mapEnvelope(status: number, code: string, body: Record<string, unknown>, method: string, path: string): SourceError {
   const reason = typeof body.reason === 'string' ? ` (${body.reason.slice(0, 64)})` : '';
-  if (status >= 500) return new SourceError('unknown', `The source site failed (HTTP ${status}, ${code})`, code);
+  const call = callName(method, path);
+  if (status >= 500) return new SourceError('unknown', `The source site failed on ${call} (HTTP ${status}, ${code})`, code);
   switch (code) {
     case 'unauthorized':
     case 'missing_api_key':
@@ -270,24 +294,28 @@ function mapEnvelope(status: number, code: string, body: Record<string, unknown>
     case 'ip_not_allowed':
       return new SourceError(
         'refused',
-        `The source site refused our API key (${code}); check source_api_key and the source's IP allowlist`,
+        `The source site refused our API key for ${call} (${code}); check source_api_key and the source's IP allowlist`,
         code,
       );
     case 'rate_limited':
     case 'api_guard':
-      return new SourceError('unknown', `The source site is limiting our requests (${code}); retry later`, code);
+      return new SourceError('unknown', `The source site is limiting our requests (${code}) on ${call}; retry later`, code);
     case 'invalid_signature':
-      return new SourceError('refused', 'The source site refused our request signature (check the clocks of both servers)', code);
+      return new SourceError(
+        'refused',
+        `The source site refused our request signature on ${call} (check the clocks of both servers)`,
+        code,
+      );
     case 'order_failed':
-      return new SourceError('refused', `The source site refused the order${reason}`, `${code}${reason}`);
+      return new SourceError('refused', `The source site refused ${call}: ${code}${reason}`, `${code}${reason}`);
     case 'not_found':
-      return new SourceError('refused', 'The source site does not know this product or order', code);
+      return new SourceError('refused', `The source site answered ${call} with not_found`, code);
     case 'invalid_request':
-      return new SourceError('refused', 'The source site found our request invalid', code);
+      return new SourceError('refused', `The source site found our request for ${call} invalid`, code);
     default:
       return new SourceError(
         status >= 400 && status < 500 ? 'refused' : 'unknown',
-        `The source site answered HTTP ${status} (${code})`,
+        `The source site answered ${call} with HTTP ${status} (${code})`,
         code,
       );
   }

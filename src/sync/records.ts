@@ -38,6 +38,7 @@ export type SkipReason =
   | 'price_out_of_range'
   | 'shown_price_out_of_range'
   | 'bad_quantity'
+  | 'bad_updated_at'
   | 'category_not_an_object'
   | 'category_bad_id'
   | 'category_bad_name';
@@ -52,6 +53,12 @@ export const NAME_MAX = 200;
 export const DESCRIPTION_MAX = 20_000;
 const ID_MAX = 64;
 const STATUSES = ['in_stock', 'out_of_stock', 'unavailable'] as const;
+/**
+ * The instants a source time may name: a four-digit year from 1000, which an ISO 8601 time writes without an extended
+ * (signed, six-digit) year, PostgreSQL stores, and both drivers read back exactly (PGlite's reads year 1 as 2001).
+ */
+const TIME_MIN = Date.UTC(1000, 0, 1);
+const TIME_MAX = Date.UTC(10_000, 0, 1) - 1;
 
 /** Text without control characters or lone surrogates (carriage returns are line breaks, folded to \n first). */
 function stripControls(s: string): [string, boolean] {
@@ -63,6 +70,18 @@ function cut(s: string, max: number): string {
   if (s.length <= max) return s;
   const c = s.charCodeAt(max - 1);
   return s.slice(0, c >= 0xd800 && c <= 0xdbff ? max - 1 : max);
+}
+
+/**
+ * A time as the source sends it: null when absent or not a time at all (the source then has no delta support, as one
+ * that sends none), false when it reads as an instant outside TIME_MIN..TIME_MAX: that record is invalid.
+ */
+function timeOf(v: unknown): Date | null | false {
+  // An ISO 8601 time is far shorter: a longer text is not parsed.
+  if (typeof v !== 'string' || v.length > 64) return null;
+  const t = new Date(v).getTime();
+  if (!Number.isFinite(t)) return null;
+  return t >= TIME_MIN && t <= TIME_MAX ? new Date(t) : false;
 }
 
 /** An id as the source sends it: a string or an integer, 1-64 characters once trimmed, no control characters. */
@@ -160,11 +179,13 @@ export function checkProduct(r: unknown, categories: ReadonlySet<string>, markup
   const cleaned = new Set<string>();
   const name = nameOf(p.name, cleaned, '');
   if (!name) return skip('bad_name');
+  // Its watermark is stored and sent back as updated_after: a time out of range would fail the run after its merge.
+  const updatedAt = timeOf(p.updated_at);
+  if (updatedAt === false) return skip('bad_updated_at');
   // Checked after the record itself: a product of a category the source did not list is not an invalid record, and
   // is not reported as gone in a delta either (docs/decisions.md, "Sync: one page at a time").
   if (!categories.has(categoryId)) return { ok: false, reason: 'unknown_category', id: null };
   const status = (STATUSES as readonly unknown[]).includes(p.status) ? (p.status as SourceProduct['status']) : 'unavailable';
-  const updated = typeof p.updated_at === 'string' ? new Date(p.updated_at) : null;
   return {
     ok: true,
     value: {
@@ -179,7 +200,7 @@ export function checkProduct(r: unknown, categories: ReadonlySet<string>, markup
       maxQty,
       description: descriptionOf(p.description, cleaned),
       description2: descriptionOf(p.description2, cleaned),
-      updatedAt: updated && !Number.isNaN(updated.getTime()) ? updated : null,
+      updatedAt,
     },
     cleaned: [...cleaned] as CleanReason[],
   };

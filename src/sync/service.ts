@@ -9,6 +9,7 @@ import type { EventBus } from '../shared/events.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { SourceError, type SourceClient } from './client.js';
 import { runCalls, newTally, readCategories, readProducts, totalOf, type RunBounds, type Tally } from './read.js';
+import { withTx } from '../db/tx.js';
 import { clearStaging, clearStale, stagePage } from './staging.js';
 import { mergeCatalogue, type WriteCounts } from './write.js';
 import { SyncFailed } from './errors.js';
@@ -135,29 +136,35 @@ export function createSyncService(deps: SyncDeps) {
       });
       bounds.checkDeadline();
       auditNote({ summary: { ran: true, mode, skipped: totalOf(tally.skipped) } });
-      const counts = await mergeCatalogue(db, runId, cats, mode === 'full', read.staged);
-      const prev = from
-        ? (await db.select({ w: syncRuns.watermark }).from(syncRuns).where(eq(syncRuns.ok, true)).orderBy(desc(syncRuns.id)).limit(1))[0]?.w
-        : null;
-      const watermark =
-        mode === 'full'
-          ? read.deltaCapable
-            ? read.watermark
-            : null
-          : [prev, read.watermark].reduce<Date | null>((a, b) => (b && (!a || b > a) ? b : a), null);
       const skipped = totalOf(tally.skipped);
-      await db
-        .update(syncRuns)
-        .set({
-          ...counts,
-          skipped,
-          skippedReasons: tally.skipped,
-          cleanedReasons: tally.cleaned,
-          ok: true,
-          finishedAt: clock.now(),
-          watermark,
-        })
-        .where(eq(syncRuns.id, runId));
+      // The run's row commits with the merge: a run either changed the catalogue and says so, or changed nothing and
+      // says why (docs/operations.md, "A source site's catalogue sync that fails or leaves records out").
+      const counts = await withTx(db, async (tx) => {
+        const merged = await mergeCatalogue(tx, runId, cats, mode === 'full', read.staged);
+        const prev = from
+          ? (await tx.select({ w: syncRuns.watermark }).from(syncRuns).where(eq(syncRuns.ok, true)).orderBy(desc(syncRuns.id)).limit(1))[0]
+              ?.w
+          : null;
+        const watermark =
+          mode === 'full'
+            ? read.deltaCapable
+              ? read.watermark
+              : null
+            : [prev, read.watermark].reduce<Date | null>((a, b) => (b && (!a || b > a) ? b : a), null);
+        await tx
+          .update(syncRuns)
+          .set({
+            ...merged,
+            skipped,
+            skippedReasons: tally.skipped,
+            cleanedReasons: tally.cleaned,
+            ok: true,
+            finishedAt: clock.now(),
+            watermark,
+          })
+          .where(eq(syncRuns.id, runId));
+        return merged;
+      });
       await deps.bus.publish('catalog');
       // After the last step that can fail: a run is counted once, as its row ends (the catch below marks it failed).
       counted.inc('ok');

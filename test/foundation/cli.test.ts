@@ -420,9 +420,10 @@ describe('reseller-admin CLI', () => {
         secret: true,
         help,
       });
+      // A secret is answered masked: it is never echoed (docs/configuration.md, "Runtime settings").
       expect(await ok('setting', 'set', 'cron_token', 's3cret-cron-0123456789')).toEqual({
         key: 'cron_token',
-        value: 's3cret-cron-0123456789',
+        value: '********',
         default: '',
         source: 'database',
         secret: true,

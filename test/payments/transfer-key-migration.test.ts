@@ -99,9 +99,7 @@ describe(`migration 0025 (transfer_key) on existing notes (${dbKind()})`, () => 
 
   it('without notes sharing a form, it adds the unique constraint exactly as a fresh database has it', async () => {
     const fresh = await shape();
-    expect(fresh.constraints).toEqual([
-      { name: 'payment_requests_transfer_key_unique', type: 'u', def: 'UNIQUE (transfer_key)' },
-    ]);
+    expect(fresh.constraints).toEqual([{ name: 'payment_requests_transfer_key_unique', type: 'u', def: 'UNIQUE (transfer_key)' }]);
     expect(fresh.indexes.map((i) => i.name)).toEqual(['payment_requests_transfer_key_unique']);
     await createPayment(t, c);
     await undo0025();

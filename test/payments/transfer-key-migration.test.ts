@@ -3,7 +3,7 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
-import { createTestApp, dbKind, type TestApp } from '../harness.js';
+import { createTestApp, createTestDatabase, dbKind, type TestApp, type TestDatabase } from '../harness.js';
 import { MIGRATIONS_DIR } from '../helpers/sql-functions.js';
 import { makeMethod, makePayClient, payRequest, type PayCreds } from './helpers.js';
 import { createPayment, setSetting } from './kit.js';
@@ -16,12 +16,14 @@ const SEPAY_KEY = 'sepay-test-key-transfer-key-mig-01';
 const MIGRATION = path.join(MIGRATIONS_DIR, '0025_transfer_key.sql');
 
 describe(`migration 0025 (transfer_key) on existing notes (${dbKind()})`, () => {
+  let tdb: TestDatabase;
   let t: TestApp;
   let c: PayCreds;
   let base: string;
   let seq = 7000;
   beforeAll(async () => {
-    t = await createTestApp();
+    tdb = await createTestDatabase();
+    t = await createTestApp({ database: tdb.database });
     await makeMethod(t);
     c = await makePayClient(t);
     await setSetting(t, 'sepay_api_key', SEPAY_KEY);
@@ -29,6 +31,7 @@ describe(`migration 0025 (transfer_key) on existing notes (${dbKind()})`, () => 
   });
   afterAll(async () => {
     await t?.close();
+    await tdb?.drop();
   });
 
   const run = (text: string) => t.deps.db.execute(sql.raw(text));
@@ -165,5 +168,25 @@ describe(`migration 0025 (transfer_key) on existing notes (${dbKind()})`, () => 
 
     // Neither open: late, as for any final request.
     expect(await sepay('RG0000000001')).toBe('late');
+  });
+
+  it("the server's own migrate() upgrades such a database", async () => {
+    const [one, two] = [await createPayment(t, c), await createPayment(t, c)];
+    await undo0025();
+    const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8')) as {
+      entries: { tag: string; when: number }[];
+    };
+    const entry = journal.entries.find((e) => e.tag === '0025_transfer_key')!;
+    await run(`DELETE FROM drizzle.__drizzle_migrations WHERE created_at = ${entry.when}`);
+    await setNote(one.payment_id, 'RGZZZZ-ZZZZ-ZZ');
+    await setNote(two.payment_id, 'RG2222222222');
+
+    await tdb.database.migrate();
+    expect(await rows(`SELECT 1 AS one FROM drizzle.__drizzle_migrations WHERE created_at = ${entry.when}`)).toEqual([{ one: 1 }]);
+    expect((await requestsOf([one.payment_id, two.payment_id])).map((r) => [r.note, r.key])).toEqual([
+      ['RGZZZZ-ZZZZ-ZZ', 'RG2222222222'],
+      ['RG2222222222', 'RG2222222222'],
+    ]);
+    expect(await sepay('rg zzzz zzzz zz')).toBe('ambiguous');
   });
 });

@@ -44,7 +44,8 @@ const CONTENT_MAX = 20;
 
 /**
  * Every substring of the notes' canonical form (readableKey: look-alikes as the symbol they are read as) that could be
- * a request's transfer_key: looked up through its unique index, not by scanning requests.
+ * a request's transfer_key: looked up through its index, not by scanning requests. A key may name several requests
+ * (older notes that share a form, docs/payments.md, "The transfer note"): record() sees them all.
  */
 function candidates(texts: string[]): string[] {
   const out = new Set<string>();

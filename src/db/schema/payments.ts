@@ -90,7 +90,9 @@ export const paymentRequests = pgTable(
     transferContent: text('transfer_content').unique(),
     /**
      * The transfer note's canonical form (readableKey in src/shared/readable.ts): what a bank feed's note is matched on.
-     * Unique, so that no two requests have notes a person cannot tell apart (docs/payments.md, "The transfer note").
+     * Unique, so that no two requests have notes a person cannot tell apart (docs/payments.md, "The transfer note"). A
+     * database whose older notes already shared a form has a partial unique index of this name instead, and a plain
+     * index for lookups (migrations/0025_transfer_key.sql).
      */
     transferKey: text('transfer_key')
       .generatedAlwaysAs(sql.raw(readableKeySql('transfer_content')))

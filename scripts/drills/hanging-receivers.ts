@@ -1,8 +1,8 @@
 /**
  * Drill: 50 webhook receivers that accept the connection and never answer (docs/webhooks.md, "Delivery fairness").
  * A real server process on its embedded database; 50 pay clients whose receivers hang, 2 approved payments each (100
- * attempts that each hold their connection for the 15 s total timeout); one healthy client whose receiver answers at
- * once. Its payment webhooks, approved once each round of hanging events is in flight (50, then 100 attempts), must
+ * attempts that each hold their connection for the 15 s total timeout, approved together); one healthy client whose
+ * receiver answers at once. Its payment webhooks, approved once 50 hanging events are in flight, then all 100, must
  * each arrive within 1 s of its event (the outbox row's created_at, taken before the approval commits). Prints the
  * figures; exits 1 when the bound is missed. Server command: DRILL_SERVER_CMD (kit.ts). Bounded: 90 s.
  * Run: npx tsx scripts/drills/hanging-receivers.ts
@@ -74,8 +74,8 @@ async function hookClient(s: Server, port: number, name: string): Promise<Client
 }
 
 let invoice = 0;
-/** A payment request of the client, approved by the admin: its payment.approved event is written by that commit. */
-async function approvedPayment(s: Server, c: Client): Promise<void> {
+/** A pending payment request of the client; answers its payment_id. */
+async function pendingPayment(s: Server, c: Client): Promise<string> {
   const body = JSON.stringify({ merchant_invoice_id: `HANG-${++invoice}`, amount: 150_000, description: 'top-up' });
   const event = 'payment.request.create';
   const created = await call(s.base, 'POST', '/api/v1/payment-requests', {
@@ -90,7 +90,12 @@ async function approvedPayment(s: Server, c: Client): Promise<void> {
     text: body,
   });
   if (created.status !== 201) throw new Error(`payment create answered ${created.status} ${JSON.stringify(created.body)}`);
-  await adminData(s.base, 'POST', `/admin/v1/pay/payments/${String(created.body!.payment_id)}/approve`);
+  return String(created.body!.payment_id);
+}
+
+/** The admin approves it: its payment.approved event is written by that commit. */
+async function approve(s: Server, paymentId: string): Promise<void> {
+  await adminData(s.base, 'POST', `/admin/v1/pay/payments/${paymentId}/approve`);
 }
 
 /** `fn` over `items`, `width` at a time. */
@@ -106,7 +111,7 @@ async function inParallel<T>(items: T[], width: number, fn: (item: T) => Promise
 /** Approves one payment of the healthy client and answers how long after its event the receiver got it. */
 async function healthyDelay(s: Server, c: Client, ok: Receiver): Promise<number> {
   const before = ok.arrivals.length;
-  await approvedPayment(s, c);
+  await approve(s, await pendingPayment(s, c));
   await until(() => ok.arrivals.length > before, 20_000, 'the healthy webhook');
   const got = ok.arrivals[before]!;
   const e = await adminData<{ created_at: string; status: string }>(s.base, 'GET', `/admin/v1/pay/webhooks/${got.id}`);
@@ -136,13 +141,16 @@ async function main(failures: string[], facts: Record<string, unknown>): Promise
     for (const [i, r] of hanging.entries()) clients.push(await hookClient(s, r.port, `hanging-${i}`));
     const healthy = await hookClient(s, ok.port, 'healthy');
 
-    // One round of approvals: one event per hanging client; then a healthy event while they all hang.
+    const payments: string[] = [];
+    for (let n = 0; n < PAYMENTS_EACH; n++) for (const c of clients) payments.push(await pendingPayment(s, c));
+    // 100 hanging events at once, more than a pool's 64 slots; a healthy event as soon as each hanging client holds
+    // one attempt (the pool at its busiest), then once every hanging event is in flight.
+    const started = Date.now();
+    await inParallel(payments, 8, (p) => approve(s!, p));
     const delays: number[] = [];
     const hangingThen: number[] = [];
-    const started = Date.now();
-    for (let n = 1; n <= PAYMENTS_EACH; n++) {
-      await inParallel(clients, 8, (c) => approvedPayment(s!, c));
-      await until(() => reached() >= HANGING * n, 30_000, `${HANGING * n} hanging events sent`);
+    for (const want of [HANGING, HANGING * PAYMENTS_EACH]) {
+      await until(() => reached() >= want, 30_000, `${want} hanging events sent`);
       hangingThen.push(held());
       delays.push(await healthyDelay(s, healthy, ok));
     }

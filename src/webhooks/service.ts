@@ -446,6 +446,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const days = await settings.get('webhook_retention_days');
       return { webhooks_deleted: await purgeDelivered(db, new Date(clock.now().getTime() - days * 86_400_000)) };
     },
+    /** Attempts in flight in this process by kind: holding a slot of its pool, or slow (docs/webhooks.md, "Delivery fairness"). */
+    inFlight: () => ({
+      payment: { running: pools.payment.running, slow: pools.payment.slow },
+      order: { running: pools.order.running, slow: pools.order.slow },
+    }),
     /** Sends what is due now, in the background (a process that starts: events a stopped one left due go out at once). */
     kick: (): void => kickDrain(),
     /** No new claims from now on (the server is stopping); attempts in flight go on. Due rows wait for a process. */

@@ -7,6 +7,7 @@ import { rowsOf } from '../../src/db/tx.js';
 import { EVENTS_CHANNEL } from '../../src/shared/events.js';
 import { PER_HOST_IN_FLIGHT, POOL_SLOTS } from '../../src/webhooks/service.js';
 import { createTestApp, makeUser, type TestApp } from '../harness.js';
+import { scrape, valueOf } from '../helpers/prom-text.js';
 import { makeMethod } from '../payments/helpers.js';
 import { approve, makeHookClient, outboxOf, pendingPayment, startReceiver, until } from './kit.js';
 
@@ -138,6 +139,15 @@ describe('hanging receivers hold up no other receiver', () => {
     for (const h of hanging) ids.push(await callbackUser(t, `${h.base}/hang/cb`));
     await orderEvents(t, ids, 2);
     await until(() => hanging.reduce((n, h) => n + h.hung(), 0) >= POOL_SLOTS, 'the pool to be full of hanging attempts');
+    // Unanswered after 0.3 s, they have given their slots back, and /metrics says so; the payment pool is untouched.
+    await until(
+      async () => valueOf(await scrape(t), 'rg_webhook_in_flight', { kind: 'order', state: 'slow' })! >= POOL_SLOTS,
+      'slow attempts',
+    );
+    const m = await scrape(t);
+    expect(valueOf(m, 'rg_webhook_in_flight', { kind: 'order', state: 'running' })).toBeLessThanOrEqual(POOL_SLOTS);
+    expect(valueOf(m, 'rg_webhook_in_flight', { kind: 'payment', state: 'running' })).toBe(0);
+    expect(valueOf(m, 'rg_webhook_in_flight', { kind: 'payment', state: 'slow' })).toBe(0);
 
     const ok = await mixedServer();
     open.push(ok);

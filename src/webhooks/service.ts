@@ -31,17 +31,19 @@ const LEASE_MS = 60_000;
 export const PER_CLIENT_IN_FLIGHT = 4;
 /**
  * Slots of each pool (payment webhooks, order callbacks; one each per process): attempts still expected to answer
- * soon. A target's first attempt may take any free slot, its further ones only while half the pool is free
+ * soon. A target's first attempt may take any free slot, its further ones only up to EXTRAS_UP_TO slots busy
  * (docs/webhooks.md, "Delivery fairness").
  */
 export const POOL_SLOTS = 64;
+/** A quarter of each pool stays for first attempts: a target with nothing in flight finds a slot at once. */
+const EXTRAS_UP_TO = 48;
 /** Attempts to one host (a URL's host and port) of one pool in flight per process; beyond its targets' first, half that. */
 export const PER_HOST_IN_FLIGHT = 32;
 /** An attempt unanswered after this long gives its slot back and goes on as a slow one, within its own timeout. */
 const SLOW_AFTER_MS = 2_000;
 /** Slow attempts of one pool at most: what bounds the sockets held by receivers that hang. */
 const MAX_SLOW = 256;
-/** A freed slot is claimed at once, unless the pool is more than half busy and its last claim is younger than this. */
+/** A drain claims again once a quarter of its pool is freed, or a slot is and its last claim is at least this old. */
 const CLAIM_GAP_MS = 100;
 /** A drain stops claiming after this long (a cron call must end); what is left goes to the next call. */
 const DRAIN_BUDGET_MS = 50_000;
@@ -55,8 +57,16 @@ export type DrainReport = { attempted: number; delivered: number; failed: number
 export type WebhookTimeouts = { connectMs?: number; totalMs?: number; slowMs?: number };
 
 /** What one pool has in flight in this process: attempts holding a slot, slow ones, and both by target and by host. */
-type Pool = { running: number; slow: number; perTarget: Map<string, number>; perHost: Map<string, number>; lastClaimAt: number };
-const newPool = (): Pool => ({ running: 0, slow: 0, perTarget: new Map(), perHost: new Map(), lastClaimAt: 0 });
+type Pool = {
+  running: number;
+  slow: number;
+  perTarget: Map<string, number>;
+  perHost: Map<string, number>;
+  lastClaimAt: number;
+  /** Slots freed since the last claim. */
+  freed: number;
+};
+const newPool = (): Pool => ({ running: 0, slow: 0, perTarget: new Map(), perHost: new Map(), lastClaimAt: 0, freed: 0 });
 const bump = (m: Map<string, number>, key: string, by: number) => {
   const n = (m.get(key) ?? 0) + by;
   if (n > 0) m.set(key, n);
@@ -147,6 +157,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
   // Drains waiting for one of their attempts to finish; a new event wakes them so that it is claimed at once, not
   // after the slowest receiver in flight (which may hang for the whole total timeout).
   const waiters = new Set<() => void>();
+  let slowWake: NodeJS.Immediate | undefined;
   const wakeAll = () => {
     for (const w of waiters) w();
     waiters.clear();
@@ -293,7 +304,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       eventId,
       share: {
         limit: room,
-        extras: Math.max(0, POOL_SLOTS / 2 - pool.running),
+        extras: Math.max(0, EXTRAS_UP_TO - pool.running),
         perTarget: PER_CLIENT_IN_FLIGHT,
         perHost: PER_HOST_IN_FLIGHT,
         inFlight: Object.fromEntries(pool.perTarget),
@@ -301,12 +312,22 @@ export function createWebhooksService(deps: WebhooksDeps) {
       },
     });
     pool.lastClaimAt = Date.now();
-    for (const row of rows) {
-      pool.running++;
-      bump(pool.perTarget, row.target, 1);
-      bump(pool.perHost, row.host, 1);
+    pool.freed = 0;
+    const count = (by: 1 | -1) => {
+      for (const row of rows) {
+        pool.running += by;
+        bump(pool.perTarget, row.target, by);
+        bump(pool.perHost, row.host, by);
+      }
+    };
+    count(1);
+    try {
+      return [rows, rows.length > 0 ? await targetsOf(rows) : new Map<string, Target>()] as const;
+    } catch (err) {
+      // Never sent: their leases run out and another claim takes them; their slots are free now.
+      count(-1);
+      throw err;
     }
-    return [rows, rows.length > 0 ? await targetsOf(rows) : new Map<string, Target>()] as const;
   }
 
   /** One attempt in its pool: it holds a slot until it ends or turns slow, and its target's and host's share until it ends. */
@@ -318,8 +339,12 @@ export function createWebhooksService(deps: WebhooksDeps) {
       slow = true;
       pool.running--;
       pool.slow++;
-      // A slot is free: the drains waiting for one claim at once.
-      wakeAll();
+      pool.freed++;
+      // A slot is free: the drains waiting for one claim at once (one wake for the attempts that turn slow together).
+      slowWake ??= setImmediate(() => {
+        slowWake = undefined;
+        wakeAll();
+      });
     }, slowMs);
     return attempt(row, target)
       .then((status) => {
@@ -337,7 +362,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
       .finally(() => {
         clearTimeout(turnSlow);
         if (slow) pool.slow--;
-        else pool.running--;
+        else {
+          pool.running--;
+          pool.freed++;
+        }
         bump(pool.perTarget, row.target, -1);
         bump(pool.perHost, row.host, -1);
       });
@@ -372,12 +400,14 @@ export function createWebhooksService(deps: WebhooksDeps) {
         if (active.size === 0 || report.error) break;
         await settleOrKick(active);
       }
-      // Claim again as soon as a slot is free, but while more than half the pool is busy no sooner than CLAIM_GAP_MS
-      // after the last claim (each claim ranks every target's due rows); new work or a slot turning free wakes us.
+      // Claim again once a quarter of the pool is free, or a slot is and the last claim is CLAIM_GAP_MS old (each claim
+      // ranks every target's due rows: one per finished attempt would cost more than the attempts), or on new work. A
+      // slot that turns free is claimed within CLAIM_GAP_MS, so a new event never waits for attempts that hang.
       for (;;) {
+        if (stopped || active.size === 0 || pool.freed >= POOL_SLOTS / 4) break;
         const left = CLAIM_GAP_MS - (Date.now() - pool.lastClaimAt);
-        if (stopped || pool.running <= POOL_SLOTS / 2 || left <= 0 || active.size === 0) break;
-        if ((await settleOrKick(active, left)) === 'kick') break;
+        if (left <= 0 && pool.freed > 0) break;
+        if ((await settleOrKick(active, left > 0 ? left : undefined)) === 'kick') break;
       }
     }
     await Promise.allSettled([...active]);

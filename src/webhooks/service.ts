@@ -22,29 +22,12 @@ import {
   type OutboxStatus,
 } from './outbox.js';
 import { sendWebhook, type AttemptResult } from './send.js';
+import { createPools, PER_HOST_IN_FLIGHT, SLOW_AFTER_MS } from './pools.js';
 import { CONNECT_TIMEOUT_MS, createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
 import { DomainError } from '../shared/domain-error.js';
 
 /** A claim outlives the longest attempt (15 s) with margin; a process that dies mid-attempt frees its row after it. */
 const LEASE_MS = 60_000;
-/** Deliveries in flight per target (a pay client, a reseller) in one process: one slow receiver never holds up the others. */
-export const PER_CLIENT_IN_FLIGHT = 4;
-/**
- * Slots of each pool (payment webhooks, order callbacks; one each per process): attempts still expected to answer
- * soon. A target's first attempt may take any free slot, its further ones only up to EXTRAS_UP_TO slots busy
- * (docs/webhooks.md, "Delivery fairness").
- */
-export const POOL_SLOTS = 64;
-/** A quarter of each pool stays for first attempts: a target with nothing in flight finds a slot at once. */
-const EXTRAS_UP_TO = 48;
-/** Attempts to one host (a URL's host and port) of one pool in flight per process; beyond its targets' first, half that. */
-export const PER_HOST_IN_FLIGHT = 32;
-/** An attempt unanswered after this long gives its slot back and goes on as a slow one, within its own timeout. */
-const SLOW_AFTER_MS = 2_000;
-/** Slow attempts of one pool at most: what bounds the sockets held by receivers that hang. */
-const MAX_SLOW = 256;
-/** A drain claims again once a quarter of its pool is freed, or a slot is and its last claim is at least this old. */
-const CLAIM_GAP_MS = 100;
 /** A drain stops claiming after this long (a cron call must end); what is left goes to the next call. */
 const DRAIN_BUDGET_MS = 50_000;
 
@@ -55,23 +38,6 @@ export type DrainReport = { attempted: number; delivered: number; failed: number
  * injected by tests, else 5 s, 15 s (docs/payments.md, section 7) and 2 s (docs/webhooks.md, "Delivery fairness").
  */
 export type WebhookTimeouts = { connectMs?: number; totalMs?: number; slowMs?: number };
-
-/** What one pool has in flight in this process: attempts holding a slot, slow ones, and both by target and by host. */
-type Pool = {
-  running: number;
-  slow: number;
-  perTarget: Map<string, number>;
-  perHost: Map<string, number>;
-  lastClaimAt: number;
-  /** Slots freed since the last claim. */
-  freed: number;
-};
-const newPool = (): Pool => ({ running: 0, slow: 0, perTarget: new Map(), perHost: new Map(), lastClaimAt: 0, freed: 0 });
-const bump = (m: Map<string, number>, key: string, by: number) => {
-  const n = (m.get(key) ?? 0) + by;
-  if (n > 0) m.set(key, n);
-  else m.delete(key);
-};
 
 export type WebhooksDeps = {
   db: Db;
@@ -142,8 +108,6 @@ export function createWebhooksService(deps: WebhooksDeps) {
     strict: createTargetAgent({ resolver, allowPrivate: false, connectTimeoutMs: connectMs, connections }),
     open: createTargetAgent({ resolver, allowPrivate: true, connectTimeoutMs: connectMs, connections }),
   };
-  // Payment webhooks and order callbacks never share slots: a reseller's hanging receiver cannot delay a payment.
-  const pools: Record<EventKind, Pool> = { payment: newPool(), order: newPool() };
   const draining: Record<EventKind, Promise<void> | null> = { payment: null, order: null };
   const again: Record<EventKind, boolean> = { payment: false, order: false };
   let stopped = false;
@@ -157,11 +121,12 @@ export function createWebhooksService(deps: WebhooksDeps) {
   // Drains waiting for one of their attempts to finish; a new event wakes them so that it is claimed at once, not
   // after the slowest receiver in flight (which may hang for the whole total timeout).
   const waiters = new Set<() => void>();
-  let slowWake: NodeJS.Immediate | undefined;
   const wakeAll = () => {
     for (const w of waiters) w();
     waiters.clear();
   };
+  // Payment webhooks and order callbacks never share slots: a reseller's hanging receiver cannot delay a payment.
+  const pools = createPools({ slowMs, onSlotFreed: wakeAll });
   /** Until one attempt of `active` finishes ('done'), new work or a free slot is announced ('kick'), or `ms` pass. */
   async function settleOrKick(active: Set<Promise<void>>, ms?: number): Promise<'done' | 'kick' | 'time'> {
     let wake!: () => void;
@@ -290,62 +255,24 @@ export function createWebhooksService(deps: WebhooksDeps) {
     return report;
   }
 
-  /** Claims one pool's share of due rows (outbox.ts, claimDue) and holds it until the attempts end. */
+  /** Claims one pool's share of due rows (outbox.ts, claimDue) and counts them in flight until their attempts end. */
   async function claimShare(kind: EventKind, eventId: string | undefined): Promise<readonly [Claimed[], Map<string, Target>]> {
-    const pool = pools[kind];
-    // Counted in flight before the next claim of this process starts: the caps hold across drains.
-    const room = pool.slow >= MAX_SLOW ? 0 : POOL_SLOTS - pool.running;
-    if (room <= 0) return [[], new Map()];
+    const share = pools.share(kind);
+    if (!share) return [[], new Map()];
     const now = clock.now();
-    const rows = await claimDue(db, {
-      kind,
-      now,
-      leaseUntil: new Date(now.getTime() + LEASE_MS),
-      eventId,
-      share: {
-        limit: room,
-        extras: Math.max(0, EXTRAS_UP_TO - pool.running),
-        perTarget: PER_CLIENT_IN_FLIGHT,
-        perHost: PER_HOST_IN_FLIGHT,
-        inFlight: Object.fromEntries(pool.perTarget),
-        hostInFlight: Object.fromEntries(pool.perHost),
-      },
-    });
-    pool.lastClaimAt = Date.now();
-    pool.freed = 0;
-    const count = (by: 1 | -1) => {
-      for (const row of rows) {
-        pool.running += by;
-        bump(pool.perTarget, row.target, by);
-        bump(pool.perHost, row.host, by);
-      }
-    };
-    count(1);
+    const rows = await claimDue(db, { kind, now, leaseUntil: new Date(now.getTime() + LEASE_MS), eventId, share });
+    pools.claimed(kind, rows);
     try {
       return [rows, rows.length > 0 ? await targetsOf(rows) : new Map<string, Target>()] as const;
     } catch (err) {
-      // Never sent: their leases run out and another claim takes them; their slots are free now.
-      count(-1);
+      pools.unclaimed(kind, rows);
       throw err;
     }
   }
 
   /** One attempt in its pool: it holds a slot until it ends or turns slow, and its target's and host's share until it ends. */
   function start(kind: EventKind, row: Claimed, target: Target, report: DrainReport): Promise<void> {
-    const pool = pools[kind];
-    let slow = false;
-    const turnSlow = setTimeout(() => {
-      if (pool.slow >= MAX_SLOW) return;
-      slow = true;
-      pool.running--;
-      pool.slow++;
-      pool.freed++;
-      // A slot is free: the drains waiting for one claim at once (one wake for the attempts that turn slow together).
-      slowWake ??= setImmediate(() => {
-        slowWake = undefined;
-        wakeAll();
-      });
-    }, slowMs);
+    const slot = pools.track(kind, row);
     return attempt(row, target)
       .then((status) => {
         if (status === 'delivered') report.delivered++;
@@ -359,20 +286,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
           'webhook attempt could not be recorded; retried after its lease',
         );
       })
-      .finally(() => {
-        clearTimeout(turnSlow);
-        if (slow) pool.slow--;
-        else {
-          pool.running--;
-          pool.freed++;
-        }
-        bump(pool.perTarget, row.target, -1);
-        bump(pool.perHost, row.host, -1);
-      });
+      .finally(() => slot.done());
   }
 
   async function drainKind(kind: EventKind, report: DrainReport, eventId?: string): Promise<void> {
-    const pool = pools[kind];
     const started = Date.now();
     const active = new Set<Promise<void>>();
     while (!stopped) {
@@ -400,14 +317,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
         if (active.size === 0 || report.error) break;
         await settleOrKick(active);
       }
-      // Claim again once a quarter of the pool is free, or a slot is and the last claim is CLAIM_GAP_MS old (each claim
-      // ranks every target's due rows: one per finished attempt would cost more than the attempts), or on new work. A
-      // slot that turns free is claimed within CLAIM_GAP_MS, so a new event never waits for attempts that hang.
+      // Claim again when pools.claimAgain says so, or at once on new work or a slot turning free (a kick).
       for (;;) {
-        if (stopped || active.size === 0 || pool.freed >= POOL_SLOTS / 4) break;
-        const left = CLAIM_GAP_MS - (Date.now() - pool.lastClaimAt);
-        if (left <= 0 && pool.freed > 0) break;
-        if ((await settleOrKick(active, left > 0 ? left : undefined)) === 'kick') break;
+        if (stopped || active.size === 0) break;
+        const next = pools.claimAgain(kind);
+        if (next.now || (await settleOrKick(active, next.waitMs)) === 'kick') break;
       }
     }
     await Promise.allSettled([...active]);
@@ -477,10 +391,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       return { webhooks_deleted: await purgeDelivered(db, new Date(clock.now().getTime() - days * 86_400_000)) };
     },
     /** Attempts in flight in this process by kind: holding a slot of its pool, or slow (docs/webhooks.md, "Delivery fairness"). */
-    inFlight: () => ({
-      payment: { running: pools.payment.running, slow: pools.payment.slow },
-      order: { running: pools.order.running, slow: pools.order.slow },
-    }),
+    inFlight: () => pools.inFlight(),
     /** Sends what is due now, in the background (a process that starts: events a stopped one left due go out at once). */
     kick: (): void => kickDrain(),
     /** No new claims from now on (the server is stopping); attempts in flight go on. Due rows wait for a process. */
@@ -529,3 +440,5 @@ export type WebhooksService = ReturnType<typeof createWebhooksService>;
 export const OUTBOX_STATUSES: OutboxStatus[] = ['pending', 'delivered', 'dead'];
 /** The kinds of event, for the admin list's filter. */
 export const EVENT_KINDS: EventKind[] = ['payment', 'order'];
+
+export { PER_CLIENT_IN_FLIGHT, PER_HOST_IN_FLIGHT, POOL_SLOTS } from './pools.js';

@@ -141,7 +141,8 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
 
   const settings = createSettingsService({ db, clock, bus, logger, cipher, defaults: config.settingDefaults });
   // A registry per app instance (tests build several per process); the services count through metrics.domain.
-  const metrics = createMetrics({ poolStats: () => database.poolStats() });
+  // The webhook service is built below with these metrics; a scrape reads its in-flight figures only once it exists.
+  const metrics = createMetrics({ poolStats: () => database.poolStats(), webhooksInFlight: () => webhooks.inFlight() });
   const facts = createFactsSource({ db, clock, timeoutMs: seams.factsTimeoutMs, sourceUrlDefault: config.settingDefaults.source_url });
   const users = createUsersService({ db, cipher, bus, clock });
   const catalog = createCatalogService({ db, cipher, bus, clock, settings });

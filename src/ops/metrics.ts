@@ -2,7 +2,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PoolStats } from '../db/client.js';
 import { PAYMENT_STATUSES } from '../payments/statuses.js';
-import { WEBHOOK_KINDS, type DomainMetrics, type OrderOutcome, type SyncRunResult, type WebhookAttemptResult } from '../shared/metrics.js';
+import {
+  WEBHOOK_KINDS,
+  type DomainMetrics,
+  type OrderOutcome,
+  type SyncRunResult,
+  type WebhookAttemptResult,
+  type WebhookKind,
+} from '../shared/metrics.js';
 import type { FactsSource } from './facts.js';
 
 const ORDER_OUTCOMES: OrderOutcome[] = ['success', 'pending', 'failed', 'refused', 'replayed'];
@@ -13,8 +20,13 @@ const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 /** Methods Node's parser accepts beyond these are rare enough to share one label value. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
+/** Webhook attempts in flight in this process, by kind: holding a pool slot (`running`) or gone slow. */
+export type WebhooksInFlight = Record<WebhookKind, { running: number; slow: number }>;
+
 export type MetricsDeps = {
   poolStats: () => PoolStats;
+  /** Read at scrape time; absent (as in unit tests of this registry), the gauge reads 0. */
+  webhooksInFlight?: () => WebhooksInFlight;
 };
 
 /**
@@ -93,6 +105,10 @@ export function createMetrics(deps: MetricsDeps) {
   const stuck = dbGauge('rg_upstream_orders_stuck', 'Pending source orders flagged stuck (upstream_stuck_minutes passed)');
   const pool = gauge('rg_db_pool_connections', 'Database pool connections (total, idle) and queries waiting for one', ['state']);
   const poolMax = gauge('rg_db_pool_max', 'Size limit of the database pool');
+  const webhooksInFlight = gauge('rg_webhook_in_flight', 'Webhook attempts in flight in this process, by kind and state (running, slow)', [
+    'kind',
+    'state',
+  ]);
 
   const domain: DomainMetrics = {
     orders: { inc: (outcome) => orders.inc({ outcome }) },
@@ -119,6 +135,9 @@ export function createMetrics(deps: MetricsDeps) {
     pool.set({ state: 'idle' }, p.idle);
     pool.set({ state: 'waiting' }, p.waiting);
     poolMax.set(p.max);
+    const w = deps.webhooksInFlight?.();
+    for (const kind of WEBHOOK_KINDS)
+      for (const state of ['running', 'slow'] as const) webhooksInFlight.set({ kind, state }, w?.[kind]?.[state] ?? 0);
     try {
       // One bounded read (ops/facts.ts), whether intermediary mode is on included: off, the sync gauges read 0.
       const f = await facts.get();

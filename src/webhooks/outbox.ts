@@ -5,7 +5,7 @@ import { rowsOf } from '../db/tx.js';
 /**
  * An outbox row this process has claimed for one attempt (its lease is committed before anything is sent). Its target
  * is a pay client (payment events) or a reseller (order callbacks): `target` names it, `c<client_id>` or `u<user_id>`,
- * for the per-target cap.
+ * for the per-target cap; `host` is its URL's host (and port), lower-cased, for the per-host cap.
  */
 export type Claimed = {
   id: number;
@@ -13,6 +13,7 @@ export type Claimed = {
   client_id: number | null;
   user_id: number | null;
   target: string;
+  host: string;
   event: string;
   body: string;
   attempts: number;
@@ -21,49 +22,83 @@ export type Claimed = {
 
 export type OutboxStatus = 'pending' | 'delivered' | 'dead';
 
+/** The two kinds of event of the outbox: payment webhooks and order callbacks. */
+export type EventKind = 'payment' | 'order';
+
+/** How many rows a claim may take, given what this process already has in flight (docs/webhooks.md, "Delivery fairness"). */
+export type ClaimShare = {
+  /** Rows in all (the pool's free slots). */
+  limit: number;
+  /** Rows beyond a target's first in flight, in all (what is left of half the pool). */
+  extras: number;
+  perTarget: number;
+  /** A host's cap for a target's first attempt; a further one only below half of it. */
+  perHost: number;
+  inFlight: Record<string, number>;
+  hostInFlight: Record<string, number>;
+};
+
 const iso = (d: Date) => d.toISOString();
 
+/** The host (and port) of a target URL as written, lower-cased, without any user part; '' when there is none. */
+const hostOf = (url: SQL) => sql`coalesce(lower(substring(${url} from '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]*)')), '')`;
+
 /**
- * Claims due rows for one attempt each: a row never tried since its schedule (re)started, or whose next attempt is due
- * (a retry, or a claim whose process died: the lease simply runs out). The claim bumps `attempts` and moves
- * next_attempt_at to the end of the lease in one committed statement, so another process skips the row (SKIP LOCKED
- * while we update it, the lease after), and each attempt number is sent by one process only. At most `perTarget` rows
- * of one target (a pay client, or a reseller's callback) are claimed, minus those this process already has in flight.
+ * Claims due rows of one kind for one attempt each: a row never tried since its schedule (re)started, or whose next
+ * attempt is due (a retry, or a claim whose process died: the lease simply runs out). The claim bumps `attempts` and
+ * moves next_attempt_at to the end of the lease in one committed statement, so another process skips the row (SKIP
+ * LOCKED while we update it, the lease after), and each attempt number is sent by one process only.
+ * Fair share: each target's first attempt in flight comes before anyone's second (oldest due first within each
+ * rank); a target has at most `perTarget` in flight, a host `perHost` and, beyond its targets' first attempts, half of
+ * that; and a target's further attempts take no more than `extras` rows, so that half the pool stays for first ones.
  */
 export async function claimDue(
   db: Db,
-  o: { now: Date; leaseUntil: Date; limit: number; perTarget: number; inFlight: Record<string, number>; eventId?: string },
+  o: { kind: EventKind; now: Date; leaseUntil: Date; share: ClaimShare; eventId?: string },
 ): Promise<Claimed[]> {
+  const { share } = o;
   const only = o.eventId !== undefined ? sql` AND w.event_id = ${o.eventId}` : sql``;
   const due = sql`w.status = 'pending' AND (w.attempts = w.retry_base OR w.next_attempt_at <= ${iso(o.now)}::timestamptz)${only}`;
-  const inFlight = JSON.stringify(o.inFlight);
+  const inFlight = sql`${JSON.stringify(share.inFlight)}::jsonb`;
+  const hostInFlight = sql`${JSON.stringify(share.hostInFlight)}::jsonb`;
   // Each target's first few due rows, one short walk of its index (webhook_outbox_client_due_idx, _user_due_idx).
   const firstDue = (column: SQL, key: SQL) => sql`
     SELECT w.id, w.next_attempt_at FROM webhook_outbox w
     WHERE ${column} AND ${due}
     ORDER BY w.next_attempt_at, w.id
-    LIMIT greatest(0, ${o.perTarget} - coalesce((${inFlight}::jsonb ->> (${key}))::int, 0))`;
-  const res = await db.execute(sql`
-    WITH cand AS (
-      SELECT d.id, d.next_attempt_at FROM (
-        SELECT d.id, d.next_attempt_at FROM pay_clients c
-        CROSS JOIN LATERAL (${firstDue(sql`w.client_id = c.id`, sql`'c' || c.id`)}) d
-        UNION ALL
-        SELECT d.id, d.next_attempt_at
+    LIMIT greatest(0, ${share.perTarget}::int - coalesce((${inFlight} ->> (${key}))::int, 0))`;
+  const candidates =
+    o.kind === 'payment'
+      ? sql`
+        SELECT d.id, d.next_attempt_at, 'c' || c.id AS target, ${hostOf(sql`c.webhook_url`)} AS host FROM pay_clients c
+        CROSS JOIN LATERAL (${firstDue(sql`w.client_id = c.id`, sql`'c' || c.id`)}) d`
+      : sql`
+        SELECT d.id, d.next_attempt_at, 'u' || u.user_id AS target, ${hostOf(sql`r.callback_url`)} AS host
         FROM (SELECT DISTINCT p.user_id FROM webhook_outbox p WHERE p.status = 'pending' AND p.user_id IS NOT NULL) u
-        CROSS JOIN LATERAL (${firstDue(sql`w.user_id = u.user_id`, sql`'u' || u.user_id`)}) d
-      ) d
-      ORDER BY d.next_attempt_at, d.id
-      LIMIT ${o.limit}
+        LEFT JOIN users r ON r.id = u.user_id
+        CROSS JOIN LATERAL (${firstDue(sql`w.user_id = u.user_id`, sql`'u' || u.user_id`)}) d`;
+  const res = await db.execute(sql`
+    WITH cand AS (${candidates}
+    ), ranked AS (
+      SELECT cand.*, coalesce((${inFlight} ->> target)::int, 0)
+        + row_number() OVER (PARTITION BY target ORDER BY next_attempt_at, id) AS slot
+      FROM cand
+    ), hosted AS (
+      SELECT ranked.*, coalesce((${hostInFlight} ->> host)::int, 0)
+        + row_number() OVER (PARTITION BY host ORDER BY slot, next_attempt_at, id) AS host_slot
+      FROM ranked
+    ), fair AS (
+      SELECT hosted.*, row_number() OVER (ORDER BY slot, next_attempt_at, id) AS pos FROM hosted
+      WHERE host_slot <= CASE WHEN slot = 1 THEN ${share.perHost}::int ELSE ${Math.floor(share.perHost / 2)}::int END
     ), c AS (
-      SELECT w.id FROM webhook_outbox w JOIN cand ON cand.id = w.id
-      WHERE ${due}
+      SELECT w.id, fair.host FROM webhook_outbox w JOIN fair ON fair.id = w.id
+      WHERE fair.pos <= ${share.limit}::int AND (fair.slot = 1 OR fair.pos <= ${share.extras}::int) AND ${due}
       FOR UPDATE OF w SKIP LOCKED
     )
     UPDATE webhook_outbox w SET attempts = w.attempts + 1, next_attempt_at = ${iso(o.leaseUntil)}::timestamptz
     FROM c WHERE w.id = c.id
     RETURNING w.id, w.event_id, w.client_id, w.user_id, CASE WHEN w.user_id IS NULL THEN 'c' || w.client_id ELSE 'u' || w.user_id END AS target,
-      w.event, w.body, w.attempts, w.retry_base`);
+      c.host, w.event, w.body, w.attempts, w.retry_base`);
   const idOrNull = (v: number | string | null) => (v === null ? null : Number(v));
   return rowsOf<Claimed>(res).map((r) => ({ ...r, id: Number(r.id), client_id: idOrNull(r.client_id), user_id: idOrNull(r.user_id) }));
 }
@@ -166,9 +201,6 @@ const SELECT_EVENTS = sql`
   SELECT o.id, o.event_id, o.event, o.client_id, p.payment_id, o.user_id, r.order_code, o.status, o.attempts,
          o.next_attempt_at, o.last_error, o.delivered_at, o.created_at, o.body
   FROM webhook_outbox o LEFT JOIN payment_requests p ON p.id = o.payment_request_id LEFT JOIN orders r ON r.id = o.order_id`;
-
-/** The two kinds of event of the outbox: payment webhooks and order callbacks. */
-export type EventKind = 'payment' | 'order';
 
 /** The newest events first, optionally of one status and of one kind. */
 export async function listEvents(db: Db, filter: { status?: OutboxStatus; kind?: EventKind }, limit: number): Promise<EventView[]> {

@@ -22,22 +22,22 @@ import {
   type OutboxStatus,
 } from './outbox.js';
 import { sendWebhook, type AttemptResult } from './send.js';
+import { createPools, PER_HOST_IN_FLIGHT, SLOW_AFTER_MS } from './pools.js';
 import { CONNECT_TIMEOUT_MS, createTargetAgent, resolveTarget, systemResolver, TargetRefusedError, type Resolver } from './target.js';
 import { DomainError } from '../shared/domain-error.js';
 
 /** A claim outlives the longest attempt (15 s) with margin; a process that dies mid-attempt frees its row after it. */
 const LEASE_MS = 60_000;
-/** Deliveries in flight per target (a pay client, a reseller) in one process: one slow receiver never holds up the others. */
-export const PER_CLIENT_IN_FLIGHT = 4;
-/** Deliveries in flight in one process. */
-const MAX_IN_FLIGHT = 64;
 /** A drain stops claiming after this long (a cron call must end); what is left goes to the next call. */
 const DRAIN_BUDGET_MS = 50_000;
 
 export type DrainReport = { attempted: number; delivered: number; failed: number; dead: number; error?: string };
 
-/** Connect (name resolution included) and total time of one attempt; injected by tests, else 5 s and 15 s (docs/payments.md, section 7). */
-export type WebhookTimeouts = { connectMs?: number; totalMs?: number };
+/**
+ * Connect (name resolution included) and total time of one attempt, and when an unanswered one gives its slot back;
+ * injected by tests, else 5 s, 15 s (docs/payments.md, section 7) and 2 s (docs/webhooks.md, "Delivery fairness").
+ */
+export type WebhookTimeouts = { connectMs?: number; totalMs?: number; slowMs?: number };
 
 export type WebhooksDeps = {
   db: Db;
@@ -103,20 +103,22 @@ export function createWebhooksService(deps: WebhooksDeps) {
   const counted = (deps.metrics ?? noMetrics).webhookAttempts;
   const connectMs = deps.timeouts?.connectMs ?? CONNECT_TIMEOUT_MS;
   const totalTimeoutMs = deps.timeouts?.totalMs;
+  const slowMs = deps.timeouts?.slowMs ?? SLOW_AFTER_MS;
+  // Connections per origin above what the host caps of both pools allow (twice: a host written with and without its
+  // default port is one origin): an attempt never waits in the agent's queue, where its total timeout would run unsent.
+  const connections = 4 * PER_HOST_IN_FLIGHT;
   const agents = {
-    strict: createTargetAgent({ resolver, allowPrivate: false, connectTimeoutMs: connectMs }),
-    open: createTargetAgent({ resolver, allowPrivate: true, connectTimeoutMs: connectMs }),
+    strict: createTargetAgent({ resolver, allowPrivate: false, connectTimeoutMs: connectMs, connections }),
+    open: createTargetAgent({ resolver, allowPrivate: true, connectTimeoutMs: connectMs, connections }),
   };
-  // Attempts in flight per target (Claimed.target), for the per-target cap.
-  const inFlight = new Map<string, number>();
-  let draining: Promise<void> | null = null;
-  let again = false;
+  const draining: Record<EventKind, Promise<void> | null> = { payment: null, order: null };
+  const again: Record<EventKind, boolean> = { payment: false, order: false };
   let stopped = false;
   // Every attempt in flight, whichever drain started it, and the signal that ends them when the server stops.
   const attempts = new Set<Promise<void>>();
   const halt = new AbortController();
   // Each attempt's own stop signal, all ended by the one listener on `halt`: a listener per attempt on the shared
-  // signal would put up to MAX_IN_FLIGHT on it at once (Node warns past 10: MaxListenersExceededWarning).
+  // signal would put hundreds on it at once (Node warns past 10: MaxListenersExceededWarning).
   const stopping = new Set<AbortController>();
   halt.signal.addEventListener('abort', () => stopping.forEach((c) => c.abort(halt.signal.reason)), { once: true });
   // Drains waiting for one of their attempts to finish; a new event wakes them so that it is claimed at once, not
@@ -126,17 +128,24 @@ export function createWebhooksService(deps: WebhooksDeps) {
     for (const w of waiters) w();
     waiters.clear();
   };
-  /** Until one attempt of `active` finishes ('done') or new work is announced ('kick'). */
-  async function settleOrKick(active: Set<Promise<void>>): Promise<'done' | 'kick'> {
+  // Payment webhooks and order callbacks never share slots: a reseller's hanging receiver cannot delay a payment.
+  const pools = createPools({ slowMs, onSlotFreed: wakeAll });
+  /** Until one attempt of `active` finishes ('done'), new work or a free slot is announced ('kick'), or `ms` pass. */
+  async function settleOrKick(active: Set<Promise<void>>, ms?: number): Promise<'done' | 'kick' | 'time'> {
     let wake!: () => void;
+    let timer: NodeJS.Timeout | undefined;
     const kick = new Promise<'kick'>((resolve) => {
       wake = () => resolve('kick');
       waiters.add(wake);
     });
+    const time = new Promise<'time'>((resolve) => {
+      if (ms !== undefined) timer = setTimeout(() => resolve('time'), ms);
+    });
     try {
-      return await Promise.race([Promise.race(active).then(() => 'done' as const), kick]);
+      return await Promise.race([Promise.race(active).then(() => 'done' as const), kick, time]);
     } finally {
       waiters.delete(wake);
+      clearTimeout(timer);
     }
   }
 
@@ -242,31 +251,57 @@ export function createWebhooksService(deps: WebhooksDeps) {
     );
   }
 
-  /** Claims and sends due rows until none is left (or the budget is spent), keeping the in-flight caps. */
+  /** Claims and sends due rows of both kinds until none is left (or the budget is spent), each in its own pool. */
   async function drain(eventId?: string): Promise<DrainReport> {
-    const started = Date.now();
     const report: DrainReport = { attempted: 0, delivered: 0, failed: 0, dead: 0 };
+    await Promise.all(EVENT_KINDS.map((kind) => drainKind(kind, report, eventId)));
+    return report;
+  }
+
+  /** Claims one pool's share of due rows (outbox.ts, claimDue) and counts them in flight until their attempts end. */
+  async function claimShare(kind: EventKind, eventId: string | undefined): Promise<readonly [Claimed[], Map<string, Target>]> {
+    const share = pools.share(kind);
+    if (!share) return [[], new Map()];
+    const now = clock.now();
+    const rows = await claimDue(db, { kind, now, leaseUntil: new Date(now.getTime() + LEASE_MS), eventId, share });
+    pools.claimed(kind, rows);
+    try {
+      return [rows, rows.length > 0 ? await targetsOf(rows) : new Map<string, Target>()] as const;
+    } catch (err) {
+      pools.unclaimed(kind, rows);
+      throw err;
+    }
+  }
+
+  /** One attempt in its pool: it holds a slot until it ends or turns slow, and its target's and host's share until it ends. */
+  function start(kind: EventKind, row: Claimed, target: Target, report: DrainReport): Promise<void> {
+    const slot = pools.track(kind, row);
+    return attempt(row, target)
+      .then((status) => {
+        if (status === 'delivered') report.delivered++;
+        else report.failed++;
+        if (status === 'dead') report.dead++;
+      })
+      .catch((err: unknown) => {
+        report.failed++;
+        logger.error(
+          { err: { message: (err as Error).message }, event_id: row.event_id },
+          'webhook attempt could not be recorded; retried after its lease',
+        );
+      })
+      .finally(() => slot.done());
+  }
+
+  async function drainKind(kind: EventKind, report: DrainReport, eventId?: string): Promise<void> {
+    const started = Date.now();
     const active = new Set<Promise<void>>();
     while (!stopped) {
-      const room = MAX_IN_FLIGHT - active.size;
       let claimed: Claimed[] = [];
       let targets = new Map<string, Target>();
-      if (room > 0 && Date.now() - started < DRAIN_BUDGET_MS) {
+      if (Date.now() - started < DRAIN_BUDGET_MS) {
         try {
-          const now = clock.now();
-          // One claim at a time in this process, counted in flight before the next: the per-client cap holds across drains.
-          [claimed, targets] = await exclusive(async () => {
-            const rows = await claimDue(db, {
-              now,
-              leaseUntil: new Date(now.getTime() + LEASE_MS),
-              limit: room,
-              perTarget: PER_CLIENT_IN_FLIGHT,
-              inFlight: Object.fromEntries(inFlight),
-              eventId,
-            });
-            for (const row of rows) inFlight.set(row.target, (inFlight.get(row.target) ?? 0) + 1);
-            return [rows, rows.length > 0 ? await targetsOf(rows) : new Map()] as const;
-          });
+          // One claim at a time in this process, counted in flight before the next: the caps hold across drains.
+          [claimed, targets] = await exclusive(() => claimShare(kind, eventId));
         } catch (err) {
           logger.error({ err: { message: (err as Error).message } }, 'webhook claim failed; the next cron call retries');
           report.error = 'could not read the outbox';
@@ -274,26 +309,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
       }
       for (const row of claimed) {
         report.attempted++;
-        const p: Promise<void> = attempt(row, targets.get(row.target)!)
-          .then((status) => {
-            if (status === 'delivered') report.delivered++;
-            else report.failed++;
-            if (status === 'dead') report.dead++;
-          })
-          .catch((err: unknown) => {
-            report.failed++;
-            logger.error(
-              { err: { message: (err as Error).message }, event_id: row.event_id },
-              'webhook attempt could not be recorded; retried after its lease',
-            );
-          })
-          .finally(() => {
-            const left = (inFlight.get(row.target) ?? 1) - 1;
-            if (left > 0) inFlight.set(row.target, left);
-            else inFlight.delete(row.target);
-            active.delete(p);
-            attempts.delete(p);
-          });
+        const p: Promise<void> = start(kind, row, targets.get(row.target)!, report).finally(() => {
+          active.delete(p);
+          attempts.delete(p);
+        });
         active.add(p);
         attempts.add(p);
       }
@@ -301,12 +320,14 @@ export function createWebhooksService(deps: WebhooksDeps) {
         if (active.size === 0 || report.error) break;
         await settleOrKick(active);
       }
-      // Claim again only once a good share of the slots is free (each claim ranks every due row, so claiming one row
-      // per finished attempt would cost more than the attempts themselves), or when new work is announced.
-      while (active.size > MAX_IN_FLIGHT / 2 && !stopped) if ((await settleOrKick(active)) === 'kick') break;
+      // Claim again when pools.claimAgain says so, or at once on new work or a slot turning free (a kick).
+      for (;;) {
+        if (stopped || active.size === 0) break;
+        const next = pools.claimAgain(kind);
+        if (next.now || (await settleOrKick(active, next.waitMs)) === 'kick') break;
+      }
     }
     await Promise.allSettled([...active]);
-    return report;
   }
 
   let claimChain: Promise<unknown> = Promise.resolve();
@@ -316,22 +337,28 @@ export function createWebhooksService(deps: WebhooksDeps) {
     return run;
   }
 
-  /** Drains started by NOTIFY: one at a time per process; one arriving during it asks for one more pass. */
+  /**
+   * Drains started by NOTIFY: one per pool at a time per process; one arriving during it asks for one more pass. A
+   * NOTIFY does not say which kind it is for: both pools are kicked, and a pool whose drain has ended starts a new one
+   * at once, whatever the other pool is still waiting for.
+   */
   function kickDrain(): void {
     if (stopped) return;
-    if (draining) {
-      again = true;
-      wakeAll();
-      return;
+    for (const kind of EVENT_KINDS) {
+      if (draining[kind]) {
+        again[kind] = true;
+        continue;
+      }
+      draining[kind] = (async () => {
+        do {
+          again[kind] = false;
+          await drainKind(kind, { attempted: 0, delivered: 0, failed: 0, dead: 0 });
+        } while (again[kind] && !stopped);
+      })().finally(() => {
+        draining[kind] = null;
+      });
     }
-    draining = (async () => {
-      do {
-        again = false;
-        await drain();
-      } while (again && !stopped);
-    })().finally(() => {
-      draining = null;
-    });
+    wakeAll();
   }
 
   async function show(eventId: string) {
@@ -366,6 +393,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const days = await settings.get('webhook_retention_days');
       return { webhooks_deleted: await purgeDelivered(db, new Date(clock.now().getTime() - days * 86_400_000)) };
     },
+    /** Attempts in flight in this process by kind: holding a slot of its pool, or slow (docs/webhooks.md, "Delivery fairness"). */
+    inFlight: () => pools.inFlight(),
     /** Sends what is due now, in the background (a process that starts: events a stopped one left due go out at once). */
     kick: (): void => kickDrain(),
     /** No new claims from now on (the server is stopping); attempts in flight go on. Due rows wait for a process. */
@@ -401,7 +430,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const interrupted = attempts.size;
       if (late) halt.abort();
       await Promise.allSettled([...attempts]);
-      await draining?.catch(() => undefined);
+      await Promise.all(EVENT_KINDS.map((kind) => draining[kind]?.catch(() => undefined)));
       await Promise.all([agents.strict.close(), agents.open.close()]).catch(() => undefined);
       return { finished: seen.size - interrupted, interrupted };
     },
@@ -414,3 +443,5 @@ export type WebhooksService = ReturnType<typeof createWebhooksService>;
 export const OUTBOX_STATUSES: OutboxStatus[] = ['pending', 'delivered', 'dead'];
 /** The kinds of event, for the admin list's filter. */
 export const EVENT_KINDS: EventKind[] = ['payment', 'order'];
+
+export { PER_CLIENT_IN_FLIGHT, PER_HOST_IN_FLIGHT, POOL_SLOTS } from './pools.js';

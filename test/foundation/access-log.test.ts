@@ -1,4 +1,4 @@
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import net from 'node:net';
 import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
@@ -207,50 +207,74 @@ describe('access log above info', () => {
   });
 });
 
-describe('access line logger', () => {
-  it('writes the same line as the redacting root logger would (the access line skips only a redaction with nothing to match)', () => {
-    const written: string[] = [];
+describe('access line redaction', () => {
+  // docs/decisions.md, "Every log line through one redaction": the access line is written by the root logger, so a
+  // value under a redacted path is masked in it as in any other line, whatever put it there.
+  function capture() {
+    const lines: string[] = [];
     const logger = createLogger(
       'info',
       new Writable({
         write(chunk: Buffer, _enc, cb) {
-          written.push(chunk.toString());
+          lines.push(chunk.toString());
           cb();
         },
       }),
     );
-    const access = new AccessLog(logger);
-    const raw = { once: () => undefined, statusCode: 201, headersSent: true, writableFinished: true };
-    const request = {
-      id: 'r-same',
-      method: 'POST',
-      url: '/api/v1/order/create?order_code=OD1&api_key=sk_live_secret&token',
-      ip: '203.0.113.9',
-      headers: { authorization: 'Bearer sk_live_secret' },
-      user: { id: 42 },
-      payClient: { id: 7 },
-    };
-    const reply = { raw, statusCode: 201, elapsedTime: 12.345678 };
-    access.incomingRequest(request as never, reply as never);
-    access.requestCompleted(null, request as never, reply as never);
-    logger.info(
-      { reqId: request.id, req: request, responseTime: reply.elapsedTime, user_id: 42, pay_client_id: 7, res: reply },
-      'request completed',
-    );
-    expect(written).toHaveLength(2);
-    const [viaAccess, viaRoot] = written.map((l) => l.replace(/"time":\d+,/, ''));
-    expect(viaAccess).toBe(viaRoot);
-    expect(JSON.parse(viaAccess!)).toEqual({
-      level: 30,
-      pid: process.pid,
-      hostname: expect.any(String),
-      reqId: 'r-same',
-      req: { method: 'POST', url: '/api/v1/order/create?order_code=OD1&api_key=[REDACTED]&[REDACTED]', ip: '203.0.113.9' },
-      responseTime: 12.345678,
-      user_id: 42,
-      pay_client_id: 7,
-      res: { statusCode: 201 },
-      msg: 'request completed',
+    return { logger, lines };
+  }
+  const planted = 'sk_planted_0123456789';
+
+  it('masks a value under a redacted path in a completed request line (real HTTP)', async () => {
+    const { logger, lines } = capture();
+    const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new AccessLog(logger) });
+    // The access line copies the authenticated user's and payment client's ids: objects here, holding redacted names.
+    app.addHook('onRequest', async (request) => {
+      Object.assign(request, { user: { id: { api_key: planted } }, payClient: { id: { secret: planted, kept: 1 } } });
     });
+    app.get('/planted', async () => ({ ok: true }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { port } = app.server.address() as net.AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/planted`, { headers: { 'x-request-id': 'r-planted' } });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      expect(await eventually(() => lines.some((l) => l.includes('request completed')))).toBe(true);
+    } finally {
+      await app.close();
+    }
+    const access = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request completed');
+    expect(access).toEqual([
+      expect.objectContaining({
+        req: expect.objectContaining({ method: 'GET', url: '/planted' }),
+        res: { statusCode: 200 },
+        user_id: { api_key: '[REDACTED]' },
+        pay_client_id: { secret: '[REDACTED]', kept: 1 },
+      }),
+    ]);
+    expect(lines.join('')).not.toContain(planted);
+  });
+
+  it('masks it in an aborted request line and in an errored one', () => {
+    const { logger, lines } = capture();
+    const access = new AccessLog(logger);
+    const aborted = Object.assign(new EventEmitter(), { statusCode: 200, headersSent: false, writableFinished: false });
+    const request = { id: { token: planted }, method: 'POST', url: '/x?order_code=OD1&api_key=sk_in_url', ip: '203.0.113.9' };
+    access.incomingRequest(request as never, { raw: aborted, elapsedTime: 3 } as never);
+    aborted.emit('close');
+    const errored = { raw: { statusCode: 500 }, statusCode: 500, elapsedTime: 4 };
+    access.requestCompleted(new Error('stream failed'), request as never, errored as never);
+    const written = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(written).toEqual([
+      expect.objectContaining({
+        msg: 'request aborted',
+        aborted: true,
+        reqId: { token: '[REDACTED]' },
+        req: { method: 'POST', url: '/x?order_code=OD1&api_key=[REDACTED]', ip: '203.0.113.9' },
+      }),
+      expect.objectContaining({ msg: 'request errored', reqId: { token: '[REDACTED]' }, res: { statusCode: 500 } }),
+    ]);
+    expect(lines.join('')).not.toContain(planted);
+    expect(lines.join('')).not.toContain('sk_in_url');
   });
 });

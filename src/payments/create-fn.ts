@@ -1,6 +1,7 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { paymentRequests } from '../db/schema/index.js';
+import { sqlErrorOf, type SqlError } from '../shared/db-errors.js';
 import { VIEW_COLUMNS, type PaymentViewRow } from './view.js';
 
 /**
@@ -66,12 +67,10 @@ const createdColumns = Object.fromEntries(
 
 const p = (name: keyof PaymentFnArgs) => sql.placeholder(name);
 
-/** The refusal behind a failed query (SQLSTATE RG003): drizzle wraps the PostgreSQL error as `cause`. */
-function refusalOf(err: unknown): { message?: string; detail?: string } | null {
-  for (let e = err as { code?: string; cause?: unknown } | undefined, i = 0; e && i < 4; e = e.cause as typeof e, i++) {
-    if (e.code === 'RG003') return e as { message?: string; detail?: string };
-  }
-  return null;
+/** The refusal behind a failed query (SQLSTATE RG003), wherever drizzle or a caller wrapped it. */
+function refusalOf(err: unknown): SqlError | null {
+  const raised = sqlErrorOf(err);
+  return raised?.code === 'RG003' ? raised : null;
 }
 
 export function createPaymentFn(db: Db) {
@@ -97,7 +96,7 @@ export function createPaymentFn(db: Db) {
       const raised = refusalOf(err);
       if (!raised) throw err;
       // A reason outside the list is a bug of the function: a 500, never a cast into the answer.
-      if (!REFUSALS.includes(raised.message ?? ''))
+      if (!REFUSALS.includes(raised.message))
         throw new Error(`payment_create raised an unknown refusal ${JSON.stringify(raised.message)}`);
       throw new PaymentFnRefused(raised.message as PaymentFnRefusal, raised.detail || undefined);
     }

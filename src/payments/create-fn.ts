@@ -2,6 +2,7 @@ import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { paymentRequests } from '../db/schema/index.js';
 import { sqlErrorOf, type SqlError } from '../shared/db-errors.js';
+import { DomainError } from '../shared/domain-error.js';
 import { VIEW_COLUMNS, type PaymentViewRow } from './view.js';
 
 /**
@@ -41,13 +42,16 @@ export type PaymentFnArgs = {
 /** The reasons payment_create raises with SQLSTATE RG003. */
 export type PaymentFnRefusal = 'in_progress' | 'method_changed' | 'invoice_pending';
 
-/** A refusal of payment_create; `detail` is the open request's payment_id of invoice_pending. */
-export class PaymentFnRefused extends Error {
+/**
+ * A refusal of payment_create; `detail` is the open request's payment_id of invoice_pending. Creation answers each
+ * reason in its own terms (create.ts); each is a state that forbids the creation now, so `conflict` is its kind.
+ */
+export class PaymentFnRefused extends DomainError {
   constructor(
     readonly reason: PaymentFnRefusal,
     readonly detail: string | undefined,
   ) {
-    super(`payment_create refused: ${reason}`);
+    super('conflict', `payment_create refused: ${reason}`);
   }
 }
 

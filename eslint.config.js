@@ -148,7 +148,7 @@ export default tseslint.config(
     },
   },
   // http/ is the platform both APIs stand on, and knows no database: a database's error is told by shared/db-errors.ts
-  // (docs/decisions.md, "Errors and code structure").
+  // (docs/decisions.md, "Platform pieces live in `src/http/`").
   {
     files: ['src/http/**'],
     rules: {

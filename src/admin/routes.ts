@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogService } from '../catalog/service.js';
 import { adminGate } from '../http/admin-gate.js';
-import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
+import { errorResponses, type ErrorCode } from '../http/errors.js';
 import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService, SettingView } from '../settings/service.js';

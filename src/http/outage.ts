@@ -23,7 +23,8 @@ export function isDatabaseOutage(err: unknown): boolean {
   return outageIn(err, false);
 }
 
-const isOutageState = (state: string | undefined): boolean => state !== undefined && (OUTAGE_SQLSTATES.has(state) || state.startsWith('08'));
+const isOutageState = (state: string | undefined): boolean =>
+  state !== undefined && (OUTAGE_SQLSTATES.has(state) || state.startsWith('08'));
 
 function outageIn(err: unknown, viaDatabase: boolean): boolean {
   const chain = errorChain(err);

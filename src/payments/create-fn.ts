@@ -100,8 +100,7 @@ export function createPaymentFn(db: Db) {
       const raised = refusalOf(err);
       if (!raised) throw err;
       // A reason outside the list is a bug of the function: a 500, never a cast into the answer.
-      if (!REFUSALS.includes(raised.message))
-        throw new Error(`payment_create raised an unknown refusal ${JSON.stringify(raised.message)}`);
+      if (!REFUSALS.includes(raised.message)) throw new Error(`payment_create raised an unknown refusal ${JSON.stringify(raised.message)}`);
       throw new PaymentFnRefused(raised.message as PaymentFnRefusal, raised.detail || undefined);
     }
   };

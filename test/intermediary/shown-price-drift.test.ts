@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rowsOf } from '../../src/db/tx.js';
 import { shownSourcePrice } from '../../src/sync/records.js';
 import { createTestDatabase, type TestDatabase } from '../harness.js';
 
@@ -67,10 +68,10 @@ describe('the shown price: product_shown_price (SQL) and shownSourcePrice (TypeS
   });
 
   async function inSql(c: Case): Promise<string | null> {
-    const rows = await test.database.db.execute<{ shown: string | null }>(
+    const rows = await test.database.db.execute(
       sql`SELECT product_shown_price('source-1', ${c.price}::numeric, ${c.fixed ?? null}::numeric, ${c.adjust ?? null}::numeric, ${c.markup}::numeric)::text AS shown`,
     );
-    return rows.rows[0]!.shown;
+    return rowsOf<{ shown: string | null }>(rows)[0]!.shown;
   }
 
   it.each(
@@ -89,9 +90,7 @@ describe('the shown price: product_shown_price (SQL) and shownSourcePrice (TypeS
   });
 
   it('a local product shows its own price, whatever the markup (SQL only: the sync never sees one)', async () => {
-    const rows = await test.database.db.execute<{ shown: string | null }>(
-      sql`SELECT product_shown_price(NULL, 12.5, NULL, -3, 50)::text AS shown`,
-    );
-    expect(rows.rows[0]!.shown).toBe('12.50');
+    const rows = await test.database.db.execute(sql`SELECT product_shown_price(NULL, 12.5, NULL, -3, 50)::text AS shown`);
+    expect(rowsOf<{ shown: string | null }>(rows)[0]!.shown).toBe('12.50');
   });
 });

@@ -2,6 +2,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { DrizzleQueryError, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isUniqueViolation } from '../../src/payments/prepare.js';
 import { errorChain, hasSqlState, sqlErrorOf, sqlStateOf } from '../../src/shared/db-errors.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from '../harness.js';
 
@@ -42,6 +43,16 @@ describe('sqlErrorOf: the SQLSTATE of an error chain, as either driver reports i
   it('wrapped once more by a caller ({ cause }), it is still found', async () => {
     const err = await failure(test.database.db.execute(RAISE));
     expect(sqlStateOf(new Error('creation failed', { cause: err }))).toBe('RG003');
+  });
+
+  it('a unique violation is one however deep it was wrapped (the redraw of a transfer_content relies on it)', async () => {
+    await test.database.db.execute(sql`CREATE TABLE drawn (content text PRIMARY KEY)`);
+    await test.database.db.execute(sql`INSERT INTO drawn VALUES ('ABC123')`);
+    const err = await failure(test.database.db.execute(sql`INSERT INTO drawn VALUES ('ABC123')`));
+    expect(isUniqueViolation(err)).toBe(true);
+    expect(isUniqueViolation(new Error('creation failed', { cause: err }))).toBe(true);
+    expect(isUniqueViolation(new Error('creation failed', { cause: new Error('retry', { cause: err }) }))).toBe(true);
+    expect(isUniqueViolation(await failure(test.database.db.execute(sql`SELECT 1/0`)))).toBe(false);
   });
 
   // On the embedded database the first case already reads PGlite's error unwrapped (the cause).

@@ -147,6 +147,22 @@ export default tseslint.config(
       ],
     },
   },
+  // http/ is the platform both APIs stand on, and knows no database: a database's error is told by shared/db-errors.ts
+  // (docs/decisions.md, "Platform pieces live in `src/http/`").
+  {
+    files: ['src/http/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/db/*', '**/db/**'], message: 'http/ imports nothing from db/: move the shared piece to shared/.' },
+            PACKAGE_INTERNALS,
+          ],
+        },
+      ],
+    },
+  },
   // shared/ is a leaf: it imports packages and its own files, nothing else of the project.
   {
     files: ['src/shared/**'],

@@ -3,10 +3,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogService } from '../catalog/service.js';
 import { adminGate } from '../http/admin-gate.js';
-import { AppError, errorResponses, type ErrorCode } from '../http/errors.js';
-import { DEFAULT_VOCABULARY, installErrorVocabulary, translateWith } from '../http/error-handler.js';
+import { errorResponses, type ErrorCode } from '../http/errors.js';
+import { DEFAULT_VOCABULARY, installErrorVocabulary } from '../http/error-handler.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
-import { PaymentStateError } from '../payments/errors.js';
 import type { SettingsService, SettingView } from '../settings/service.js';
 import { categorySchema } from '../catalog/schemas.js';
 import type { UsersService } from '../users/service.js';
@@ -60,16 +59,11 @@ export type AdminDeps = AdminAuditDeps &
 const ADMIN_ERRORS: ErrorCode[] = ['admin_unauthorized', 'forbidden'];
 const ACTOR = 'admin-api';
 
-/** A payment that does not exist or whose state forbids the change, in the admin API's codes. */
-function paymentStateAnswer(err: Error): Error {
-  return err instanceof PaymentStateError ? new AppError(err.reason === 'not_found' ? 'not_found' : 'conflict', err.message) : err;
-}
-
 /** The admin HTTP API (docs/contract.md, "Admin"): loopback-only by default, Bearer ADMIN_TOKEN; the CLI is a thin client of it. */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   documentRoutes(app, API_DOCS.admin, ADMIN_ERRORS);
-  // One translator per domain that refuses with a subclass of its own; the plain kinds need none (domainErrorAnswer).
-  installErrorVocabulary(app, { ...DEFAULT_VOCABULARY, translate: translateWith(paymentStateAnswer) });
+  // Every refusal is answered by its kind (domainErrorAnswer); a subclass that needs a code of its own adds a translator.
+  installErrorVocabulary(app, DEFAULT_VOCABULARY);
   app.addHook('onRequest', adminGate(deps));
   // Before any route: every mutating admin route, in this scope and the upload scope, gets its audit row.
   installAuditHook(app, deps.db);

@@ -6,6 +6,7 @@ import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
+import { markFromDatabasePool } from '../shared/db-errors.js';
 import { EVENTS_CHANNEL } from '../shared/events.js';
 import * as schema from './schema/index.js';
 
@@ -27,19 +28,6 @@ export type Database = {
   migrate(): Promise<void>;
   close(): Promise<void>;
 };
-
-const FROM_DATABASE = new WeakSet<object>();
-const markFromDatabase = (err: unknown): unknown => {
-  if (err !== null && typeof err === 'object') FROM_DATABASE.add(err);
-  return err;
-};
-
-/**
- * Whether the pool raised this error while opening a database connection (refused, timed out, name not resolved...).
- * drizzle wraps the errors of statements (DrizzleQueryError) but hands on those of the pool's connect as they are, and
- * a socket errno alone does not say whose socket failed: a webhook receiver's or the source site's look the same.
- */
-export const raisedByDatabasePool = (err: unknown): boolean => err !== null && typeof err === 'object' && FROM_DATABASE.has(err);
 
 type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void;
 
@@ -74,12 +62,13 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
+  // The pool's connect errors are marked as the database's (a 503 outage, http/outage.ts), whatever their errno.
   // Both forms: drizzle opens a transaction with the promise, pool.query (every statement outside one) with a callback.
   const connect = pool.connect.bind(pool) as (cb?: ConnectCallback) => Promise<pg.PoolClient> | void;
   pool.connect = ((cb?: ConnectCallback) =>
     cb
-      ? connect((err, client, done) => cb(err && (markFromDatabase(err) as Error), client, done))
-      : (connect() as Promise<pg.PoolClient>).catch((err: unknown) => Promise.reject(markFromDatabase(err)))) as typeof pool.connect;
+      ? connect((err, client, done) => cb(err && markFromDatabasePool(err), client, done))
+      : (connect() as Promise<pg.PoolClient>).catch((err: unknown) => Promise.reject(markFromDatabasePool(err)))) as typeof pool.connect;
   const db = drizzlePg({ client: pool, schema });
   let listener: pg.Client | null = null;
   let closed = false;

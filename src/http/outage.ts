@@ -1,6 +1,6 @@
 import { DrizzleQueryError } from 'drizzle-orm';
 import pg from 'pg';
-import { raisedByDatabasePool } from '../db/client.js';
+import { errorChain, raisedByDatabasePool, sqlStateOf } from '../shared/db-errors.js';
 
 /**
  * SQLSTATE classes and driver errors that mean "the database is not there right now" rather than "this request is
@@ -23,18 +23,26 @@ export function isDatabaseOutage(err: unknown): boolean {
   return outageIn(err, false);
 }
 
+const isOutageState = (state: string | undefined): boolean =>
+  state !== undefined && (OUTAGE_SQLSTATES.has(state) || state.startsWith('08'));
+
 function outageIn(err: unknown, viaDatabase: boolean): boolean {
-  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    viaDatabase ||= fromDatabase(e);
-    // AggregateError (a refused connection to both ::1 and 127.0.0.1) keeps its parts in `errors`.
+  const chain = errorChain(err);
+  // The part of the chain the database raised: from the first error known to come from it, down.
+  const start = viaDatabase ? 0 : chain.findIndex(fromDatabase);
+  // AggregateError (a refused connection to both ::1 and 127.0.0.1) keeps its parts in `errors`.
+  for (const [i, e] of chain.entries()) {
     const parts = (e as { errors?: unknown }).errors;
-    if (Array.isArray(parts) && parts.some((p) => outageIn(p, viaDatabase))) return true;
-    if (!viaDatabase) continue;
-    const { code, message } = e as { code?: unknown; message?: unknown };
-    if (typeof code === 'string' && (OUTAGE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || OUTAGE_ERRNOS.has(code))) return true;
-    if (typeof message === 'string' && OUTAGE_MESSAGES.test(message) && !message.startsWith('Failed query')) return true;
+    if (Array.isArray(parts) && parts.some((p) => outageIn(p, start >= 0 && i >= start))) return true;
   }
-  return false;
+  if (start < 0) return false;
+  const ours = chain.slice(start);
+  if (isOutageState(sqlStateOf(ours[0]))) return true;
+  return ours.some((e) => {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (typeof code === 'string' && OUTAGE_ERRNOS.has(code)) return true;
+    return typeof message === 'string' && OUTAGE_MESSAGES.test(message) && !message.startsWith('Failed query');
+  });
 }
 
 /** Seconds a client is asked to wait after a database outage answer. */

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { decodeHeader, type HeaderFault } from '../db/tar.js';
+import { DomainError } from '../shared/domain-error.js';
 
 /**
  * The ustar pieces of the backup archive (docs/operations.md "Backup and restore"): headers written one entry at a
@@ -59,10 +60,10 @@ export const END_OF_ARCHIVE = Buffer.alloc(BLOCK * 2);
 /** Bytes a member takes in the archive: its header and its data padded to whole blocks. */
 export const memberBytes = (size: number): number => BLOCK + Math.ceil(size / BLOCK) * BLOCK;
 
-export class ArchiveError extends Error {
+/** Restore refuses the archive or the folder it was given (damaged, altered, not a backup, not empty); nothing is written. */
+export class ArchiveError extends DomainError {
   constructor(message: string) {
-    super(message);
-    this.name = 'ArchiveError';
+    super('invalid', message);
   }
 }
 

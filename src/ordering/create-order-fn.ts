@@ -2,6 +2,7 @@ import { DrizzleQueryError, getTableColumns, Placeholder, sql, type SQL } from '
 import pg from 'pg';
 import type { Db } from '../db/client.js';
 import { orders } from '../db/schema/index.js';
+import { sqlErrorOf, type SqlError } from '../shared/db-errors.js';
 import { OrderRefused } from './errors.js';
 import { sqlRefusalOf } from './refusals.js';
 
@@ -41,12 +42,10 @@ function query(db: Db, args: Record<keyof OrderFnArgs, unknown>) {
     );
 }
 
-/** The refusal behind a failed query (SQLSTATE RG001): drizzle wraps the PostgreSQL error as `cause`. */
-function refusalOf(err: unknown): { message?: string; detail?: string } | null {
-  for (let e = err as { code?: string; cause?: unknown } | undefined, i = 0; e && i < 4; e = e.cause as typeof e, i++) {
-    if (e.code === 'RG001') return e as { message?: string; detail?: string };
-  }
-  return null;
+/** The refusal behind a failed query (SQLSTATE RG001), wherever drizzle or a caller wrapped it. */
+function refusalOf(err: unknown): SqlError | null {
+  const raised = sqlErrorOf(err);
+  return raised?.code === 'RG001' ? raised : null;
 }
 
 // Every argument as a placeholder; the order in which the statement binds them is read from the statement itself.
@@ -126,7 +125,7 @@ export function createOrderFn(db: Db) {
     } catch (err) {
       const raised = refusalOf(err);
       if (!raised) throw err;
-      const reason = sqlRefusalOf(raised.message ?? '');
+      const reason = sqlRefusalOf(raised.message);
       // A reason outside the closed list is a bug of the function: a 500, never a cast into the answer.
       if (!reason) throw new Error(`order_create raised an unknown refusal ${JSON.stringify(raised.message)}`);
       throw new OrderRefused(reason, raised.detail || undefined);

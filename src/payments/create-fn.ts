@@ -1,6 +1,8 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { paymentRequests } from '../db/schema/index.js';
+import { sqlErrorOf, type SqlError } from '../shared/db-errors.js';
+import { DomainError } from '../shared/domain-error.js';
 import { VIEW_COLUMNS, type PaymentViewRow } from './view.js';
 
 /**
@@ -40,13 +42,16 @@ export type PaymentFnArgs = {
 /** The reasons payment_create raises with SQLSTATE RG003. */
 export type PaymentFnRefusal = 'in_progress' | 'method_changed' | 'invoice_pending';
 
-/** A refusal of payment_create; `detail` is the open request's payment_id of invoice_pending. */
-export class PaymentFnRefused extends Error {
+/**
+ * A refusal of payment_create; `detail` is the open request's payment_id of invoice_pending. Creation answers each
+ * reason in its own terms (create.ts); each is a state that forbids the creation now, so `conflict` is its kind.
+ */
+export class PaymentFnRefused extends DomainError {
   constructor(
     readonly reason: PaymentFnRefusal,
     readonly detail: string | undefined,
   ) {
-    super(`payment_create refused: ${reason}`);
+    super('conflict', `payment_create refused: ${reason}`);
   }
 }
 
@@ -66,12 +71,10 @@ const createdColumns = Object.fromEntries(
 
 const p = (name: keyof PaymentFnArgs) => sql.placeholder(name);
 
-/** The refusal behind a failed query (SQLSTATE RG003): drizzle wraps the PostgreSQL error as `cause`. */
-function refusalOf(err: unknown): { message?: string; detail?: string } | null {
-  for (let e = err as { code?: string; cause?: unknown } | undefined, i = 0; e && i < 4; e = e.cause as typeof e, i++) {
-    if (e.code === 'RG003') return e as { message?: string; detail?: string };
-  }
-  return null;
+/** The refusal behind a failed query (SQLSTATE RG003), wherever drizzle or a caller wrapped it. */
+function refusalOf(err: unknown): SqlError | null {
+  const raised = sqlErrorOf(err);
+  return raised?.code === 'RG003' ? raised : null;
 }
 
 export function createPaymentFn(db: Db) {
@@ -97,8 +100,7 @@ export function createPaymentFn(db: Db) {
       const raised = refusalOf(err);
       if (!raised) throw err;
       // A reason outside the list is a bug of the function: a 500, never a cast into the answer.
-      if (!REFUSALS.includes(raised.message ?? ''))
-        throw new Error(`payment_create raised an unknown refusal ${JSON.stringify(raised.message)}`);
+      if (!REFUSALS.includes(raised.message)) throw new Error(`payment_create raised an unknown refusal ${JSON.stringify(raised.message)}`);
       throw new PaymentFnRefused(raised.message as PaymentFnRefusal, raised.detail || undefined);
     }
   };

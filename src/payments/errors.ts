@@ -2,18 +2,17 @@ import { DomainError } from '../shared/domain-error.js';
 
 /**
  * What the payment services refuse, in domain terms. Each API family says it in its own vocabulary (the payment API:
- * PAYMENT_NOT_FOUND / VALIDATION_ERROR / IDEMPOTENCY_*, docs/errors.md; the admin API: not_found / conflict) through
- * the error handler of its plugin scope, so a service never has to know who called it. The plain kinds (a bad field,
- * an unknown client or method) are DomainError itself, which every scope answers alike (http/error-handler.ts,
- * domainErrorAnswer).
+ * PAYMENT_NOT_FOUND / VALIDATION_ERROR / IDEMPOTENCY_*, docs/errors.md; the admin API answers the kind: not_found /
+ * conflict) through the error handler of its plugin scope, so a service never has to know who called it. The plain
+ * kinds (a bad field, an unknown client or method) are DomainError itself, which every scope answers alike
+ * (http/error-handler.ts, domainErrorAnswer).
  */
-export class PaymentStateError extends Error {
+export class PaymentStateError extends DomainError {
   constructor(
     readonly reason: 'not_found' | 'refused',
     message: string,
   ) {
-    super(message);
-    this.name = 'PaymentStateError';
+    super(reason === 'not_found' ? 'not_found' : 'conflict', message);
   }
 }
 

@@ -3,6 +3,7 @@ import type { Db } from '../db/client.js';
 import { paymentRequests } from '../db/schema/index.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
+import { hasSqlState } from '../shared/db-errors.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { randomReadable } from '../shared/readable.js';
 import { asActor, type Lifecycle } from './lifecycle.js';
@@ -54,10 +55,7 @@ export function preparedFields(method: MethodRow, s: Settings, amount: string, n
 export type PreparedFields = ReturnType<typeof preparedFields>;
 
 /** A unique-index violation (SQLSTATE 23505), as either driver reports it: a transfer_content (or its canonical form) drawn twice. */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: string; cause?: { code?: string } }).cause?.code ?? (err as { code?: string }).code;
-  return code === '23505';
-}
+export const isUniqueViolation = (err: unknown): boolean => hasSqlState(err, '23505');
 
 /**
  * Copies the method's bank data into the request, makes a unique transfer_content, the VietQR payload and its PNG,

@@ -93,26 +93,40 @@ export function idOf(v: unknown): string | null {
 const intIn = (v: unknown, min: number, max: number): number | null =>
   typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? v : null;
 
-/** A decimal amount as an integer of hundredths (the text matches /^\d+(\.\d{1,2})?$/). */
+/** A decimal amount as an integer of hundredths (the text matches MONEY_RE: an optional '-', at most 2 decimals). */
 function hundredths(s: string): bigint {
-  const [int, frac = ''] = s.split('.');
-  return BigInt(int!) * 100n + BigInt(frac.padEnd(2, '0'));
+  const negative = s.startsWith('-');
+  const [int, frac = ''] = (negative ? s.slice(1) : s).split('.');
+  const v = BigInt(int!) * 100n + BigInt(frac.padEnd(2, '0'));
+  return negative ? -v : v;
 }
 
 const LIMIT = hundredths(MONEY_LIMIT);
 
 /**
- * Whether the public price of a source price at this markup fits numeric(18,2): price x (1 + markup/100), rounded up
- * to the whole unit, as catalog/queries.ts `shownPrice` computes it (an override's adjustment is checked there, at
- * read time, since it can change after a sync).
+ * The price the public sees of a source product, as product_shown_price (src/db/functions/product_shown_price.sql)
+ * computes it (docs/decisions.md, "A shown price that does not fit"): price x (1 + markup/100) rounded up to the whole
+ * unit, plus the override's adjustment, never below 0, or the override's fixed price instead; null when numeric(18,2)
+ * cannot hold it or the markup is negative. Amounts are MONEY_RE texts; the answer is numeric(18,2)'s text.
+ * test/intermediary/shown-price-drift.test.ts holds the two equal on the database.
  */
-export function shownPriceFits(price: string, markup: string): boolean {
-  const p = hundredths(price);
+export function shownSourcePrice(price: string, markup: string, adjust: string | null = null, fixed: string | null = null): string | null {
   const m = hundredths(markup);
-  // ceil(p/100 * (10000 + m)/10000) whole units, in hundredths.
-  const units = (p * (10_000n + m) + 999_999n) / 1_000_000n;
-  return units * 100n < LIMIT;
+  if (m < 0n) return null;
+  // ceil(p/100 x (10000 + m)/10000) whole units: BigInt division truncates toward zero, which is ceil below zero.
+  const n = hundredths(price) * (10_000n + m);
+  const units = n > 0n ? (n + 999_999n) / 1_000_000n : n / 1_000_000n;
+  const raw = fixed !== null ? hundredths(fixed) : units * 100n + (adjust !== null ? hundredths(adjust) : 0n);
+  const shown = raw > 0n ? raw : 0n;
+  if (shown >= LIMIT) return null;
+  return `${shown / 100n}.${String(shown % 100n).padStart(2, '0')}`;
 }
+
+/**
+ * Whether the public price of a source price at this markup fits numeric(18,2) (an override's adjustment is checked
+ * when the catalogue is read, as it can change after a sync).
+ */
+export const shownPriceFits = (price: string, markup: string): boolean => shownSourcePrice(price, markup) !== null;
 
 type PriceCheck = { price: string } | { reason: SkipReason };
 

@@ -12,7 +12,8 @@ import {
   translateWith,
   type ErrorVocabulary,
 } from '../../src/http/error-handler.js';
-import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable } from '../../src/payments/errors.js';
+import { PaymentFnRefused } from '../../src/payments/create-fn.js';
+import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable, PaymentStateError } from '../../src/payments/errors.js';
 import { translatePaymentError } from '../../src/payments/routes.js';
 import { DomainError } from '../../src/shared/domain-error.js';
 import { allowlistOf } from '../../src/shared/ip.js';
@@ -25,6 +26,69 @@ const answerOf = (err: DomainError, vocab: ErrorVocabulary) => {
   const a = domainErrorAnswer(err, vocab);
   return { code: a.code, status: a.status, message: a.message, options: a.options };
 };
+
+/**
+ * Every error class in src/: a refusal of a service extends DomainError (directly or through a subclass), so every API
+ * scope can answer it; the others are technical and say here why. A new class that extends Error fails until it takes
+ * one side.
+ */
+const TECHNICAL_ERRORS: Record<string, string> = {
+  AppError: 'the HTTP answer itself, built only at the API edge',
+  CliError: "the CLI's own outcome (its exit status and envelope code): the CLI is an edge, not a service",
+  ConfigError: 'the process refuses to start on a bad environment; nothing answers it',
+  AppSecretMismatchError: 'the process refuses to start with another APP_SECRET than its data was sealed with',
+  DataDirLockedError: 'the process refuses to start on a data folder another process holds',
+  PortRefusedError: 'the process cannot listen; nothing answers it',
+  InexactJsonNumber: 'a programming guard: a value JSON.stringify would write inexactly',
+  LaneWaitEnded: "a concurrency primitive's signal; the ordering service refuses it as LaneFull (busy)",
+  FactsTimeout: 'the database did not answer in time; /readyz answers not_ready',
+  SourceError: "an outside party's failure and how sure we are of it; the sync and ordering services decide what it means",
+  CodeDeliveredTwice: 'rolls one transaction back inside the sync service; never leaves it',
+  AnswerTooLarge: "a byte bound on an outside party's answer, raised while it streams",
+  TargetRefusedError: "the webhook address guard, raised in undici's connect; recorded as a failed delivery attempt",
+};
+
+function errorClasses(dir: string): Map<string, { base: string; file: string }> {
+  const out = new Map<string, { base: string; file: string }>();
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    for (const m of fs.readFileSync(file, 'utf8').matchAll(/\bclass\s+(\w+)\s+extends\s+(\w+)/g)) out.set(m[1]!, { base: m[2]!, file });
+  }
+  return out;
+}
+
+describe('every error class in src/ is a DomainError or a technical error with a reason', () => {
+  const classes = errorClasses('src');
+  const rootOf = (name: string): string => {
+    const seen = new Set<string>();
+    for (let n = name; ; n = classes.get(n)!.base) {
+      if (n === 'DomainError' || !classes.has(n) || seen.has(n)) return n;
+      seen.add(n);
+    }
+  };
+
+  it('finds the error classes it is about', () => {
+    expect(rootOf('PaymentStateError')).toBe('DomainError');
+    expect(rootOf('OrderRefused')).toBe('DomainError');
+    expect(rootOf('SourceError')).toBe('Error');
+  });
+
+  it('each class whose chain reaches Error passes through DomainError, or is technical for a stated reason', () => {
+    const plain = [...classes.keys()].filter((name) => name !== 'DomainError' && rootOf(name) === 'Error');
+    // A subclass of a technical error (RunTimeout extends SourceError) is technical for its parent's reason.
+    const unexplained = plain.filter((name) => !(name in TECHNICAL_ERRORS) && !(classes.get(name)!.base in TECHNICAL_ERRORS));
+    expect(unexplained.map((name) => `${classes.get(name)!.file}: ${name}`)).toEqual([]);
+    // A technical error that became a DomainError (or went away) leaves the list too.
+    expect(Object.keys(TECHNICAL_ERRORS).filter((name) => !plain.includes(name))).toEqual([]);
+  });
+
+  it('the payment refusals are DomainErrors with the kind their answers had', () => {
+    expect(new PaymentStateError('not_found', 'x')).toMatchObject({ kind: 'not_found', name: 'PaymentStateError' });
+    expect(new PaymentStateError('refused', 'x')).toMatchObject({ kind: 'conflict', name: 'PaymentStateError' });
+    expect(new PaymentFnRefused('in_progress', undefined)).toBeInstanceOf(DomainError);
+  });
+});
 
 describe('domainErrorAnswer: each kind in the default (ordering, admin, cron, ops) and the payment vocabulary', () => {
   const cases: { err: DomainError; default: ReturnType<typeof answerOf>; payment: ReturnType<typeof answerOf> }[] = [
@@ -181,6 +245,30 @@ describe('the payment services refuse in domain terms; each scope answers what t
       before: new AppError('PAYMENT_INVOICE_PENDING', 'merchant_invoice_id already has an open payment request pay_x', {
         extra: { payment_id: 'pay_x' },
       }),
+    },
+    {
+      name: 'status, cancel: an unknown payment',
+      err: new PaymentStateError('not_found', 'No such payment request for this client'),
+      vocab: payment,
+      before: new AppError('PAYMENT_NOT_FOUND', 'No such payment request for this client'),
+    },
+    {
+      name: 'a transition the state forbids',
+      err: new PaymentStateError('refused', 'Payment pay_x is paid; it cannot become cancelled'),
+      vocab: payment,
+      before: new AppError('VALIDATION_ERROR', 'Payment pay_x is paid; it cannot become cancelled'),
+    },
+    {
+      name: 'admin: an unknown payment',
+      err: new PaymentStateError('not_found', 'No payment request "pay_x"'),
+      vocab: admin,
+      before: new AppError('not_found', 'No payment request "pay_x"'),
+    },
+    {
+      name: 'admin: a transition the state forbids',
+      err: new PaymentStateError('refused', 'Payment pay_x is paid; it cannot become cancelled'),
+      vocab: admin,
+      before: new AppError('conflict', 'Payment pay_x is paid; it cannot become cancelled'),
     },
     {
       name: 'clients, methods: a bad field',

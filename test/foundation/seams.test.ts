@@ -100,6 +100,18 @@ describe('module seams (eslint.config.js)', () => {
     ).toEqual([]);
   });
 
+  it('http/ imports nothing from db/; it may import shared/', async () => {
+    for (const code of [
+      "import { raisedByDatabasePool } from '../db/client.js';\nexport const x = raisedByDatabasePool;\n",
+      "import { orders } from '../db/schema/index.js';\nexport const x = orders;\n",
+      "import type { Db } from '../db/client.js';\nexport type X = Db;\n",
+    ])
+      expect(await restricted('src/http/probe.ts', code), code).toHaveLength(1);
+    expect(
+      await restricted('src/http/probe.ts', "import { sqlStateOf } from '../shared/db-errors.js';\nexport const x = sqlStateOf;\n"),
+    ).toEqual([]);
+  });
+
   it('a service module may not build an AppError; its route file and the admin edge may', async () => {
     const probe = "import { AppError, errorResponses } from '../http/errors.js';\nexport const x = [AppError, errorResponses];\n";
     for (const file of ['src/users/probe.ts', 'src/catalog/admin.ts', 'src/sync/probe.ts', 'src/ops/backup.ts', 'src/jobs/cron.ts'])

@@ -11,7 +11,7 @@ export type CreateAnswer = { lost(): boolean; settled(event: OrderEventName): vo
 
 /**
  * What the ordering API asks of the intermediary about an order of a source product. sync/upstream.ts implements it
- * and deps.ts wires it in, so ordering/ never imports sync/ (docs/development.md, "Layout").
+ * and deps.ts wires it in, so ordering/ never imports sync/ (docs/decisions.md, "Folders without import cycles").
  */
 export interface SourceOrders {
   /** One attempt to settle a pending order with the source; `first`: the attempt of the create request itself. */

@@ -2,7 +2,10 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 // Each API family imports nothing of the other (docs/decisions.md, "Platform pieces live in `src/http/`").
-const NOT_ORDERING = { group: ['**/ordering/*'], message: 'payments/ imports nothing from ordering/: move the shared piece to http/.' };
+const NOT_ORDERING = {
+  group: ['**/ordering/*', '**/reseller-auth/*'],
+  message: 'payments/ imports nothing from ordering/: move the shared piece to http/.',
+};
 const NOT_PAYMENTS = { group: ['**/payments/*'], message: 'ordering/ imports nothing from payments/: move the shared piece to http/.' };
 // Services refuse with DomainError; only the route scopes speak HTTP codes (docs/decisions.md, "Domain errors").
 const NO_APP_ERROR = {
@@ -45,16 +48,10 @@ const NO_REQUIRE_BY_PATH = [
 
 /**
  * The HTTP edge of the two API families, which may build an AppError: the route files and the request hooks (key
- * auth, the signature check, the ordering limits, the payment API's auth). Everything else there is a service.
+ * auth and the signature check live in src/reseller-auth/, the ordering limits, the payment API's auth). Everything
+ * else there is a service.
  */
-const API_EDGE = [
-  'src/ordering/*routes.ts',
-  'src/ordering/auth.ts',
-  'src/ordering/signing.ts',
-  'src/ordering/rate-limit.ts',
-  'src/payments/*routes.ts',
-  'src/payments/auth.ts',
-];
+const API_EDGE = ['src/ordering/*routes.ts', 'src/ordering/rate-limit.ts', 'src/payments/*routes.ts', 'src/payments/auth.ts'];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'dist/', 'migrations/', 'coverage/'] },
@@ -99,7 +96,7 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: [NOT_ORDERING, PACKAGE_INTERNALS] }] },
   },
   {
-    files: ['src/ordering/**'],
+    files: ['src/ordering/**', 'src/reseller-auth/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [NOT_PAYMENTS, PACKAGE_INTERNALS] }] },
   },
   // Services refuse with DomainError; only the route scopes speak HTTP codes (docs/decisions.md, "Domain errors").

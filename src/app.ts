@@ -131,11 +131,11 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     users: deps.users,
     settings: deps.settings,
     catalog: deps.catalog,
-    orders: deps.orders,
+    placement: deps.placement,
     delivery: deps.delivery,
     verifySignature: deps.verifySignature,
     files: deps.files,
-    upstream: deps.upstream,
+    source: deps.upstream,
   });
   await app.register(cronRoutes, { cron: deps.cron, settings: deps.settings, guard: deps.guard });
   await app.register(paymentRoutes, {

@@ -15,8 +15,9 @@ import { keepSecretFile, lockDataDir, newSecret, readSecretFile } from './shared
 import { createEventBus } from './shared/events.js';
 import { createUsersService } from './users/service.js';
 import { createDeliveryService } from './ordering/delivery.js';
+import { createOrderPlacement } from './ordering/place.js';
 import { createOrderService } from './ordering/service.js';
-import { createSignatureVerifier } from './ordering/signing.js';
+import { createSignatureVerifier } from './reseller-auth/signing.js';
 import { createFilesService } from './files/service.js';
 import { createFileStorage } from './files/storage.js';
 import { Redis } from 'ioredis';
@@ -191,6 +192,7 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
     zipMaxBytes: config.FILE_MAX_BYTES,
   });
   const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
+  const placement = createOrderPlacement({ orders, source: upstream });
   const sourceOverrides = createOverridesService({ db, bus });
   const audit = createAuditService({ db, clock, settings });
   const cron = createCronService({ db, clock, settings, payments, webhooks, logger, sync, upstream, audit });
@@ -222,6 +224,7 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
     users,
     catalog,
     orders,
+    placement,
     delivery,
     verifySignature,
     files,

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { errorResponses } from '../http/errors.js';
-import { AUTH_ERRORS } from '../ordering/auth.js';
+import { AUTH_ERRORS } from '../reseller-auth/auth.js';
 import { stringifyJsonExact } from '../shared/json-exact.js';
 import type { CatalogService, ProductPage } from './service.js';
 import type { ProductsQuery } from './public.js';

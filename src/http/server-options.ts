@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Config } from '../config.js';
 import { errorBody, type ErrorCode } from './errors.js';
 
-type Timeouts = Pick<Config, 'HEADERS_TIMEOUT_MS' | 'REQUEST_TIMEOUT_MS' | 'IDLE_TIMEOUT_MS' | 'KEEP_ALIVE_TIMEOUT_MS'>;
+/** The socket limits of the configuration (src/config.ts), in milliseconds; 0 turns REQUEST_TIMEOUT_MS off. */
+export interface Timeouts {
+  HEADERS_TIMEOUT_MS: number;
+  REQUEST_TIMEOUT_MS: number;
+  IDLE_TIMEOUT_MS: number;
+  KEEP_ALIVE_TIMEOUT_MS: number;
+}
 
 /**
  * Socket timeouts (docs/operations.md). Node enforces the header and request limits on a sweep, so the sweep runs at a

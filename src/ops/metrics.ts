@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PoolStats } from '../db/client.js';
-import { PAYMENT_STATUSES } from '../payments/statuses.js';
+import { PAYMENT_STATUSES } from '../db/schema/payment-statuses.js';
 import {
   WEBHOOK_KINDS,
   type DomainMetrics,

@@ -46,3 +46,24 @@ export class OrderStateConflict extends DomainError {
     super('conflict', message);
   }
 }
+
+/** The source site refused an order of a source product: the order is failed and refunded (order_failed, 502). */
+export class SourceOrderFailed extends DomainError {
+  constructor(message: string) {
+    super('upstream_failed', message);
+  }
+}
+
+/**
+ * The source site did not hand over an order's file: `missing` when it has none for the order yet, else it failed to
+ * answer (`sourceCode`: its classification, for the log).
+ */
+export class SourceDownloadFailed extends DomainError {
+  constructor(
+    readonly missing: boolean,
+    readonly sourceCode: string | undefined,
+    message: string,
+  ) {
+    super(missing ? 'not_found' : 'upstream_failed', message);
+  }
+}

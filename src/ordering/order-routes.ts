@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -7,7 +8,7 @@ import { discard } from '../shared/streams.js';
 import type { SettingsService } from '../settings/service.js';
 import type { FilesService } from '../files/service.js';
 import { z } from 'zod';
-import { AUTH_ERRORS, userOf } from './auth.js';
+import { AUTH_ERRORS, userOf } from '../reseller-auth/auth.js';
 import type { DeliveryService } from './delivery.js';
 import {
   deliveryResponse,
@@ -20,18 +21,17 @@ import {
   orderStatusResponse,
 } from './schemas.js';
 import { orderCreateAnswer } from './order-answer.js';
-import { orderSummary, type OrderRow, type OrderService } from './service.js';
+import { orderSummary, type OrderRow } from './service.js';
+import { SourceDownloadFailed } from './errors.js';
+import type { ClientLink, OrderPlacement, SourceOrders } from './place.js';
 import { orderRateLimit } from './rate-limit.js';
-import { SourceError } from '../sync/client.js';
-import type { UpstreamOrders } from '../sync/upstream.js';
-import type { OrderEventName } from '../webhooks/order-events.js';
 
 export type OrderRoutesDeps = {
-  orders: OrderService;
+  placement: OrderPlacement;
   delivery: DeliveryService;
   settings: SettingsService;
   files: FilesService;
-  upstream: UpstreamOrders;
+  source: SourceOrders;
 };
 
 export { baseUrlOf };
@@ -77,57 +77,10 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
         throw new AppError('unsupported_media_type', 'Order creation accepts only Content-Type: application/json');
     },
     handler: async (req, reply) => {
-      const user = userOf(req);
       if (req.body.request_id === undefined && (await deps.settings.get('require_request_id'))) {
         throw new AppError('missing_request_id', 'This shop requires a request_id on every order');
       }
-      // A client that goes away while its order waits for its lane: the order is not started later (shared/lanes.ts).
-      const gone = new AbortController();
-      const onClose = () => {
-        if (!reply.raw.writableFinished) gone.abort();
-      };
-      reply.raw.once('close', onClose);
-      let created: Awaited<ReturnType<OrderService['create']>>;
-      try {
-        created = await deps.orders.create(user.id, req.body, { signal: gone.signal });
-      } finally {
-        reply.raw.off('close', onClose);
-      }
-      const { replay } = created;
-      let { order } = created;
-      // A source product: paid and committed as pending; now ask the source (same request_id on every retry).
-      if (!replay && order.status === 'pending') {
-        // A change this forward commits without its callback is announced later unless this answer, telling it, is
-        // written in full: the client left, or the route failed after the commit (docs/webhooks.md, "Order callbacks").
-        const id = order.id;
-        let unannounced: OrderEventName | undefined;
-        let told = false;
-        let forwarded = false;
-        let closed = reply.raw.destroyed;
-        let checked = false;
-        const check = () => {
-          if (!forwarded || !closed || checked) return;
-          checked = true;
-          if (unannounced && !(told && finished))
-            deps.upstream.announceLate(id, unannounced).catch((err: unknown) => req.log.error({ err }, 'late order callback not written'));
-        };
-        // 'finish': the whole answer was handed to the socket.
-        let finished = false;
-        reply.raw.once('finish', () => (finished = true));
-        reply.raw.once('close', () => {
-          closed = true;
-          check();
-        });
-        try {
-          order = await deps.upstream.forward(order, true, { lost: () => closed, settled: (e) => (unannounced = e) });
-        } finally {
-          forwarded = true;
-          check();
-        }
-        told = true;
-        if (order.status === 'failed')
-          throw new AppError('order_failed', `${order.message}. Order ${order.orderCode}`, { reason: 'upstream_failed', status: 502 });
-      }
+      const { order, replay } = await deps.placement.place(userOf(req).id, req.body, linkOf(reply.raw), req.log);
       if (replay) reply.header('Idempotent-Replayed', 'true');
       return { ok: true as const, ...orderSummary(order), ...(replay ? { idempotent_replay: true } : {}) };
     },
@@ -175,7 +128,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       const user = userOf(req);
       const order = await deps.delivery.own(user.id, { order_code: req.query.order_code });
       if (order.status !== 'success') throw new AppError('not_found', `Order ${order.orderCode} is ${order.status}: nothing to download`);
-      if (order.upstreamOrderCode && order.productType === 'file') return passThrough(req, reply, deps.upstream, order);
+      if (order.upstreamOrderCode && order.productType === 'file') return passThrough(req, reply, deps.source, order);
       let zip;
       if (order.productType === 'file') {
         const files = await deps.files.listFor(order.productId);
@@ -226,14 +179,14 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
  * type and first bytes before it returns, docs/operations.md "Source limits"); one mid-stream destroys our response
  * too, so the client sees a cut transfer rather than a ZIP that looks complete.
  */
-async function passThrough(req: FastifyRequest, reply: FastifyReply, upstream: UpstreamOrders, order: OrderRow): Promise<FastifyReply> {
+async function passThrough(req: FastifyRequest, reply: FastifyReply, source: SourceOrders, order: OrderRow): Promise<FastifyReply> {
   let body: Readable;
   try {
-    body = await upstream.download(order);
+    body = await source.download(order);
   } catch (err) {
-    if (!(err instanceof SourceError)) throw err;
-    req.log.warn({ order_code: order.orderCode, source_error: err.code }, `source download failed: ${err.message}`);
-    if (err.code === 'not_found') throw new AppError('not_found', 'The source site has no file for this order yet; contact the shop');
+    if (!(err instanceof SourceDownloadFailed)) throw err;
+    req.log.warn({ order_code: order.orderCode, source_error: err.sourceCode }, `source download failed: ${err.message}`);
+    if (err.missing) throw new AppError('not_found', 'The source site has no file for this order yet; contact the shop');
     // `unavailable`: something we depend on is down (docs/errors.md); `not_ready` is this server's own readiness.
     throw new AppError('unavailable', `${err.message}; retry the download later`, { headers: { 'Retry-After': '30' } });
   }
@@ -245,6 +198,32 @@ async function passThrough(req: FastifyRequest, reply: FastifyReply, upstream: U
     reply.raw.destroy();
   });
   return sendZip(reply, order.orderCode, body, () => discard(body));
+}
+
+/**
+ * The create request's connection for the order verb: `signal` aborts when the client leaves before the whole answer
+ * was written (shared/lanes.ts: an order still waiting for its lane is not started).
+ */
+function linkOf(raw: ServerResponse): ClientLink {
+  const gone = new AbortController();
+  let closed = false;
+  let finished = false;
+  const closers: (() => void)[] = [];
+  raw.once('close', () => {
+    closed = true;
+    if (!raw.writableFinished) gone.abort();
+    for (const fn of closers) fn();
+  });
+  return {
+    signal: gone.signal,
+    closed: () => closed || raw.destroyed,
+    answered: () => finished,
+    onClose: (fn) => {
+      // 'finish': the whole answer was handed to the socket (writableFinished also waits for the socket to drain).
+      if (closers.length === 0) raw.once('finish', () => (finished = true));
+      closers.push(fn);
+    },
+  };
 }
 
 /** Sends a ZIP stream as the order's attachment; `stop` runs when the client leaves before the end. */

@@ -6,18 +6,17 @@ import { AppError, errorResponses } from '../http/errors.js';
 import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import type { UsersService } from '../users/service.js';
-import { AUTH_ERRORS, installOrderingAuth, installSignatureCheck, userOf } from './auth.js';
+import { AUTH_ERRORS, installOrderingAuth, installSignatureCheck, userOf } from '../reseller-auth/auth.js';
 import type { DeliveryService } from './delivery.js';
 import { registerOrderRoutes } from './order-routes.js';
-import type { UpstreamOrders } from '../sync/upstream.js';
-import type { OrderService } from './service.js';
-import type { SignatureVerifier } from './signing.js';
+import type { OrderPlacement, SourceOrders } from './place.js';
+import type { SignatureVerifier } from '../reseller-auth/signing.js';
 import type { FilesService } from '../files/service.js';
 import type { Redis } from 'ioredis';
 import type { Guard } from '../http/guard.js';
 import { installOrderingRateLimit } from './rate-limit.js';
 import { balanceResponse } from './schemas.js';
-import { OrderRefused, RequestIdConflict } from './errors.js';
+import { OrderRefused, RequestIdConflict, SourceOrderFailed } from './errors.js';
 import { registerCatalogRoutes } from '../catalog/routes.js';
 
 export type OrderingDeps = {
@@ -27,18 +26,19 @@ export type OrderingDeps = {
   users: UsersService;
   settings: SettingsService;
   catalog: CatalogService;
-  orders: OrderService;
+  placement: OrderPlacement;
   delivery: DeliveryService;
   verifySignature: SignatureVerifier;
   files: FilesService;
-  upstream: UpstreamOrders;
+  source: SourceOrders;
 };
 
 /**
- * The ordering API's answers to the order service's own refusals (docs/errors.md): `order_failed` 422 with its reason,
- * `request_id_conflict` 409. The other domain errors (not found, lane full) are kinds every scope answers alike.
+ * The ordering API's answers to the order service's own refusals (docs/errors.md): `order_failed` 422 with its reason
+ * (502 `upstream_failed` when the source site refused it), `request_id_conflict` 409. The other domain errors (not found, lane full) are kinds every scope answers alike.
  */
 export function translateOrderingError(err: Error): Error {
+  if (err instanceof SourceOrderFailed) return new AppError('order_failed', err.message, { reason: 'upstream_failed', status: 502 });
   if (err instanceof OrderRefused) return new AppError('order_failed', err.message, { reason: err.reason });
   if (err instanceof RequestIdConflict) return new AppError('request_id_conflict', err.message);
   return err;

@@ -8,7 +8,7 @@ import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import type { JsonDecimal } from '../shared/json-exact.js';
 import { moneyOut } from '../shared/money.js';
 import { readableKey } from '../shared/readable.js';
-import { EXPIRING_STATUSES, FINAL_STATUSES, isStatusIn } from './statuses.js';
+import { EXPIRING_STATUSES, FINAL_STATUSES, isStatusIn } from '../db/schema/payment-statuses.js';
 
 export type Feed = 'sepay' | 'casso';
 export type FeedResult = 'approved' | 'duplicate' | 'unmatched' | 'amount_mismatch' | 'late' | 'ignored' | 'ambiguous';

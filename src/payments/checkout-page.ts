@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { moneyOut } from '../shared/money.js';
-import type { PaymentStatus } from './statuses.js';
+import type { PaymentStatus } from '../db/schema/payment-statuses.js';
 import type { PaymentRow } from './view.js';
 
 /**

@@ -6,7 +6,7 @@ import { withTx } from '../db/tx.js';
 import type { Clock } from '../shared/clock.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { PaymentStateError } from './errors.js';
-import { canTransition, EXPIRING_STATUSES, isStatusIn, type PaymentStatus } from './statuses.js';
+import { canTransition, EXPIRING_STATUSES, isStatusIn, type PaymentStatus } from '../db/schema/payment-statuses.js';
 import type { PaymentRow } from './view.js';
 
 /** Runs fn in a transaction whose trigger-recorded transitions name `actor`. */

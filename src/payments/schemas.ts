@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { compareMoney, moneyInput, moneyOutput } from '../shared/money.js';
-import { PAYMENT_STATUSES } from './statuses.js';
+import { PAYMENT_STATUSES } from '../db/schema/payment-statuses.js';
 
 export const paymentData = z.object({
   method_code: z.string(),

@@ -15,7 +15,7 @@ import { CHECKOUT_TOKEN_MAX_LOOKUP } from './checkout-token.js';
 import { paymentView, type PaymentRow, type PaymentView } from './view.js';
 
 export type { CreateInput } from './create.js';
-export type { PaymentStatus } from './statuses.js';
+export type { PaymentStatus } from '../db/schema/payment-statuses.js';
 export type { PaymentRow, PaymentView } from './view.js';
 
 /** What the checkout page's status poll answers and its page cache is keyed by (src/payments/checkout-routes.ts). */

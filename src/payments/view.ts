@@ -1,7 +1,7 @@
 import type { paymentRequests } from '../db/schema/index.js';
 import type { JsonDecimal } from '../shared/json-exact.js';
 import { moneyOut } from '../shared/money.js';
-import { isStatusIn, SHOWS_PAYMENT, type PaymentStatus } from './statuses.js';
+import { isStatusIn, SHOWS_PAYMENT, type PaymentStatus } from '../db/schema/payment-statuses.js';
 
 export type PaymentRow = typeof paymentRequests.$inferSelect;
 

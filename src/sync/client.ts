@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { SettingsService } from '../settings/service.js';
-import { signRequest } from '../ordering/signing.js';
+import { signRequest } from '../shared/request-signing.js';
 import { timeoutSignal } from '../shared/abort.js';
 import { discard } from '../shared/streams.js';
 import { parseJsonExact } from '../shared/json-exact.js';

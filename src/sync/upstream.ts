@@ -1,8 +1,11 @@
+import type { Readable } from 'node:stream';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { codes, orders, products } from '../db/schema/index.js';
 import { withTx } from '../db/tx.js';
+import { SourceDownloadFailed } from '../ordering/errors.js';
+import type { CreateAnswer } from '../ordering/place.js';
 import type { OrderRow, OrderService } from '../ordering/service.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
@@ -32,12 +35,6 @@ export type UpstreamDeps = {
 const LEASE_MARGIN_SECONDS = 30;
 /** The bound of the ZIP proof of a file order, in sync_timeout_seconds: it reads the whole file, not one JSON answer. */
 const ZIP_PROOF_TIMEOUTS = 4;
-
-/**
- * The create request around its own forward: `lost()` once its client went away (the answer cannot reach it), and
- * `settled(event)` hears of a change that forward committed without its callback (docs/webhooks.md, "Order callbacks").
- */
-export type CreateAnswer = { lost(): boolean; settled(event: OrderEventName): void };
 
 /** Whether a settlement writes its callback (asked just before its transaction), and where one that did not is told. */
 type Announce = { announce(): boolean; unannounced(event: OrderEventName): void };
@@ -361,7 +358,17 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
     logger.info({ order_id: orderId, event }, 'order callback written: the create answer did not reach the client');
   }
 
-  return { forward, announceLate, reconcile, refreshUsage, download: (o: OrderRow) => client.download(o.upstreamOrderCode ?? '') };
+  /** The source's ZIP of a file order, streamed; a source failure is the ordering API's SourceDownloadFailed. */
+  async function download(order: OrderRow): Promise<Readable> {
+    try {
+      return await client.download(order.upstreamOrderCode ?? '');
+    } catch (err) {
+      if (!(err instanceof SourceError)) throw err;
+      throw new SourceDownloadFailed(err.code === 'not_found', err.code, err.message);
+    }
+  }
+
+  return { forward, announceLate, reconcile, refreshUsage, download };
 }
 
 export type UpstreamOrders = ReturnType<typeof createUpstreamOrders>;

@@ -39,7 +39,7 @@ const CLIENT_IP = '127.0.0.1';
 
 async function side(fast: boolean): Promise<Side> {
   const t = await createTestApp();
-  // Only the synchronous path asks for the cached user (src/ordering/auth.ts, after its settings checks), and it admits
+  // Only the synchronous path asks for the cached user (src/reseller-auth/auth.ts, after its settings checks), and it admits
   // exactly the hits that pass the refusals left (API enabled, address allowed): those are counted, not every hit.
   let admitted = 0;
   const cached = t.deps.users.cachedAuthentication.bind(t.deps.users);

@@ -20,7 +20,7 @@ describe('public library APIs only (eslint.config.js)', () => {
     'src/payments/probe.ts',
     'src/payments/routes.ts',
     'src/ordering/service.ts',
-    'src/ordering/auth.ts',
+    'src/reseller-auth/auth.ts',
     'src/ops/metrics.ts',
     'src/catalog/routes.ts',
     'src/shared/probe.ts',
@@ -76,6 +76,9 @@ describe('module seams (eslint.config.js)', () => {
   it('payments/ may not import ordering/, nor ordering/ payments/; both may import the platform', async () => {
     expect(
       await restricted('src/payments/probe.ts', "import { userOf } from '../ordering/auth.js';\nexport const x = userOf;\n"),
+    ).toHaveLength(1);
+    expect(
+      await restricted('src/payments/probe.ts', "import { userOf } from '../reseller-auth/auth.js';\nexport const x = userOf;\n"),
     ).toHaveLength(1);
     expect(
       await restricted('src/ordering/probe.ts', "import { payClientOf } from '../payments/auth.js';\nexport const x = payClientOf;\n"),
@@ -142,8 +145,8 @@ describe('module seams (eslint.config.js)', () => {
     const edge = [
       'src/ordering/routes.ts',
       'src/ordering/order-routes.ts',
-      'src/ordering/auth.ts',
-      'src/ordering/signing.ts',
+      'src/reseller-auth/auth.ts',
+      'src/reseller-auth/signing.ts',
       'src/ordering/rate-limit.ts',
       'src/payments/routes.ts',
       'src/payments/bank-feed-routes.ts',
@@ -156,6 +159,6 @@ describe('module seams (eslint.config.js)', () => {
     expect(await restricted('src/payments/create.ts', both('ordering'))).toHaveLength(2);
     expect(await restricted('src/ordering/service.ts', both('payments'))).toHaveLength(2);
     expect(await restricted('src/payments/routes.ts', both('ordering'))).toHaveLength(1);
-    expect(await restricted('src/ordering/auth.ts', both('payments'))).toHaveLength(1);
+    expect(await restricted('src/reseller-auth/auth.ts', both('payments'))).toHaveLength(1);
   });
 });

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 
 /**
  * Signing helpers computed with the openssl binary, independently of the server's own HMAC code
- * (src/shared/crypto.ts, src/ordering/signing.ts): a test that signs with these and is accepted shows that the server
+ * (src/shared/crypto.ts, src/reseller-auth/signing.ts, src/shared/request-signing.ts): a test that signs with these and is accepted shows that the server
  * speaks the documented format, not merely that it agrees with itself.
  */
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
-import { signRequest } from '../../src/ordering/signing.js';
+import { signRequest } from '../../src/shared/request-signing.js';
 import {
   opensslHmacHex,
   opensslSignature,
@@ -345,7 +345,7 @@ describe('request signing with require_signature=true', () => {
   });
 
   it('requires the signature on every spelling of the order creation path (percent-encoded path reaches the same route)', async () => {
-    // BUG (src/ordering/auth.ts, installSignatureCheck): the mandatory check compares the raw path with
+    // BUG (src/reseller-auth/auth.ts, installSignatureCheck): the mandatory check compares the raw path with
     // '/api/v1/order/create', but the router decodes %63 to "c", so /api/v1/order/%63reate creates an unsigned order.
     const f = await fixture(t);
     const before = await stateOf(t, f);

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
-import { FINAL_STATUSES, OPEN_STATUSES, PAYMENT_STATUSES, TRANSITIONS, type PaymentStatus } from '../../src/payments/statuses.js';
+import { FINAL_STATUSES, OPEN_STATUSES, PAYMENT_STATUSES, TRANSITIONS, type PaymentStatus } from '../../src/db/schema/payment-statuses.js';
 import { createTestApp, dbKind, type TestApp } from '../harness.js';
 import { makePayClient } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, check, index, integer, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { readableKeySql } from '../../shared/readable.js';
-import { OPEN_STATUSES, PAYMENT_STATUSES, sqlList } from '../../payments/statuses.js';
+import { OPEN_STATUSES, PAYMENT_STATUSES, sqlList } from './payment-statuses.js';
 import { orders } from './orders.js';
 import { users } from './users.js';
 

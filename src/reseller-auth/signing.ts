@@ -4,20 +4,10 @@ import { apiNonces } from '../db/schema/index.js';
 import { AppError } from '../http/errors.js';
 import type { Clock } from '../shared/clock.js';
 import { hmacSha256Hex, safeEqual } from '../shared/crypto.js';
+import { signingText } from '../shared/request-signing.js';
 
 const NONCE_RE = /^[\x21-\x7e]{8,128}$/;
 const SIG_RE = /^sha256=([0-9a-fA-F]{64})$/;
-
-export type SignedParts = { method: string; path: string; timestamp: string; nonce: string; rawBody: string };
-
-/** The signed text (docs/signing.md, "The signed text"): METHOD \n PATH \n TIMESTAMP \n NONCE \n RAW_BODY. */
-export function signingText(p: SignedParts): string {
-  return `${p.method.toUpperCase()}\n${p.path}\n${p.timestamp}\n${p.nonce}\n${p.rawBody}`;
-}
-
-export function signRequest(apiKey: string, p: SignedParts): string {
-  return `sha256=${hmacSha256Hex(apiKey, signingText(p))}`;
-}
 
 function invalid(message: string): AppError {
   return new AppError('invalid_signature', message);

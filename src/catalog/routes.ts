@@ -57,8 +57,8 @@ export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: Cat
       if (!bytes) return done();
       void sendPage(reply, bytes);
     },
-    // The page is serialised through its response schema once when built; a cache hit sends the stored bytes as they
-    // are (a Buffer payload skips the route's serializer and needs no encoding or measuring per request).
+    // The page is serialised through its response schema when built or its stock re-read; a hit sends the stored bytes
+    // as they are (a Buffer payload skips the route's serializer and needs no encoding or measuring per request).
     handler: async (req, reply) => {
       if (req.url.length <= VALIDATED_URL_MAX && !validatedQueries.has(req.url)) {
         if (validatedQueries.size >= VALIDATED_QUERIES_MAX) validatedQueries.clear();

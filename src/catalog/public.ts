@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { categories, codes, products } from '../db/schema/index.js';
+import type { SettingValues } from '../settings/registry.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import { escapeLike, foldForSearch } from '../shared/text.js';
@@ -36,18 +37,12 @@ export type ProductsQuery = {
  */
 export const STOCK_MAX_AGE_MS = 2_000;
 
-// Placeholders for a page's live stock, written into the page before it is serialised once and cut out of the bytes:
-// negative stock never occurs, and an unescaped `"` cannot occur inside a JSON string, so the match is exact.
-const SLOT_BASE = -1_000_000_000;
-const SLOT_RE = /"stock":-1(\d{9}),"status":"in_stock"/g;
-
-/** A cached page: its bytes cut at the stock of each visible local code product, which is filled in separately. */
+/** A cached page, with the ids of its visible local code products, whose stock is read again separately. */
 type CachedPage = {
   at: number;
-  parts: string[];
-  slots: number[];
+  page: ProductPage;
+  stockIds: Set<string>;
   stockAt: number;
-  counts: Map<number, number>;
   bytes: Buffer;
   refresh: Promise<Buffer> | null;
 };
@@ -58,16 +53,17 @@ function parseId(raw: string, what: string): number {
 }
 
 /**
- * The page's bytes with the stock filled in. Encoded once here, not per request: a Buffer is sent as it is, while a
- * string would be measured (Buffer.byteLength) and encoded again on every answer.
+ * The page with its code products' stock set to `counts` (a product without available codes is absent: 0), as
+ * productView shows a visible local code product. Encoded once here, not per request: a Buffer is sent as it is.
  */
-function join(parts: string[], slots: number[], counts: Map<number, number>): Buffer {
-  let out = parts[0]!;
-  for (let i = 0; i < slots.length; i++) {
-    const n = counts.get(slots[i]!) ?? 0;
-    out += `"stock":${n},"status":"${n > 0 ? 'in_stock' : 'out_of_stock'}"` + parts[i + 1];
-  }
-  return Buffer.from(out, 'utf8');
+function withStock(hit: CachedPage, counts: Map<number, number>, serialize: (page: ProductPage) => string): Buffer {
+  const data = hit.page.data.map((v) => {
+    if (!hit.stockIds.has(v.id)) return v;
+    const n = counts.get(Number(v.id)) ?? 0;
+    return { ...v, stock: n, status: n > 0 ? ('in_stock' as const) : ('out_of_stock' as const) };
+  });
+  hit.page = { ...hit.page, data };
+  return Buffer.from(serialize(hit.page), 'utf8');
 }
 
 /**
@@ -77,7 +73,7 @@ function join(parts: string[], slots: number[], counts: Map<number, number>): Bu
  */
 function pageState(hit: CachedPage | undefined, now: number, ttl: number): 'fresh' | 'stock' | 'stale' {
   if (!hit || now - hit.at >= ttl) return 'stale';
-  return hit.slots.length === 0 || now - hit.stockAt < Math.min(ttl, STOCK_MAX_AGE_MS) ? 'fresh' : 'stock';
+  return hit.stockIds.size === 0 || now - hit.stockAt < Math.min(ttl, STOCK_MAX_AGE_MS) ? 'fresh' : 'stock';
 }
 
 export type PublicCatalogDeps = { db: Db; clock: Clock; settings: SettingsService; cacheMax?: number };
@@ -105,10 +101,10 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
     limit: number,
     markup: string,
     folded: string,
-  ): Promise<{ page: ProductPage; slots: number[]; counts: Map<number, number> }> {
+  ): Promise<{ page: ProductPage; stockIds: Set<string> }> {
     const page = q.page;
     if (q.category_id !== undefined && !/^\d{1,9}$/.test(q.category_id))
-      return { page: { data: [], page, limit, total: 0, has_more: false }, slots: [], counts: new Map() };
+      return { page: { data: [], page, limit, total: 0, has_more: false }, stockIds: new Set() };
     const cond = listFilter({
       markup,
       updatedAfter: q.updated_after,
@@ -123,23 +119,26 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
       .orderBy(asc(products.sort), asc(products.id))
       .limit(limit)
       .offset((page - 1) * limit);
-    const slots: number[] = [];
-    const counts = new Map<number, number>();
-    const data = rows.map((r) => {
-      const view = productView(r);
-      // Only a visible local code product's stock moves with orders; every other field changes with a catalogue event.
-      if (r.visible && fulfilmentOf(r) === 'codes') {
-        counts.set(r.id, view.stock);
-        return { ...view, stock: SLOT_BASE - slots.push(r.id) + 1, status: 'in_stock' as const };
-      }
-      return view;
-    });
-    return { page: { data, page, limit, total, has_more: page * limit < total }, slots, counts };
+    // Only a visible local code product's stock moves with orders; every other field changes with a catalogue event.
+    const stockIds = new Set(rows.filter((r) => r.visible && fulfilmentOf(r) === 'codes').map((r) => String(r.id)));
+    const data = rows.map((r) => productView(r));
+    return { page: { data, page, limit, total, has_more: page * limit < total }, stockIds };
   }
 
   /** The cache key of a page: everything of the query that changes its bytes, with the limit already capped. */
   const pageKey = (q: ProductsQuery, limit: number, folded: string): string =>
     JSON.stringify([q.page, limit, q.category_id ?? '', folded, q.updated_after?.toISOString() ?? '', q.include_missing === true]);
+
+  /** The one cache lookup of productsPage and cachedProductsPage: the page's key, its entry and its state now. */
+  function lookup(q: ProductsQuery, s: Pick<SettingValues, 'products_max_limit' | 'products_cache_seconds'>) {
+    const limit = Math.min(q.limit, s.products_max_limit);
+    const folded = q.q ? foldForSearch(q.q) : '';
+    const key = pageKey(q, limit, folded);
+    const now = clock.now().getTime();
+    const ttl = s.products_cache_seconds * 1000;
+    const hit = cache.get(key);
+    return { key, limit, folded, now, ttl, hit, state: pageState(hit, now, ttl) };
+  }
 
   return {
     stats,
@@ -162,27 +161,21 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
 
     /**
      * Public list as the bytes of the answer: visible products only, `limit` capped by products_max_limit. `serialize`
-     * (the route's response schema) runs once per built page; a hit sends the stored bytes, with the stock of local
-     * code products at most STOCK_MAX_AGE_MS old. Any catalogue change drops every page at once.
+     * (the route's response schema) runs once per built page and once per stock re-read; a hit sends the stored
+     * bytes, with the stock of local code products at most STOCK_MAX_AGE_MS old. Any catalogue change drops every
+     * page at once.
      */
     async productsPage(q: ProductsQuery, serialize: (page: ProductPage) => string): Promise<Buffer> {
       const s = await settings.all();
-      const limit = Math.min(q.limit, s.products_max_limit);
-      const folded = q.q ? foldForSearch(q.q) : '';
-      const key = pageKey(q, limit, folded);
-      const now = clock.now().getTime();
-      const ttl = s.products_cache_seconds * 1000;
-      const hit = cache.get(key);
-      const state = pageState(hit, now, ttl);
+      const { key, limit, folded, now, ttl, hit, state } = lookup(q, s);
       if (hit && state !== 'stale') {
         if (state === 'fresh') return hit.bytes;
         // One re-read per page however many requests arrive meanwhile; they get the bytes it produces.
-        hit.refresh ??= readStock(hit.slots)
+        hit.refresh ??= readStock([...hit.stockIds].map(Number))
           .then((counts) => {
             stats.stockReads++;
-            hit.counts = counts;
             hit.stockAt = now;
-            hit.bytes = join(hit.parts, hit.slots, counts);
+            hit.bytes = withStock(hit, counts, serialize);
             return hit.bytes;
           })
           .finally(() => {
@@ -193,16 +186,12 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
       const gen = generation;
       const built = await build(q, limit, s.price_markup_percent, folded);
       stats.pageBuilds++;
-      const parts = serialize(built.page)
-        .split(SLOT_RE)
-        .filter((_, i) => i % 2 === 0);
       const entry: CachedPage = {
         at: now,
-        parts,
-        slots: built.slots,
+        page: built.page,
+        stockIds: built.stockIds,
         stockAt: now,
-        counts: built.counts,
-        bytes: join(parts, built.slots, built.counts),
+        bytes: Buffer.from(serialize(built.page), 'utf8'),
         refresh: null,
       };
       if (ttl > 0 && gen === generation) {
@@ -219,9 +208,8 @@ export function createPublicCatalog(deps: PublicCatalogDeps) {
     cachedProductsPage(q: ProductsQuery): Buffer | undefined {
       const s = settings.peek();
       if (!s) return undefined;
-      const limit = Math.min(q.limit, s.products_max_limit);
-      const hit = cache.get(pageKey(q, limit, q.q ? foldForSearch(q.q) : ''));
-      return hit && pageState(hit, clock.now().getTime(), s.products_cache_seconds * 1000) === 'fresh' ? hit.bytes : undefined;
+      const { hit, state } = lookup(q, s);
+      return hit && state === 'fresh' ? hit.bytes : undefined;
     },
 
     /** One visible product; hidden, missing and unknown ones are the same not_found. */

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { errorResponses } from '../http/errors.js';
 import { AUTH_ERRORS } from '../reseller-auth/auth.js';
@@ -13,6 +13,13 @@ const VALIDATED_QUERIES_MAX = 1000;
 const VALIDATED_URL_MAX = 512;
 
 const serializeProductsPage = (page: ProductPage) => stringifyJsonExact(productsResponse.parse({ ok: true, ...page }));
+
+/**
+ * The one way a products page leaves, from the handler and from the cache alike: its stored bytes, which went through
+ * serializeProductsPage when built. A Buffer payload skips the route's serializer, which types the reply as the
+ * response schema's object; hence the reply as Fastify's untyped one.
+ */
+const sendPage = (reply: FastifyReply, bytes: Buffer): FastifyReply => reply.type(PAGE_TYPE).send(bytes);
 
 /** The public catalogue of the ordering API (categories, products, product); registered inside its authenticated scope. */
 export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: CatalogService }): void {
@@ -48,17 +55,17 @@ export function registerCatalogRoutes(app: FastifyInstance, deps: { catalog: Cat
       const q = validatedQueries.get(req.url);
       const bytes = q && deps.catalog.cachedProductsPage(q);
       if (!bytes) return done();
-      void reply.type(PAGE_TYPE).send(bytes as never);
+      void sendPage(reply, bytes);
     },
-    // The page is serialised through its response schema once when built; a cache hit sends the stored bytes as they
-    // are (a Buffer payload skips the route's serializer and needs no encoding or measuring per request).
+    // The page is serialised through its response schema when built or its stock re-read; a hit sends the stored bytes
+    // as they are (a Buffer payload skips the route's serializer and needs no encoding or measuring per request).
     handler: async (req, reply) => {
       if (req.url.length <= VALIDATED_URL_MAX && !validatedQueries.has(req.url)) {
         if (validatedQueries.size >= VALIDATED_QUERIES_MAX) validatedQueries.clear();
         validatedQueries.set(req.url, req.query);
       }
       const bytes = await deps.catalog.productsPage(req.query, serializeProductsPage);
-      return reply.type(PAGE_TYPE).send(bytes as never);
+      return sendPage(reply, bytes);
     },
   });
 

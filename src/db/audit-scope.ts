@@ -32,9 +32,16 @@ const storage = new AsyncLocalStorage<Scope>();
 /**
  * Scopes in flight. On Node 20 an enabled AsyncLocalStorage installs promise hooks that tax every promise of the
  * process, the ordering hot path included; the storage is enabled only while an admin action runs and disabled when
- * the last one ends (docs/decisions.md, "Audit trail").
+ * the last one ends (docs/decisions.md, "Audit trail"). Work an ended action left running then sees no scope, while
+ * with another action in flight it sees its closed scope: liveScope answers both alike.
  */
 let active = 0;
+
+/** The one question every reader asks: the scope of the action running here, unless none or it has ended. */
+function liveScope(): Scope | null {
+  const scope = storage.getStore();
+  return scope && scope.state !== 'closed' ? scope : null;
+}
 
 /**
  * Runs an admin action in an audit scope. The first transaction that commits inside it (withTx) carries the row, so
@@ -83,8 +90,8 @@ export async function runAudited<T>(
 
 /** Names the target or adds to the summary from inside the change, where an id is first known; no-op outside a scope. */
 export function auditNote(note: { target?: string; summary?: Record<string, unknown> }): void {
-  const scope = storage.getStore();
-  if (!scope || scope.state === 'closed') return;
+  const scope = liveScope();
+  if (!scope) return;
   // The route's own target wins: a demo seed that creates a user stays a demo seed.
   if (note.target !== undefined && scope.entry.target === null) scope.entry.target = note.target;
   if (note.summary) Object.assign(scope.entry.summary, note.summary);
@@ -92,7 +99,7 @@ export function auditNote(note: { target?: string; summary?: Record<string, unkn
 
 /** The scope whose row the transaction about to start should carry, if any; claims it. */
 export function claimAuditRow(): { write(tx: Db): Promise<void>; committed(): void; rolledBack(): void } | null {
-  const scope = storage.getStore();
+  const scope = liveScope();
   if (!scope || scope.deferred || scope.state !== 'open') return null;
   scope.state = 'claimed';
   const claim = { held: true };
@@ -128,7 +135,7 @@ export function claimAuditRow(): { write(tx: Db): Promise<void>; committed(): vo
  * fails, so the action fails too. No-op outside a scope or when the row is already written.
  */
 export async function writeAuditRowNow(): Promise<void> {
-  const scope = storage.getStore();
+  const scope = liveScope();
   if (!scope || scope.state !== 'open') return;
   scope.state = 'claimed';
   try {
@@ -142,7 +149,7 @@ export async function writeAuditRowNow(): Promise<void> {
 
 /** The action turned out to do nothing worth a row (a backup whose client left before it was handed out). */
 export function dropAuditRow(): void {
-  const scope = storage.getStore();
+  const scope = liveScope();
   if (scope && scope.state === 'open') scope.state = 'closed';
 }
 

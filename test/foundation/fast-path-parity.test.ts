@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STOCK_MAX_AGE_MS } from '../../src/catalog/public.js';
 import { GUARD_VIOLATIONS_PER_MINUTE } from '../../src/http/guard.js';
-import { createTestApp, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
+import { createTestApp, importCodes, makeCategory, makeProduct, makeUser, postOrder, type TestApp } from '../harness.js';
 
 // The ordering API's synchronous paths (docs/PERFORMANCE.md, "The fixed cost per request: products and balance")
 // answer a cached, admitted key without a promise. They must answer exactly what the full checks
@@ -212,6 +213,60 @@ describe('ordering API: the synchronous paths answer as the full checks do', () 
     expect((await both({ path: '/api/v1/products?limit=20', key: 'valid' })).status).toBe(200);
     await setting('require_signature', 'false');
     expect((await both({ ...order, body: JSON.stringify({ product_id: '999999', quantity: 1 }) })).status).toBe(422);
+  });
+
+  it('the products shortcut: spellings and filters of a query, and stock that moves with orders', async () => {
+    // The same fixtures on both sides: one code product with three codes, in a category of its own.
+    const ids: string[] = [];
+    for (const s of [fast, full]) {
+      const cat = await makeCategory(s.t, 'Codes');
+      const product = await makeProduct(s.t, { category_id: cat.id, name: 'Code card', price: 1 });
+      await importCodes(s.t, product.id, ['PARITY-1', 'PARITY-2', 'PARITY-3']);
+      ids.push(`${cat.id}/${product.id}`);
+    }
+    expect(ids[0]).toBe(ids[1]);
+    const [category, product] = ids[0]!.split('/') as [string, string];
+    const urls = [
+      '/api/v1/products?limit=20',
+      '/api/v1/products?page=1&limit=20',
+      '/api/v1/products?limit=20&page=1',
+      `/api/v1/products?category_id=${category}`,
+      `/api/v1/products?limit=20&category_id=${category}`,
+      '/api/v1/products?limit=20&q=code',
+      '/api/v1/products?limit=20&q=CODE',
+      '/api/v1/products?limit=20&q=nothing',
+      '/api/v1/products?limit=20&include_missing=true',
+      '/api/v1/products?limit=20&updated_after=2020-01-01T00:00:00Z',
+    ];
+    const stocks = async () => {
+      const seen: string[] = [];
+      for (const path of urls) {
+        // Twice: the first request of a URL goes through the handler, the second may take the shortcut.
+        for (let i = 0; i < 2; i++) {
+          const answer = await both({ path, key: 'valid' });
+          expect(answer.status).toBe(200);
+          seen.push(...[...answer.body.matchAll(/"name":"Code card".*?"stock":(\d+),"status":"(\w+)"/g)].map((m) => `${m[1]} ${m[2]}`));
+        }
+      }
+      return [...new Set(seen)];
+    };
+    const pagesBefore = fast.pages();
+    expect(await stocks()).toEqual(['3 in_stock']);
+    expect(fast.pages() - pagesBefore).toBeGreaterThanOrEqual(urls.length);
+    // An order on each side: within STOCK_MAX_AGE_MS both may still show the old stock, after it both show the new.
+    for (const s of [fast, full]) {
+      const res = await postOrder(s.t, s.keys.valid, { product_id: product, quantity: 1, request_id: 'parity-order-1' });
+      expect(res.statusCode).toBe(200);
+    }
+    expect(await stocks()).toEqual(['3 in_stock']);
+    for (const s of [fast, full]) s.t.clock.advance(STOCK_MAX_AGE_MS);
+    expect(await stocks()).toEqual(['2 in_stock']);
+    for (const s of [fast, full]) {
+      const res = await postOrder(s.t, s.keys.valid, { product_id: product, quantity: 2, request_id: 'parity-order-2' });
+      expect(res.statusCode).toBe(200);
+      s.t.clock.advance(STOCK_MAX_AGE_MS);
+    }
+    expect(await stocks()).toEqual(['0 out_of_stock']);
   });
 
   it('the rate limit, then api_guard', async () => {

@@ -39,6 +39,27 @@ describe('lazy request logger', () => {
     expect(JSON.parse(lines[1]!)).toMatchObject({ reqId: 'r-2', msg: 'second', level: 50 });
   });
 
+  it('answers and writes as a real child does, its level changed later included', () => {
+    const lazy = capture('warn');
+    const real = capture('warn');
+    const logs = [lazyChildLogger(lazy.logger, { reqId: 'r-4' }, {}), real.logger.child({ reqId: 'r-4' })];
+    const seen = logs.map((log) => {
+      const levels = [log.level];
+      log.info('before');
+      log.warn({ user: { api_key: 'secret-key-value' } }, 'warned');
+      log.level = 'debug';
+      levels.push(log.level);
+      log.debug('after');
+      return levels;
+    });
+    expect(seen[0]).toEqual(seen[1]);
+    expect(seen[0]).toEqual(['warn', 'debug']);
+    expect(lazy.logger.level).toBe(real.logger.level);
+    const strip = (lines: string[]) => lines.map((l) => ({ ...(JSON.parse(l) as object), time: 0 }));
+    expect(strip(lazy.lines)).toEqual(strip(real.lines));
+    expect(lazy.lines).toHaveLength(2);
+  });
+
   it("honours a route's own level at once", () => {
     const { logger, lines } = capture('warn');
     const log = lazyChildLogger(logger, { reqId: 'r-3' }, { level: 'info' });

@@ -56,6 +56,13 @@ export type AdminDeps = AdminAuditDeps &
     settings: SettingsService;
   };
 
+/**
+ * A secret is shown only by an explicit read of that one setting (GET /admin/v1/settings/:key): a list or the answer
+ * to a change lands in terminals, shell history, CI logs and browser pages (docs/configuration.md, "Runtime settings").
+ */
+export const masked = (s: SettingView): SettingView =>
+  s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s;
+
 const ADMIN_ERRORS: ErrorCode[] = ['admin_unauthorized', 'forbidden'];
 const ACTOR = 'admin-api';
 
@@ -267,10 +274,6 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminAuditRoutes(app, deps, ADMIN_ERRORS);
   registerAdminBackupRoutes(app, deps, ADMIN_ERRORS);
 
-  // A secret is shown only by an explicit read of that one setting (GET /admin/v1/settings/:key): a list or the answer
-  // to a change lands in terminals, shell history and CI logs (docs/configuration.md, "Runtime settings").
-  const masked = (s: SettingView): SettingView =>
-    s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s;
   r.get('/admin/v1/settings', {
     schema: {
       operationId: 'adminListSettings',

@@ -12,7 +12,17 @@ import type { ConsoleSessions } from './sessions.js';
 export type ConsoleDeps = AdminDeps & { guard: Guard; clock: Clock; facts: FactsSource; sessions: ConsoleSessions };
 
 /** A page to show (inside the layout) or a 303 to follow (Post/Redirect/Get after a change). */
-export type PageAnswer = { title: string; body: Html; status?: number; notice?: string; refusal?: string } | { redirect: string };
+export type PageAnswer =
+  | {
+      title: string;
+      body: Html;
+      status?: number;
+      notice?: string;
+      refusal?: string;
+      /** The page's own address when it answers a form posted elsewhere (nav and language links point there). */
+      at?: string;
+    }
+  | { redirect: string };
 
 /** How an action ended: its value, or the refusal of the service with the status the admin API answers it with. */
 export type Outcome<T> = { ok: true; value: T } | { ok: false; status: number; message: string };

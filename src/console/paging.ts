@@ -22,10 +22,10 @@ export function pageOf<T>(rows: T[], limit: number, keyOf: (row: T) => string | 
   return { rows: shown, next: String(keyOf(shown[shown.length - 1]!)) };
 }
 
-/** The links under a list: its first page and its next one, the query's filters kept. */
-export function pager(ctx: Ctx, next: string | null): Html {
+/** The links under a list: its first page and its next one, the query's filters kept; `at`: the list's address. */
+export function pager(ctx: Ctx, next: string | null, at: string = ctx.path): Html {
   const keep = { ...ctx.query, before: undefined, lang: undefined };
-  const first = ctx.query.before ? html`<a href="${ctx.path}${queryOf(keep)}">${ctx.t(COMMON.first)}</a>` : '';
-  const more = next ? html`<a rel="next" href="${ctx.path}${queryOf({ ...keep, before: next })}">${ctx.t(COMMON.next)}</a>` : '';
+  const first = ctx.query.before ? html`<a href="${at}${queryOf(keep)}">${ctx.t(COMMON.first)}</a>` : '';
+  const more = next ? html`<a rel="next" href="${at}${queryOf({ ...keep, before: next })}">${ctx.t(COMMON.next)}</a>` : '';
   return html`<p class="paging">${first}${more}</p>`;
 }

@@ -103,7 +103,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
       };
       const answer: PageAnswer = await handler(ctx);
       if ('redirect' in answer) return reply.redirect(answer.redirect, 303);
-      return send(reply, answer.status ?? 200, layout(c, answer.title, answer.body, answer));
+      return send(reply, answer.status ?? 200, layout({ ...c, path: answer.at ?? (method === 'GET' ? path : c.path) }, answer.title, answer.body, answer));
     };
   }
 

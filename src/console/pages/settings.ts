@@ -26,6 +26,7 @@ export const settingsPage: ConsolePage = {
       const rows = (await deps.settings.list()).map(masked);
       return {
         title: t(T.name),
+        at: '/console/settings',
         ...o,
         body: html`<div class="card"><div class="scroll"><table id="settings"><thead><tr><th>${t(T.key)}</th><th>${t(T.value)}</th><th>${t(T.help)}</th></tr></thead><tbody>
 ${rows.map(

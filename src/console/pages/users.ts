@@ -1,12 +1,14 @@
-import { html } from '../html.js';
 import type { ConsolePage } from '../page.js';
+import { registerUserDetail } from './users/detail.js';
+import { registerUserList } from './users/list.js';
+import { T } from './users/texts.js';
 
-const T = { name: { vi: 'Người dùng', en: 'Users' } };
-
+/** Users (docs/console.md, "Users"): list, create, one user's page with its keys, allowlist, callbacks, balance and ledger. */
 export const usersPage: ConsolePage = {
   href: '/console/users',
   name: T.name,
-  register(r) {
-    r.get('/console/users', async ({ t }) => ({ title: t(T.name), body: html`<div class="card"></div>` }));
+  register(r, deps) {
+    registerUserList(r, deps);
+    registerUserDetail(r, deps);
   },
 };

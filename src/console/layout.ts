@@ -33,7 +33,7 @@ export function layout(c: LayoutContext, title: string, body: Html, o: { notice?
     : html`<span class="muted"></span>`;
   return html`<!doctype html>
 <html lang="${c.lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>${title} · ${COMMON.title[c.lang]}</title><style>${STYLE}</style></head>
+<meta name="referrer" content="no-referrer"><link rel="icon" href="data:,"><title>${title} · ${COMMON.title[c.lang]}</title><style>${STYLE}</style></head>
 <body><header><a class="brand" href="/console">${COMMON.title[c.lang]}</a>${nav}${otherLanguage(c)}</header>
 <main>${o.notice ? html`<p class="notice" role="status">${o.notice}</p>` : ''}${o.refusal ? html`<p class="refusal" role="alert">${o.refusal}</p>` : ''}
 <h1>${title}</h1>

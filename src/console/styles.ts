@@ -18,7 +18,7 @@ h1{font-size:1.3rem;margin:8px 0 12px}
 h2{font-size:1.05rem;margin:16px 0 8px}
 .card{background:#fff;border-radius:10px;padding:12px;box-shadow:0 1px 3px rgba(0,0,0,.12);margin:0 0 12px;min-width:0}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(220px,1fr));gap:12px}
-.figure{font-size:1.5rem;font-weight:700;margin:2px 0;word-break:break-all}
+.figure{font-size:1.5rem;font-weight:700;margin:2px 0;overflow-wrap:anywhere}
 .label{font-size:.85rem;color:#5b6470;margin:0}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;width:100%;font-size:.9rem}

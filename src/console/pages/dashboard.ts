@@ -23,6 +23,7 @@ const T = {
   chartRevenue: { vi: 'Doanh thu mỗi giờ, 24 giờ qua', en: 'Revenue per hour, last 24 hours' },
   status: { vi: 'Trạng thái', en: 'Status' },
   count: { vi: 'Số lượng', en: 'Count' },
+  none: { vi: 'Chưa có yêu cầu nào hôm nay.', en: 'None today.' },
 };
 
 /** The dashboard (docs/console.md, "Dashboard"): the figures of src/ops/dashboard.ts, which /metrics shares. */
@@ -60,7 +61,7 @@ ${figure(t(T.stuck), countText(f.stuckOrders, lang), 'stuck-orders')}
 </div>
 <div class="card"><h2>${t(T.payments)}</h2><div class="scroll"><table id="payments-by-status"><thead><tr><th>${t(T.status)}</th><th class="num">${t(T.count)}</th></tr></thead><tbody>
 ${statuses.map(([s, n]) => html`<tr><td>${s}</td><td class="num">${countText(n, lang)}</td></tr>`)}
-</tbody></table></div></div>`,
+</tbody></table></div>${statuses.length === 0 ? html`<p>${t(T.none)}</p>` : ''}</div>`,
       };
     });
   },

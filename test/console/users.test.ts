@@ -68,6 +68,9 @@ describe('console users page', () => {
     const u = await makeUser(t, { name: 'shop-money', balance: 1000 });
     const credit = await post(t, v, `/console/users/${u.id}/credit`, { direction: 'credit', amount: '500.50', note: 'bank transfer 42' });
     expect(credit.statusCode, credit.body).toBe(200);
+    // Only the explicit key actions show a key.
+    expect(keyOn(credit.body)).toBeUndefined();
+    expect(credit.body).not.toContain(u.api_key);
     const debit = await post(t, v, `/console/users/${u.id}/credit`, { direction: 'debit', amount: '200', note: 'correction' });
     expect(debit.statusCode).toBe(200);
     const api = await t.admin('POST', `/admin/v1/users/${u.id}/credit`, { amount: '-5000' });
@@ -103,7 +106,10 @@ describe('console users page', () => {
 
   it('sets the allowlist, the callback URL (its secret shown once) and disables the API', async () => {
     const u = await makeUser(t, { name: 'shop-more' });
-    expect((await post(t, v, `/console/users/${u.id}/ips`, { ips: '192.0.2.1 192.0.2.2' })).statusCode).toBe(200);
+    const ips = await post(t, v, `/console/users/${u.id}/ips`, { ips: '192.0.2.1 192.0.2.2' });
+    expect(ips.statusCode).toBe(200);
+    expect(keyOn(ips.body)).toBeUndefined();
+    expect(ips.body).not.toContain(u.api_key);
     const cb = await post(t, v, `/console/users/${u.id}/callback`, { callback_url: 'https://reseller.example.com/cb' });
     expect(cb.statusCode).toBe(200);
     expect(/id="shown-secret">(whsec_[A-Za-z0-9]+)</.exec(cb.body)).not.toBeNull();

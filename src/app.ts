@@ -181,6 +181,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     sync: deps.sync,
     sourceOverrides: deps.sourceOverrides,
     backup: deps.backup,
+    dashboard: deps.dashboard,
   };
   await app.register(adminRoutes, admin);
   await app.register(consoleRoutes, { ...admin, guard: deps.guard, clock: deps.clock, facts: deps.facts, sessions: deps.consoleSessions });

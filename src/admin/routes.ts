@@ -18,6 +18,7 @@ import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps 
 import { registerAdminSyncRoutes, type AdminSyncDeps } from './sync-routes.js';
 import { installAuditHook, registerAdminAuditRoutes, type AdminAuditDeps } from './audit-routes.js';
 import { registerAdminBackupRoutes, type AdminBackupDeps } from './backup-routes.js';
+import { registerAdminDashboardRoutes, type AdminDashboardDeps } from './dashboard-routes.js';
 import {
   adminProduct,
   categoryCreateBody,
@@ -47,7 +48,8 @@ export type AdminDeps = AdminAuditDeps &
   AdminWebhookDeps &
   AdminTransactionDeps &
   AdminSyncDeps &
-  AdminBackupDeps & {
+  AdminBackupDeps &
+  AdminDashboardDeps & {
     adminToken: string;
     allowedIps: string[];
     uploadMaxBytes: number;
@@ -273,6 +275,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminSyncRoutes(app, deps, ADMIN_ERRORS);
   registerAdminAuditRoutes(app, deps, ADMIN_ERRORS);
   registerAdminBackupRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminDashboardRoutes(app, deps, ADMIN_ERRORS);
 
   r.get('/admin/v1/settings', {
     schema: {

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { rowsOf } from '../db/tx.js';
+import type { SettingsService } from '../settings/service.js';
 import type { OpsFacts } from './facts.js';
 
 /** One hour of the last 24: its start, the orders placed in it and the revenue of those that succeeded. */
@@ -59,3 +60,14 @@ export async function readDashboard(db: Db, facts: () => Promise<OpsFacts>, time
     hours,
   };
 }
+
+/** The dashboard's one read, for the admin API (GET /admin/v1/dashboard) and the console's dashboard alike. */
+export function createDashboard(deps: { db: Db; facts: { get(): Promise<OpsFacts> }; settings: Pick<SettingsService, 'get'> }) {
+  return {
+    /** Today in display_timezone; the facts as /metrics last read them (at most FACTS_TTL_MS old). */
+    read: async (): Promise<DashboardFigures> =>
+      readDashboard(deps.db, () => deps.facts.get(), await deps.settings.get('display_timezone')),
+  };
+}
+
+export type Dashboard = ReturnType<typeof createDashboard>;

@@ -48,6 +48,13 @@ describe('console pages', () => {
     expect(bars.slice(0, 24).reduce((s, n) => s + n, 0)).toBe(3);
     expect(bars[23]).toBe(3);
     expect(bars[47]).toBe(3750);
+    // The admin API reads the same figures.
+    const api = await t.adminData<{ orders_today: number; revenue_today: number; users_balance: number; hours: { orders: number }[] }>(
+      'GET',
+      '/admin/v1/dashboard',
+    );
+    expect(api).toMatchObject({ orders_today: 3, revenue_today: 3750, users_balance: 96250.5, webhooks_pending: 0, stuck_orders: 0 });
+    expect(api.hours.map((h) => h.orders)).toEqual(bars.slice(0, 24));
     const vi = await get(t, v, '/console?lang=vi');
     expect(text(vi.body, 'revenue-today')).toBe('3.750');
   });

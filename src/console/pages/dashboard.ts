@@ -1,4 +1,3 @@
-import { readDashboard } from '../../ops/dashboard.js';
 import { barChart } from '../chart.js';
 import { html } from '../html.js';
 import { countText, moneyText, timeText } from '../i18n.js';
@@ -26,13 +25,13 @@ const T = {
   none: { vi: 'Chưa có yêu cầu nào hôm nay.', en: 'None today.' },
 };
 
-/** The dashboard (docs/console.md, "Dashboard"): the figures of src/ops/dashboard.ts, which /metrics shares. */
+/** The dashboard (docs/console.md, "Pages"): the read of GET /admin/v1/dashboard (src/ops/dashboard.ts). */
 export const dashboardPage: ConsolePage = {
   href: '/console',
   name: T.name,
   register(r, deps) {
     r.get('/console', async ({ t, lang, timeZone }) => {
-      const d = await readDashboard(deps.db, () => deps.facts.get(), timeZone);
+      const d = await deps.dashboard.read();
       const f = d.facts;
       const figure = (label: string, value: string, id: string) =>
         html`<div class="card"><p class="label">${label}</p><p class="figure" id="${id}">${value}</p></div>`;

@@ -28,7 +28,8 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
   // What the error handler needs to draw its page like the others (the language, the session's nav).
   const seen = new WeakMap<FastifyRequest, LayoutContext>();
 
-  // The forms of the console are form-encoded, bounded; a JSON body or a multipart one gets no parser here.
+  // The forms of the console are form-encoded, bounded; any other body (JSON, text, multipart) is refused 415 here.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: CONSOLE_FORM_LIMIT }, (_req, body, done) => {
     const form: Record<string, string> = {};
     for (const [k, v] of new URLSearchParams(body as string)) form[k] = v;
@@ -80,7 +81,9 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
       const path = pathOf(req);
       const session = await sessionOf(req);
       if (!session) {
-        if (method === 'GET') return reply.redirect('/console/sign-in', 303);
+        // A cookie that names no live session: the sign-in form says the session ended (idle, or signed out elsewhere).
+        const ended = readCookies(req)[SESSION_COOKIE] ? '?ended=1' : '';
+        if (method === 'GET') return reply.redirect(`/console/sign-in${ended}`, 303);
         return send(reply, 401, signInPage({ lang, path: '/console/sign-in', csrf: null, nav }, COMMON.expired[lang]));
       }
       const c: LayoutContext = { lang, path, csrf: session.csrf, nav };
@@ -110,7 +113,8 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
   app.get('/console/sign-in', { schema: { hide: true } }, async (req, reply) => {
     const lang = langOf(req, reply);
     if (await sessionOf(req)) return reply.redirect('/console', 303);
-    return send(reply, 200, signInPage({ lang, path: '/console/sign-in', csrf: null, nav }));
+    const ended = (req.query as Record<string, unknown> | undefined)?.ended === '1';
+    return send(reply, 200, signInPage({ lang, path: '/console/sign-in', csrf: null, nav }, ended ? COMMON.expired[lang] : undefined));
   });
   app.post('/console/sign-in', { schema: { hide: true } }, async (req, reply) => {
     const lang = langOf(req, reply);

@@ -162,6 +162,7 @@ describe.runIf(available || process.env.CI === 'true')('admin console in chromiu
     await page.goto(`${base}/console/users`);
     expect(new URL(page.url()).pathname).toBe('/console/sign-in');
     expect(await page.isVisible('input[name="token"]')).toBe(true);
+    expect(await page.textContent('.refusal')).toBe('Your session has ended or you are not signed in; sign in again.');
     await done();
   });
 

@@ -81,6 +81,21 @@ describe('console sign-in and safety', () => {
     await post(t, v, '/console/settings/products_max_limit', { value: '' });
   });
 
+  it('a form body past the console bound is refused 413 as a page, and a JSON body is not a form', async () => {
+    const v = await signIn(t);
+    const big = await post(t, v, '/console/settings/products_max_limit', { value: 'x'.repeat(70 * 1024) });
+    expect(big.statusCode).toBe(413);
+    expect(big.headers['content-type']).toMatch(/^text\/html/);
+    const json = await t.request({
+      method: 'POST',
+      url: '/console/settings/products_max_limit',
+      headers: { cookie: v.cookie, 'content-type': 'application/json' },
+      payload: JSON.stringify({ csrf: v.csrf, value: '9' }),
+    });
+    expect(json.statusCode).toBe(415);
+    expect(await t.deps.settings.get('products_max_limit')).toBe(100);
+  });
+
   it('a form posted without a session answers 401 with the sign-in form and changes nothing', async () => {
     const res = await post(t, null, '/console/settings/products_max_limit', { value: '9', csrf: 'whatever' });
     expect(res.statusCode).toBe(401);
@@ -97,8 +112,15 @@ describe('console sign-in and safety', () => {
     t.clock.advance(61 * 60_000);
     const res = await get(t, v, '/console/settings');
     expect(res.statusCode).toBe(303);
-    expect(res.headers.location).toBe('/console/sign-in');
-    expect((await post(t, v, '/console/settings/products_max_limit', { value: '9' })).statusCode).toBe(401);
+    expect(res.headers.location).toBe('/console/sign-in?ended=1');
+    const form = await get(t, v, res.headers.location as string);
+    expect(form.statusCode).toBe(200);
+    expect(form.body).toContain('name="token"');
+    expect(form.body).toContain('Phiên đã hết hạn');
+    const refused = await post(t, v, '/console/settings/products_max_limit', { value: '9' });
+    expect(refused.statusCode).toBe(401);
+    expect(refused.body).toContain('Phiên đã hết hạn');
+    expect(await t.deps.settings.get('products_max_limit')).toBe(100);
   });
 
   it('sign-out (with its CSRF token) ends the session at once; without the token it is refused', async () => {
@@ -109,7 +131,9 @@ describe('console sign-in and safety', () => {
     expect(out.statusCode).toBe(303);
     expect(out.headers.location).toBe('/console/sign-in');
     expect([out.headers['set-cookie']].flat().join('\n')).toMatch(/rg_console=; Max-Age=0/);
-    expect((await get(t, v, '/console/settings')).statusCode).toBe(303);
+    const after = await get(t, v, '/console/settings');
+    expect(after.statusCode).toBe(303);
+    expect(after.headers.location).toBe('/console/sign-in?ended=1');
   });
 
   it('is not served to an address outside ADMIN_ALLOWED_IPS, session or not', async () => {

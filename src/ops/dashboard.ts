@@ -8,7 +8,7 @@ import type { OpsFacts } from './facts.js';
 export type DashboardHour = { hour: string; orders: number; revenue: string };
 
 /**
- * The dashboard's figures (docs/console.md, "Dashboard"): today's orders, revenue and payments (today in
+ * The dashboard's figures (docs/console.md, "Pages"): today's orders, revenue and payments (today in
  * display_timezone, on the database's clock, which stamps created_at), the users' total balance, and the outbox, sync
  * and stuck-order figures of /metrics (the same OpsFacts read). Money stays decimal text from SQL numeric.
  */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, makeUser, type TestApp } from '../harness.js';
 import { auditRows, get, post, signIn, type Visitor } from './kit.js';
 
-// The users page (docs/console.md, "Users"): each verb is the admin API's, audited with actor console, refused alike.
+// The users page (docs/console.md, "Pages"): each verb is the admin API's, audited with actor console, refused alike.
 describe('console users page', () => {
   let t: TestApp;
   let v: Visitor;

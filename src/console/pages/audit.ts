@@ -20,7 +20,7 @@ const T = {
 /** The actions offered by the filter: every admin action, and the console's own sign-in and sign-out. */
 const ACTIONS = [...new Set([...Object.values(AUDIT_ACTIONS).map((a) => a.action), 'console.sign_in', 'console.sign_out'])].sort();
 
-/** The audit trail (docs/console.md, "Audit trail"): newest first, filtered by action, paged by row. */
+/** The audit trail (docs/console.md, "Pages"): newest first, filtered by action, paged by row. */
 export const auditPage: ConsolePage = {
   href: '/console/audit',
   name: T.name,

@@ -16,7 +16,7 @@ const T = {
   changed: { vi: 'Đã đổi', en: 'Changed' },
 };
 
-/** Settings (docs/console.md, "Settings"): the list with secrets masked as the admin API lists them, one form per key. */
+/** Settings (docs/console.md, "Pages"): the list with secrets masked as the admin API lists them, one form per key. */
 export const settingsPage: ConsolePage = {
   href: '/console/settings',
   name: T.name,

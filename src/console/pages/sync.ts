@@ -30,7 +30,7 @@ const T = {
 /** Runs listed on the page: the newest first. */
 const RUNS_SHOWN = 50;
 
-/** Sync (docs/console.md, "Sync"): the figures of /metrics, run now (the admin API's sync run), the last runs. */
+/** Sync (docs/console.md, "Pages"): the figures of /metrics, run now (the admin API's sync run), the last runs. */
 export const syncPage: ConsolePage = {
   href: '/console/sync',
   name: T.name,

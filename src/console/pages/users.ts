@@ -3,7 +3,7 @@ import { registerUserDetail } from './users/detail.js';
 import { registerUserList } from './users/list.js';
 import { T } from './users/texts.js';
 
-/** Users (docs/console.md, "Users"): list, create, one user's page with its keys, allowlist, callbacks, balance and ledger. */
+/** Users (docs/console.md, "Pages"): list, create, one user's page with its keys, allowlist, callbacks, balance and ledger. */
 export const usersPage: ConsolePage = {
   href: '/console/users',
   name: T.name,

@@ -88,6 +88,12 @@ describe.runIf(available || process.env.CI === 'true')('admin console in chromiu
       expect(await page.textContent('h1')).toBe(name);
       await check();
     }
+    const u = await makeUser(t, { name: 'shop-walk' });
+    await page.goto(`${base}/console/users`);
+    await page.click('text=shop-walk');
+    expect(new URL(page.url()).pathname).toBe(`/console/users/${u.id}`);
+    await check();
+    await page.click('nav >> text=Dashboard');
     await page.click('text=Tiếng Việt');
     expect(await page.textContent('h1')).toBe('Tổng quan');
     await page.click('text=Đăng xuất');

@@ -96,6 +96,19 @@ describe('console sign-in and safety', () => {
     expect(await t.deps.settings.get('products_max_limit')).toBe(100);
   });
 
+  it('speaks Vietnamese by default, English by Accept-Language or ?lang=en, which a cookie keeps for the next pages', async () => {
+    const v = await signIn(t);
+    expect((await get(t, v, '/console/settings')).body).toContain('<h1>Cài đặt</h1>');
+    const en = await t.request({ method: 'GET', url: '/console/settings', headers: { cookie: v.cookie, 'accept-language': 'en-US,en;q=0.9' } });
+    expect(en.body).toContain('<h1>Settings</h1>');
+    const asked = await get(t, v, '/console/settings?lang=en');
+    expect(asked.body).toContain('<html lang="en">');
+    const lang = [asked.headers['set-cookie']].flat().find((c) => c?.startsWith('rg_console_lang='))!;
+    expect(lang).toMatch(/^rg_console_lang=en; Max-Age=31536000; Path=\/console; HttpOnly; SameSite=Strict$/);
+    const next = await t.request({ method: 'GET', url: '/console/users', headers: { cookie: `${v.cookie}; ${lang.split(';')[0]}` } });
+    expect(next.body).toContain('<h1>Users</h1>');
+  });
+
   it('a form posted without a session answers 401 with the sign-in form and changes nothing', async () => {
     const res = await post(t, null, '/console/settings/products_max_limit', { value: '9', csrf: 'whatever' });
     expect(res.statusCode).toBe(401);

@@ -86,7 +86,8 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
         if (method === 'GET') return reply.redirect(`/console/sign-in${ended}`, 303);
         return send(reply, 401, signInPage({ lang, path: '/console/sign-in', csrf: null, nav }, COMMON.expired[lang]));
       }
-      const c: LayoutContext = { lang, path, csrf: session.csrf, nav };
+      // The layout's links (nav, the other language) go to pages: a form's own address answers only its POST.
+      const c: LayoutContext = { lang, path: method === 'GET' ? path : '/console', csrf: session.csrf, nav };
       seen.set(req, c);
       const form = method === 'POST' ? strings(req.body) : {};
       if (method === 'POST' && !safeEqual(form.csrf ?? '', session.csrf))
@@ -106,7 +107,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
       };
       const answer: PageAnswer = await handler(ctx);
       if ('redirect' in answer) return reply.redirect(answer.redirect, 303);
-      return send(reply, answer.status ?? 200, layout({ ...c, path: answer.at ?? (method === 'GET' ? path : c.path) }, answer.title, answer.body, answer));
+      return send(reply, answer.status ?? 200, layout({ ...c, path: answer.at ?? c.path }, answer.title, answer.body, answer));
     };
   }
 
@@ -137,7 +138,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
     const session = await sessionOf(req);
     if (!session) return send(reply, 401, signInPage({ lang, path: '/console/sign-in', csrf: null, nav }, COMMON.expired[lang]));
     if (!safeEqual(strings(req.body).csrf ?? '', session.csrf)) {
-      const c = { lang, path: pathOf(req), csrf: session.csrf, nav };
+      const c = { lang, path: '/console', csrf: session.csrf, nav };
       return send(reply, 403, layout(c, COMMON.refused[lang], html``, { refusal: COMMON.badCsrf[lang] }));
     }
     await runAction(deps.db, req, 'console.sign_out', {}, () => deps.sessions.end(session.digest));

@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<{ run(seconds: number): Promise<void
   sync: () => import('./sync.bench.js'),
   startup: () => import('./startup.bench.js'),
   metrics: () => import('./metrics.bench.js'),
+  console: () => import('./console.bench.js'),
   sustained: () => import('./sustained.bench.js'),
   'embedded-memory': () => import('./embedded-memory.bench.js'),
 };

@@ -3,7 +3,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
-import { adminRoutes } from './admin/routes.js';
+import { adminRoutes, type AdminDeps } from './admin/routes.js';
+import { consoleRoutes } from './console/plugin.js';
 import type { Deps } from './deps.js';
 import { DEFAULT_VOCABULARY, frameworkErrorHandler, installErrorVocabulary, installNotFound } from './http/error-handler.js';
 import { clientErrorHandler, timeoutOptions } from './http/server-options.js';
@@ -158,7 +159,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     refreshSeconds: config.CHECKOUT_REFRESH_SECONDS,
   });
   await app.register(bankFeedRoutes, { settings: deps.settings, clock: deps.clock, bankFeeds: deps.bankFeeds });
-  await app.register(adminRoutes, {
+  const admin: AdminDeps = {
     db: deps.db,
     audit: deps.audit,
     adminToken: deps.adminToken,
@@ -180,6 +181,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     sync: deps.sync,
     sourceOverrides: deps.sourceOverrides,
     backup: deps.backup,
-  });
+    dashboard: deps.dashboard,
+  };
+  await app.register(adminRoutes, admin);
+  await app.register(consoleRoutes, { ...admin, guard: deps.guard, clock: deps.clock, facts: deps.facts, sessions: deps.consoleSessions });
   return app;
 }

@@ -35,6 +35,8 @@ import { createSyncService } from './sync/service.js';
 import { createUpstreamOrders } from './sync/upstream.js';
 import { createOverridesService } from './sync/overrides.js';
 import { createFactsSource } from './ops/facts.js';
+import { createDashboard } from './ops/dashboard.js';
+import { createConsoleSessions } from './console/sessions.js';
 import { createMetrics } from './ops/metrics.js';
 import { createBackupService, type EmbeddedSource } from './ops/backup.js';
 import { serverVersion } from './ops/version.js';
@@ -157,6 +159,8 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
   });
   const verifySignature = createSignatureVerifier({ db, clock });
   const guard = createGuard({ clock, settings, logger, redis, prefix: config.REDIS_PREFIX });
+  const consoleSessions = createConsoleSessions({ db, clock, settings });
+  const dashboard = createDashboard({ db, facts, settings });
   const payClients = createPayClientsService({ db, cipher, clock });
   const payMethods = createMethodsService({ db });
   const payments = createPaymentsService({ db, clock, cipher, settings, methods: payMethods, logger, metrics: metrics.domain });
@@ -244,6 +248,8 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
     metrics,
     backup,
     facts,
+    consoleSessions,
+    dashboard,
     /** Once: the shutdown closes the dependencies, and a caller that closes them again (a test) gets the same promise. */
     close(): Promise<void> {
       closing ??= (async () => {

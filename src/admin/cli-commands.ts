@@ -17,6 +17,7 @@ import { payWebhookCommands } from './cli/pay-webhook.js';
 import { payTransactionCommands } from './cli/pay-transaction.js';
 import { auditCommands } from './cli/audit.js';
 import { backupCommands } from './cli/backup.js';
+import { dashboardCommands } from './cli/dashboard.js';
 
 export { CliError, usageError, type Command, type HttpCall, type OptionSpec, type Opts } from './cli/kit.js';
 
@@ -38,5 +39,6 @@ export const COMMANDS: readonly Command[] = [
   ...payWebhookCommands,
   ...payTransactionCommands,
   ...auditCommands,
+  ...dashboardCommands,
   ...backupCommands,
 ];

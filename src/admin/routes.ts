@@ -18,6 +18,7 @@ import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps 
 import { registerAdminSyncRoutes, type AdminSyncDeps } from './sync-routes.js';
 import { installAuditHook, registerAdminAuditRoutes, type AdminAuditDeps } from './audit-routes.js';
 import { registerAdminBackupRoutes, type AdminBackupDeps } from './backup-routes.js';
+import { registerAdminDashboardRoutes, type AdminDashboardDeps } from './dashboard-routes.js';
 import {
   adminProduct,
   categoryCreateBody,
@@ -47,7 +48,8 @@ export type AdminDeps = AdminAuditDeps &
   AdminWebhookDeps &
   AdminTransactionDeps &
   AdminSyncDeps &
-  AdminBackupDeps & {
+  AdminBackupDeps &
+  AdminDashboardDeps & {
     adminToken: string;
     allowedIps: string[];
     uploadMaxBytes: number;
@@ -55,6 +57,13 @@ export type AdminDeps = AdminAuditDeps &
     catalog: CatalogService;
     settings: SettingsService;
   };
+
+/**
+ * A secret is shown only by an explicit read of that one setting (GET /admin/v1/settings/:key): a list or the answer
+ * to a change lands in terminals, shell history, CI logs and browser pages (docs/configuration.md, "Runtime settings").
+ */
+export const masked = (s: SettingView): SettingView =>
+  s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s;
 
 const ADMIN_ERRORS: ErrorCode[] = ['admin_unauthorized', 'forbidden'];
 const ACTOR = 'admin-api';
@@ -266,11 +275,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   registerAdminSyncRoutes(app, deps, ADMIN_ERRORS);
   registerAdminAuditRoutes(app, deps, ADMIN_ERRORS);
   registerAdminBackupRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminDashboardRoutes(app, deps, ADMIN_ERRORS);
 
-  // A secret is shown only by an explicit read of that one setting (GET /admin/v1/settings/:key): a list or the answer
-  // to a change lands in terminals, shell history and CI logs (docs/configuration.md, "Runtime settings").
-  const masked = (s: SettingView): SettingView =>
-    s.secret && s.value ? { ...s, value: '********', default: s.default ? '********' : '' } : s;
   r.get('/admin/v1/settings', {
     schema: {
       operationId: 'adminListSettings',

@@ -23,11 +23,14 @@ export const PRUNE_MAX_BATCHES = 20;
 export function createAuditService(deps: { db: Db; clock: Clock; settings: Pick<SettingsService, 'get'> }) {
   const { db, clock, settings } = deps;
   return {
-    /** Newest first; `since` is inclusive. */
-    async list(filter: { since?: Date; action?: string; limit: number }): Promise<AuditRowView[]> {
+    /** Newest first; `since` is inclusive; `before` (a row id) starts after that row, for paging. */
+    async list(filter: { since?: Date; action?: string; limit: number; before?: number }): Promise<AuditRowView[]> {
       const where = and(
         filter.since ? gte(auditLog.at, filter.since) : undefined,
         filter.action ? eq(auditLog.action, filter.action) : undefined,
+        filter.before !== undefined
+          ? sql`(${auditLog.at}, ${auditLog.id}) < (SELECT at, id FROM audit_log WHERE id = ${filter.before})`
+          : undefined,
       );
       const rows = await db.select().from(auditLog).where(where).orderBy(desc(auditLog.at), desc(auditLog.id)).limit(filter.limit);
       return rows.map((r) => ({

@@ -171,6 +171,11 @@ export const settingDefs = {
     default: '365',
     help: 'audit rows (admin actions) older than this are removed by the clean-up job',
   }),
+  console_session_minutes: def({
+    schema: int(1, 1440),
+    default: '60',
+    help: 'an admin console session ends after this many minutes without a request (docs/console.md)',
+  }),
   webhook_retention_days: def({
     schema: int(1, 3650),
     default: '30',

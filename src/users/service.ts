@@ -1,4 +1,4 @@
-import { asc, eq, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, lt, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { balanceLedger, users } from '../db/schema/index.js';
 import { auditNote } from '../db/audit-scope.js';
@@ -290,12 +290,13 @@ export function createUsersService(deps: UsersDeps) {
         return { user_id: user.id, amount: moneyOut(amount), balance: moneyOut(row.balance), ledger_id: ledger!.id };
       });
     },
-    async ledger(ref: string, limit = 50) {
+    /** Newest first; `before` (a ledger row id) starts after that row, for paging. */
+    async ledger(ref: string, limit = 50, before?: number) {
       const user = await find(ref);
       const rows = await db
         .select()
         .from(balanceLedger)
-        .where(eq(balanceLedger.userId, user.id))
+        .where(and(eq(balanceLedger.userId, user.id), before !== undefined ? lt(balanceLedger.id, before) : undefined))
         .orderBy(sql`${balanceLedger.id} DESC`)
         .limit(limit);
       return rows.map((r) => ({

@@ -84,6 +84,8 @@ function registeredRoutes(app: FastifyInstance): [string, string][] {
     if (url.startsWith('/docs') || url === '/openapi.json') continue;
     // The hosted checkout page and its status poll serve browsers, not API clients (docs/payments.md, section 7.2).
     if (url === '/pay/:token' || url === '/pay/:token/status') continue;
+    // The admin console's pages and forms serve a person in a browser (docs/console.md).
+    if (url === '/console' || url.startsWith('/console/')) continue;
     const path = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     for (const method of m[3].split(',').map((s) => s.trim().toLowerCase())) if (method !== 'head') out.push([method, path]);
   }

@@ -8,3 +8,4 @@ export * from './jobs.js';
 export * from './webhooks.js';
 export * from './source.js';
 export * from './audit.js';
+export * from './console.js';

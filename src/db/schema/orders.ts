@@ -47,6 +47,8 @@ export const orders = pgTable(
     uniqueIndex('orders_code_uq').on(t.orderCode),
     uniqueIndex('orders_user_request_uq').on(t.userId, t.requestId),
     index('orders_user_created_idx').on(t.userId, t.id),
+    // The console's dashboard: today's orders and the last 24 hours (src/ops/dashboard.ts).
+    index('orders_created_idx').on(t.createdAt),
     // The reconciler reads only the pending ones (orders waiting for the source site).
     index('orders_pending_idx')
       .on(t.id)

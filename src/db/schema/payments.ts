@@ -114,6 +114,7 @@ export const paymentRequests = pgTable(
       .on(t.clientId, t.merchantInvoiceId)
       .where(sql`${t.status} IN (${sql.raw(sqlList(OPEN_STATUSES))})`),
     index('payment_requests_due_idx').on(t.status, t.expiresAt),
+    index('payment_requests_created_idx').on(t.createdAt),
     check('payment_requests_status', sql`${t.status} IN (${sql.raw(sqlList(PAYMENT_STATUSES))})`),
     check('payment_requests_amount_positive', sql`${t.amount} > 0`),
   ],

@@ -1,0 +1,18 @@
+import type { ConsolePage } from '../page.js';
+import { auditPage } from './audit.js';
+import { dashboardPage } from './dashboard.js';
+import { settingsPage } from './settings.js';
+import { syncPage } from './sync.js';
+import { usersPage } from './users.js';
+
+/**
+ * Every page of the console, in the order of the nav: one module (or folder) per page, one line each here
+ * (docs/console.md, "Pages").
+ */
+export const PAGES: readonly ConsolePage[] = [
+  dashboardPage,
+  usersPage,
+  syncPage,
+  settingsPage,
+  auditPage,
+];

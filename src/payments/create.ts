@@ -13,7 +13,7 @@ import { returnUrlOn } from './checkout-url.js';
 import { compareMoney } from '../shared/money.js';
 import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable } from './errors.js';
 import { createPaymentFn, PaymentFnRefused, type CreatedRow } from './create-fn.js';
-import type { Lifecycle } from './lifecycle.js';
+import { modeOf, type Lifecycle, type PaymentScope } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
 import { isUniqueViolation, preparedFields, type Prepare, type PreparedFields } from './prepare.js';
 import { paymentView, type PaymentRow, type PaymentView } from './view.js';
@@ -43,7 +43,7 @@ export type CreateDeps = {
   logger: Logger;
   prepare: Prepare;
   lifecycle: Lifecycle;
-  byPaymentId: (clientId: number, paymentId: string) => Promise<PaymentRow>;
+  byPaymentId: (scope: PaymentScope, paymentId: string) => Promise<PaymentRow>;
   metrics?: Pick<DomainMetrics, 'paymentTransitions'>;
 };
 
@@ -78,16 +78,18 @@ export function createIdempotentCreate(deps: CreateDeps) {
    * advisory lock on (client, key) without waiting, and a lock already held answers IdempotencyRefused 'in_progress'
    * (IDEMPOTENCY_IN_PROGRESS, retry shortly). On the embedded database, which runs one transaction at a time, the
    * retry instead waits for the first to end and then replays it. `requestId` names the request in the log line of a
-   * preparation that failed.
+   * preparation that failed. `scope` is the caller's client and world: a test key's key records, invoices and
+   * requests are the sandbox's own (docs/sandbox-payments.md), with the sandbox account and a TEST note.
    */
   return async function create(
-    clientId: number,
+    scope: PaymentScope,
     idempotencyKey: string,
     rawBody: string,
     input: CreateInput,
     requestId?: string,
     clientDomain = '',
   ): Promise<Created> {
+    const { clientId, test } = scope;
     const hash = sha256Hex(rawBody);
     const now = clock.now();
     /** The answer to a request whose Idempotency-Key is already recorded. */
@@ -98,14 +100,16 @@ export function createIdempotentCreate(deps: CreateDeps) {
         throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key is still running; retry shortly');
       if (!rec.paymentId)
         throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key did not finish; retry shortly');
-      const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(clientId, rec.paymentId)));
+      const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(scope, rec.paymentId)));
       return { view: paymentView(p), replay: true, checkoutToken: tokenOf(p) };
     };
     const readRecord = async () => {
       const [rec] = await db
         .select()
         .from(paymentIdempotency)
-        .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)))
+        .where(
+          and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.test, test), eq(paymentIdempotency.key, idempotencyKey)),
+        )
         .limit(1);
       return rec;
     };
@@ -148,7 +152,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
     for (let attempt = 0; row === undefined; attempt++) {
       fields = null;
       try {
-        fields = preparedFields(method, s, input.amount, clock.now());
+        fields = preparedFields(method, s, input.amount, clock.now(), test);
       } catch (err) {
         // Building the bank data, QR payload or PNG threw (a bug, or method data the QR cannot encode): the request
         // is created in preparing_payment and the answer says payment_ready: false; the next status read or the
@@ -183,6 +187,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
           checkoutTokenHash: cipher.digest(token),
           checkoutToken: cipher.encrypt(token),
           returnUrl: input.return_url ?? null,
+          test,
         });
       } catch (err) {
         if (err instanceof PaymentFnRefused) {
@@ -214,8 +219,9 @@ export function createIdempotentCreate(deps: CreateDeps) {
       deps.logger.error({ err: unprepared, reqId: requestId, payment_id: row.paymentId }, 'payment preparation failed; will be retried');
     // Counted once committed: the insert is the request's first transition (the trigger records it from no status).
     const counted = (deps.metrics ?? noMetrics).paymentTransitions;
-    counted.inc('preparing_payment');
-    if (fields) counted.inc(row.status);
+    const mode = modeOf(scope);
+    counted.inc('preparing_payment', mode);
+    if (fields) counted.inc(row.status, mode);
     return { view: paymentView({ ...row, qrImage: fields?.qrImage ?? null }), replay: false, checkoutToken: token };
   };
 }

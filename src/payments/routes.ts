@@ -8,7 +8,8 @@ import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
-import { installPaymentAuth, payClientOf } from './auth.js';
+import { installPaymentAuth, payClientOf, scopeOf } from './auth.js';
+import { registerSandboxRoutes } from './sandbox-routes.js';
 import type { PayClientsService } from './clients.js';
 import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable, PaymentStateError } from './errors.js';
 import type { MethodsService } from './methods.js';
@@ -28,7 +29,7 @@ export type PaymentRoutesDeps = {
   clock: Clock;
 };
 
-const AUTH_ERRORS: ErrorCode[] = [
+export const AUTH_ERRORS: ErrorCode[] = [
   'API_AUTH_HEADERS_MISSING',
   'API_SIGNATURE_ALG_INVALID',
   'API_KEY_INVALID',
@@ -164,7 +165,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     handler: async (req, reply) => {
       const client = payClientOf(req);
       const key = String(req.headers['idempotency-key']);
-      const created = await deps.payments.create(client.id, key, req.rawBody ?? '', req.body, req.id, client.domain);
+      const created = await deps.payments.create(scopeOf(client), key, req.rawBody ?? '', req.body, req.id, client.domain);
       if (created.replay) reply.header('Idempotent-Replayed', 'true');
       return reply.code(201).send({ ok: true as const, ...(await withCheckoutUrl(req, deps.settings, created)) });
     },
@@ -183,7 +184,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     },
     handler: async (req) => ({
       ok: true as const,
-      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.status(payClientOf(req).id, req.params.payment_id))),
+      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.status(scopeOf(payClientOf(req)), req.params.payment_id))),
     }),
   });
 
@@ -199,7 +200,9 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     },
     handler: async (req) => ({
       ok: true as const,
-      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.cancelByClient(payClientOf(req).id, req.params.payment_id))),
+      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.cancelByClient(scopeOf(payClientOf(req)), req.params.payment_id))),
     }),
   });
+
+  registerSandboxRoutes(app, deps);
 }

@@ -15,7 +15,7 @@ import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable } from './
 import { createPaymentFn, PaymentFnRefused, type CreatedRow } from './create-fn.js';
 import { modeOf, type Lifecycle, type PaymentScope } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
-import { isUniqueViolation, preparedFields, type Prepare, type PreparedFields } from './prepare.js';
+import { isUniqueViolation, preparedFields, SANDBOX_ACCOUNT, type Prepare, type PreparedFields } from './prepare.js';
 import { paymentView, type PaymentRow, type PaymentView } from './view.js';
 
 /** An in-progress idempotency record older than this is a creation that died: later retries replay it. */
@@ -48,6 +48,12 @@ export type CreateDeps = {
 };
 
 type MethodRow = NonNullable<Awaited<ReturnType<MethodsService['resolve']>>>;
+
+/** The bank data a request is prepared with: the method's, or the sandbox account's (docs/sandbox-payments.md). */
+const bankOf = (m: MethodRow, test: boolean) => {
+  const b = test ? SANDBOX_ACCOUNT : m;
+  return { bankBin: b.bankBin, bankCode: b.bankCode, bankName: b.bankName, accountNumber: b.accountNumber, accountName: b.accountName };
+};
 
 const validation = (message: string, path: string): DomainError => new DomainError('invalid', message, { path });
 
@@ -174,11 +180,8 @@ export function createIdempotentCreate(deps: CreateDeps) {
           description: input.description ?? '',
           methodCode: method.code,
           methodDefault: !input.payment_method_code,
-          bankBin: method.bankBin,
-          bankCode: method.bankCode,
-          bankName: method.bankName,
-          accountNumber: method.accountNumber,
-          accountName: method.accountName,
+          // The sandbox account for a test request: payment_create then checks only the method's code.
+          ...bankOf(method, test),
           prepared: fields !== null,
           transferContent: fields?.transferContent ?? null,
           qrContent: fields?.qrContent ?? null,

@@ -1,20 +1,23 @@
 -- The sandbox of the payment API (docs/sandbox-payments.md): a client's test credentials beside its live ones, and a
 -- test flag on each request, key record and outbox row. Every read and write of a request or key record names its
 -- world, so a test key never sees a live object nor a live key a test one; open invoices and key records are unique
--- per world. Test notes share the transfer_key index with live notes: a live note's uniqueness stays whole.
-ALTER TABLE "pay_clients" ADD COLUMN "test_api_key_hash" text;--> statement-breakpoint
-ALTER TABLE "pay_clients" ADD COLUMN "test_api_key_enc" text;--> statement-breakpoint
-ALTER TABLE "pay_clients" ADD COLUMN "test_api_secret_enc" text;--> statement-breakpoint
-ALTER TABLE "pay_clients" ADD COLUMN "test_webhook_secret_enc" text;--> statement-breakpoint
+-- per world. Test notes share the transfer_key index with live notes: a live note's uniqueness stays whole. Every
+-- statement may run again on a database that has it already (a replay of the migrations after an older one).
+ALTER TABLE "pay_clients" ADD COLUMN IF NOT EXISTS "test_api_key_hash" text;--> statement-breakpoint
+ALTER TABLE "pay_clients" ADD COLUMN IF NOT EXISTS "test_api_key_enc" text;--> statement-breakpoint
+ALTER TABLE "pay_clients" ADD COLUMN IF NOT EXISTS "test_api_secret_enc" text;--> statement-breakpoint
+ALTER TABLE "pay_clients" ADD COLUMN IF NOT EXISTS "test_webhook_secret_enc" text;--> statement-breakpoint
+ALTER TABLE "pay_clients" DROP CONSTRAINT IF EXISTS "pay_clients_test_api_key_hash_unique";--> statement-breakpoint
 ALTER TABLE "pay_clients" ADD CONSTRAINT "pay_clients_test_api_key_hash_unique" UNIQUE("test_api_key_hash");--> statement-breakpoint
-ALTER TABLE "payment_requests" ADD COLUMN "test" boolean DEFAULT false NOT NULL;--> statement-breakpoint
-ALTER TABLE "payment_idempotency" ADD COLUMN "test" boolean DEFAULT false NOT NULL;--> statement-breakpoint
-ALTER TABLE "webhook_outbox" ADD COLUMN "test" boolean DEFAULT false NOT NULL;--> statement-breakpoint
-ALTER TABLE "payment_idempotency" DROP CONSTRAINT "payment_idempotency_client_id_key_pk";--> statement-breakpoint
+ALTER TABLE "payment_requests" ADD COLUMN IF NOT EXISTS "test" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+ALTER TABLE "payment_idempotency" ADD COLUMN IF NOT EXISTS "test" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+ALTER TABLE "webhook_outbox" ADD COLUMN IF NOT EXISTS "test" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+ALTER TABLE "payment_idempotency" DROP CONSTRAINT IF EXISTS "payment_idempotency_client_id_key_pk";--> statement-breakpoint
+ALTER TABLE "payment_idempotency" DROP CONSTRAINT IF EXISTS "payment_idempotency_client_id_test_key_pk";--> statement-breakpoint
 ALTER TABLE "payment_idempotency" ADD CONSTRAINT "payment_idempotency_client_id_test_key_pk" PRIMARY KEY("client_id","test","key");--> statement-breakpoint
-DROP INDEX "payment_requests_open_invoice_uq";--> statement-breakpoint
+DROP INDEX IF EXISTS "payment_requests_open_invoice_uq";--> statement-breakpoint
 CREATE UNIQUE INDEX "payment_requests_open_invoice_uq" ON "payment_requests" USING btree ("client_id","test","merchant_invoice_id") WHERE "payment_requests"."status" IN ('preparing_payment', 'pending_payment', 'payment_reported');--> statement-breakpoint
-DROP FUNCTION payment_create(integer, text, text, timestamptz, timestamptz, text, text, numeric, text, text, text, boolean, text, text, text, text, text, boolean, text, text, text, timestamptz, text, text, text);--> statement-breakpoint
+DROP FUNCTION IF EXISTS payment_create(integer, text, text, timestamptz, timestamptz, text, text, numeric, text, text, text, boolean, text, text, text, text, text, boolean, text, text, text, timestamptz, text, text, text);--> statement-breakpoint
 -- Payment creation in one statement (docs/PERFORMANCE.md, "Payment creation in one call"): the key record (done,
 -- naming the payment), the request, and its preparation commit together or not at all, each transition recorded by
 -- the trigger under its own actor (the client's for the insert, system:prepare for the preparation). The caller

@@ -75,20 +75,27 @@ export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesD
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 1024 }, (_req, body, done) =>
     done(null, body),
   );
-  app.post<{ Params: { token: string }; Querystring: { lang?: string } }>('/pay/:token/simulate', { schema: { hide: true } }, async (req, reply) => {
-    const outcome = outcomeOf(req.body);
-    if (!outcome) throw new AppError('invalid_request', `outcome must be one of ${SIMULATED_OUTCOMES.join(', ')}`);
-    const lang = pickLang(req.query.lang, req.headers['accept-language']);
-    try {
-      // A token of no test request (a live one's included) is the page's one 404.
-      if (!(await deps.payments.simulateByToken(req.params.token, outcome)))
-        return reply.code(404).type('text/html; charset=utf-8').send(NOT_FOUND_BYTES);
-    } catch (err) {
-      // A request already final stays as it is: its page shows what it became.
-      if (!(err instanceof PaymentStateError) || err.reason === 'not_found') throw err;
-    }
-    return reply.code(303).header('Location', `../${encodeURIComponent(req.params.token)}?lang=${lang}`).send();
-  });
+  app.post<{ Params: { token: string }; Querystring: { lang?: string } }>(
+    '/pay/:token/simulate',
+    { schema: { hide: true } },
+    async (req, reply) => {
+      const outcome = outcomeOf(req.body);
+      if (!outcome) throw new AppError('invalid_request', `outcome must be one of ${SIMULATED_OUTCOMES.join(', ')}`);
+      const lang = pickLang(req.query.lang, req.headers['accept-language']);
+      try {
+        // A token of no test request (a live one's included) is the page's one 404.
+        if (!(await deps.payments.simulateByToken(req.params.token, outcome)))
+          return reply.code(404).type('text/html; charset=utf-8').send(NOT_FOUND_BYTES);
+      } catch (err) {
+        // A request already final stays as it is: its page shows what it became.
+        if (!(err instanceof PaymentStateError) || err.reason === 'not_found') throw err;
+      }
+      return reply
+        .code(303)
+        .header('Location', `../${encodeURIComponent(req.params.token)}?lang=${lang}`)
+        .send();
+    },
+  );
 
   app.get<{ Params: { token: string } }>('/pay/:token/status', { schema: { hide: true } }, async (req) => {
     const s = await deps.payments.checkoutState(req.params.token);

@@ -60,7 +60,11 @@ export function createClientKeys(deps: { db: Db; cipher: Cipher; find: (id: stri
         const c = await find(id, tx);
         if (c.status === 'requested')
           throw new DomainError('conflict', `API client ${c.id} is not approved yet; test credentials follow its approval`);
-        const creds = { test_api_key: newTestPayApiKey(), test_api_secret: newTestPayApiSecret(), test_webhook_secret: newTestWebhookSecret() };
+        const creds = {
+          test_api_key: newTestPayApiKey(),
+          test_api_secret: newTestPayApiSecret(),
+          test_webhook_secret: newTestWebhookSecret(),
+        };
         await tx
           .update(payClients)
           .set({

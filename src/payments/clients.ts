@@ -24,7 +24,6 @@ export type PayClientKeyRow = Pick<
  */
 export type PayClientAuth = PayClientKeyRow & { mode: PaymentMode };
 
-
 export type PayClientView = {
   id: number;
   name: string;

@@ -69,11 +69,7 @@ export function createPaymentsService(deps: PaymentsDeps) {
       .select()
       .from(paymentRequests)
       .where(
-        and(
-          eq(paymentRequests.paymentId, paymentId),
-          eq(paymentRequests.clientId, scope.clientId),
-          eq(paymentRequests.test, scope.test),
-        ),
+        and(eq(paymentRequests.paymentId, paymentId), eq(paymentRequests.clientId, scope.clientId), eq(paymentRequests.test, scope.test)),
       )
       .limit(1);
     if (!row) throw new PaymentStateError('not_found', 'No such payment request for this client');

@@ -69,7 +69,9 @@ describe.runIf(available || process.env.CI === 'true')('sandbox checkout page in
       await context.close();
       expect(problems).toEqual([]);
       expect(csp).toEqual([]);
-      expect(requests.filter((u) => !u.startsWith(`${base}/pay/`) && !u.startsWith('data:image/png;base64,') && u !== 'data:,')).toEqual([]);
+      expect(requests.filter((u) => !u.startsWith(`${base}/pay/`) && !u.startsWith('data:image/png;base64,') && u !== 'data:,')).toEqual(
+        [],
+      );
     };
     return { page, done, csp: response!.headers()['content-security-policy'] };
   }

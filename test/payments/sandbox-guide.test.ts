@@ -48,30 +48,34 @@ describe('the sandbox guide runs as pasted', () => {
 
   for (const lang of ['bash', 'js', 'php'] as const) {
     const runner = RUNNERS[lang];
-    it.runIf(runner.ok() || process.env.CI === 'true')(`${lang}: creates a test request and simulates its approval`, async () => {
-      const file = path.join(dir, runner.file);
-      fs.writeFileSync(file, snippet(lang));
-      const before = await q<{ n: number }>(t, sql`SELECT coalesce(max(id), 0)::int AS n FROM payment_requests`);
-      // Async: the app answering the snippet runs in this process, so the child must not block the event loop.
-      const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(runner.cmd, [file], {
-          env: { ...process.env, PAY_BASE_URL: base, PAY_TEST_KEY: creds.test_api_key, PAY_TEST_SECRET: creds.test_api_secret },
+    it.runIf(runner.ok() || process.env.CI === 'true')(
+      `${lang}: creates a test request and simulates its approval`,
+      async () => {
+        const file = path.join(dir, runner.file);
+        fs.writeFileSync(file, snippet(lang));
+        const before = await q<{ n: number }>(t, sql`SELECT coalesce(max(id), 0)::int AS n FROM payment_requests`);
+        // Async: the app answering the snippet runs in this process, so the child must not block the event loop.
+        const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+          const child = spawn(runner.cmd, [file], {
+            env: { ...process.env, PAY_BASE_URL: base, PAY_TEST_KEY: creds.test_api_key, PAY_TEST_SECRET: creds.test_api_secret },
+          });
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+          child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+          child.on('close', (code) => resolve({ code, stdout, stderr }));
         });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
-      expect(out.stderr).toBe('');
-      expect(out.code).toBe(0);
-      expect(out.stdout).toMatch(/approved/);
-      const rows = await q(
-        t,
-        sql`SELECT r.test, r.status, r.account_number, left(r.transfer_content, 4) AS note, o.test AS hook_test
+        expect(out.stderr).toBe('');
+        expect(out.code).toBe(0);
+        expect(out.stdout).toMatch(/approved/);
+        const rows = await q(
+          t,
+          sql`SELECT r.test, r.status, r.account_number, left(r.transfer_content, 4) AS note, o.test AS hook_test
             FROM payment_requests r LEFT JOIN webhook_outbox o ON o.payment_request_id = r.id WHERE r.id > ${before[0]!.n}`,
-      );
-      expect(rows).toEqual([{ test: true, status: 'approved', account_number: '0000000000', note: 'TEST', hook_test: true }]);
-    }, 60_000);
+        );
+        expect(rows).toEqual([{ test: true, status: 'approved', account_number: '0000000000', note: 'TEST', hook_test: true }]);
+      },
+      60_000,
+    );
   }
 });

@@ -16,7 +16,13 @@ const SEPAY_KEY = 'sepay-separation-key-0123456789';
 const hmac = (secret: string, text: string) => createHmac('sha256', secret).update(text).digest('hex');
 const ALL_EVENTS = ['payment.approved', 'payment.rejected', 'payment.cancelled', 'payment.expired'];
 
-type Obj = { world: 'live' | 'test'; client: string; body: { merchant_invoice_id: string; amount: number }; key: string; p: PaymentBody & { checkout_url: string } };
+type Obj = {
+  world: 'live' | 'test';
+  client: string;
+  body: { merchant_invoice_id: string; amount: number };
+  key: string;
+  p: PaymentBody & { checkout_url: string };
+};
 
 describe('payment sandbox: separation of the worlds', () => {
   let t: TestApp;
@@ -107,7 +113,9 @@ describe('payment sandbox: separation of the worlds', () => {
     // Admin lists: the sandbox's events only with test=true.
     const liveList = await t.adminData<{ payment_id: string }[]>('GET', '/admin/v1/pay/webhooks?kind=payment');
     const testList = await t.adminData<{ payment_id: string }[]>('GET', '/admin/v1/pay/webhooks?kind=payment&test=true');
-    const testIds = new Set((await q<{ payment_id: string }>(t, sql`SELECT payment_id FROM payment_requests WHERE test`)).map((r) => r.payment_id));
+    const testIds = new Set(
+      (await q<{ payment_id: string }>(t, sql`SELECT payment_id FROM payment_requests WHERE test`)).map((r) => r.payment_id),
+    );
     expect(liveList.length + testList.length).toBe(12 + (outboxBefore[0]!.n as number));
     expect(liveList.every((e) => !testIds.has(e.payment_id))).toBe(true);
     expect(testList.every((e) => testIds.has(e.payment_id))).toBe(true);
@@ -170,13 +178,22 @@ describe('payment sandbox: separation of the worlds', () => {
       expect(e.test).toBe(e.rtest);
       expect(e.body.includes('"test":true')).toBe(e.rtest);
     }
-    const liveEvents = events.filter((e) => !e.test).map((e) => `${e.payment_id}:${e.event}`).sort();
-    const liveExpected = [...expected].filter(([, s]) => s !== 'pending_payment').map(([id, s]) => `${id}:payment.${s}`).sort();
+    const liveEvents = events
+      .filter((e) => !e.test)
+      .map((e) => `${e.payment_id}:${e.event}`)
+      .sort();
+    const liveExpected = [...expected]
+      .filter(([, s]) => s !== 'pending_payment')
+      .map(([id, s]) => `${id}:payment.${s}`)
+      .sort();
     expect(liveEvents).toEqual(liveExpected);
     expect(events.filter((e) => e.test)).toHaveLength(tests.length);
     // No bank-feed transaction names a test request; every test note was unmatched.
     expect(
-      await q(t, sql`SELECT count(*)::int AS n FROM bank_transactions b JOIN payment_requests r ON r.id = b.payment_request_id WHERE r.test`),
+      await q(
+        t,
+        sql`SELECT count(*)::int AS n FROM bank_transactions b JOIN payment_requests r ON r.id = b.payment_request_id WHERE r.test`,
+      ),
     ).toEqual([{ n: 0 }]);
     const testNotes = tests.map((o) => o.p.payment!.transfer_content);
     const stored = await q<{ content: string; status: string }>(t, sql`SELECT content, status FROM bank_transactions`);
@@ -188,7 +205,9 @@ describe('payment sandbox: separation of the worlds', () => {
     await until(() => receiver.received.length - receivedBefore >= total, 'every webhook of the load');
     const secrets = Object.values(keys).map((k) => ({ world: k.world, secret: k.webhook_secret }));
     for (const r of receiver.received.slice(receivedBefore)) {
-      const signedBy = secrets.filter((s) => hmac(s.secret, `${r.headers['x-webhook-timestamp']}.${r.body}`) === r.headers['x-webhook-signature']);
+      const signedBy = secrets.filter(
+        (s) => hmac(s.secret, `${r.headers['x-webhook-timestamp']}.${r.body}`) === r.headers['x-webhook-signature'],
+      );
       expect(signedBy).toHaveLength(1);
       expect(signedBy[0]!.world).toBe(r.body.includes('"test":true') ? 'test' : 'live');
     }

@@ -25,7 +25,9 @@ describe('payment sandbox', () => {
     receiver = await startReceiver();
     await makeMethod(t);
     await setSetting(t, 'sepay_api_key', SEPAY_KEY);
-    live = await makeHookClient(t, receiver.url, { events: ['payment.approved', 'payment.rejected', 'payment.cancelled', 'payment.expired'] });
+    live = await makeHookClient(t, receiver.url, {
+      events: ['payment.approved', 'payment.rejected', 'payment.cancelled', 'payment.expired'],
+    });
     test = await testCredsOf(t, live);
   }, 60_000);
   afterAll(async () => {
@@ -102,7 +104,9 @@ describe('payment sandbox', () => {
     expect((again.json() as PaymentBody).payment_id).toBe(p.payment_id);
     expectError(await createRaw(t, test, { ...body, amount: 160_000 }, key), 422, 'IDEMPOTENCY_KEY_REUSED');
     // Limits as live; the invoice open in the sandbox is refused a second open request there.
-    expectError(await createRaw(t, test, { merchant_invoice_id: uniq(), amount: 1 }), 400, 'VALIDATION_ERROR', { details: expect.any(Array) });
+    expectError(await createRaw(t, test, { merchant_invoice_id: uniq(), amount: 1 }), 400, 'VALIDATION_ERROR', {
+      details: expect.any(Array),
+    });
     expectError(await createRaw(t, test, { ...body, amount: 170_000 }), 409, 'PAYMENT_INVOICE_PENDING', { payment_id: p.payment_id });
     expect((await statusRead(t, test, p.payment_id)).json()).toMatchObject({ payment_id: p.payment_id, test: true });
     // A live answer has no test field.
@@ -178,30 +182,51 @@ describe('payment sandbox', () => {
     const unsigned = await t.request({
       method: 'POST',
       url: `/api/v1/sandbox/payment-requests/${p.payment_id}/simulate`,
-      headers: { 'content-type': 'application/json', 'x-api-key': test.api_key, 'x-api-event': 'payment.request.simulate', 'x-api-signature-alg': 'HMAC-SHA256' },
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': test.api_key,
+        'x-api-event': 'payment.request.simulate',
+        'x-api-signature-alg': 'HMAC-SHA256',
+      },
       payload: '{"outcome":"approved"}',
     });
     expectError(unsigned, 401, 'API_AUTH_HEADERS_MISSING');
     // Signed with the live secret under the test key: the test world's secret is the only one.
-    const wrong = await payRequest(t, { ...test, api_secret: live.api_secret }, {
-      method: 'POST',
-      url: `/api/v1/sandbox/payment-requests/${p.payment_id}/simulate`,
-      event: 'payment.request.simulate',
-      body: '{"outcome":"approved"}',
-    });
+    const wrong = await payRequest(
+      t,
+      { ...test, api_secret: live.api_secret },
+      {
+        method: 'POST',
+        url: `/api/v1/sandbox/payment-requests/${p.payment_id}/simulate`,
+        event: 'payment.request.simulate',
+        body: '{"outcome":"approved"}',
+      },
+    );
     expectError(wrong, 401, 'API_SIGNATURE_INVALID');
-    expect({ p: await stateOf(p.payment_id), l: await stateOf(livePayment.payment_id), f: await stateOf(finalOne.payment_id) }).toEqual(before);
+    expect({ p: await stateOf(p.payment_id), l: await stateOf(livePayment.payment_id), f: await stateOf(finalOne.payment_id) }).toEqual(
+      before,
+    );
   });
 
   it('no bank feed approves a test request, even with its exact note, amount and account', async () => {
     const p = await createPayment(t, test);
     for (const account of ['0000000000', '0123456789']) {
-      const res = await sepayNotify(t, SEPAY_KEY, { id: 900_000 + account.length + Number(account.slice(-1)), content: p.payment!.transfer_content, amount: 150_000, account });
+      const res = await sepayNotify(t, SEPAY_KEY, {
+        id: 900_000 + account.length + Number(account.slice(-1)),
+        content: p.payment!.transfer_content,
+        amount: 150_000,
+        account,
+      });
       expect(res.json()).toEqual({ ok: true, success: true, result: 'unmatched' });
     }
-    expect(await q(t, sql`SELECT status FROM payment_requests WHERE payment_id = ${p.payment_id}`)).toEqual([{ status: 'pending_payment' }]);
+    expect(await q(t, sql`SELECT status FROM payment_requests WHERE payment_id = ${p.payment_id}`)).toEqual([
+      { status: 'pending_payment' },
+    ]);
     expect(
-      await q(t, sql`SELECT count(*)::int AS n FROM bank_transactions b JOIN payment_requests r ON r.id = b.payment_request_id WHERE r.test`),
+      await q(
+        t,
+        sql`SELECT count(*)::int AS n FROM bank_transactions b JOIN payment_requests r ON r.id = b.payment_request_id WHERE r.test`,
+      ),
     ).toEqual([{ n: 0 }]);
   });
 });

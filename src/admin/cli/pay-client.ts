@@ -103,7 +103,8 @@ export const payClientCommands: readonly Command[] = [
     noun: 'pay client',
     verb: 'test-credentials',
     usage: 'ID',
-    summary: 'create or rotate the sandbox credentials of an approved client; prints test_api_key, test_api_secret, test_webhook_secret once',
+    summary:
+      'create or rotate the sandbox credentials of an approved client; prints test_api_key, test_api_secret, test_webhook_secret once',
     args: ['ID'],
     call: ({ ID }) => post(`${payClient(ID)}/test-credentials`),
   }),

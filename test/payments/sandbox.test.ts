@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliKit } from '../foundation/cli-kit.js';
 import { createTestApp, type TestApp } from '../harness.js';
 import { scrape, valueOf } from '../helpers/prom-text.js';
 import { makeHookClient, startReceiver, until } from '../webhooks/kit.js';
@@ -72,6 +73,24 @@ describe('payment sandbox', () => {
     const refused = await t.admin('POST', `/admin/v1/pay/clients/${requested.id}/test-credentials`);
     expectError(refused, 409, 'conflict');
     expect(await q(t, sql`SELECT test_api_key_hash FROM pay_clients WHERE id = ${requested.id}`)).toEqual([{ test_api_key_hash: null }]);
+  });
+
+  it('the CLI: pay client test-credentials prints the four fields once; pay webhook list --test shows only test events', async () => {
+    const base = await t.listen();
+    const { ok, fails } = cliKit(() => base);
+    const other = await makePayClient(t, { domain: 'cli.example.com' });
+    const printed = await ok<Record<string, unknown>>('pay', 'client', 'test-credentials', String(other.id));
+    expect(Object.keys(printed)).toEqual(['id', 'test_api_key', 'test_api_secret', 'test_webhook_secret']);
+    expect(printed.test_api_key).toMatch(/^pk_test_/);
+    expect((await fails('pay', 'client', 'test-credentials', '999999')).envelope).toMatchObject({ ok: false, error: 'not_found' });
+    const p = await createPayment(t, test);
+    expect((await simulate(t, test, p.payment_id, { outcome: 'approved' })).statusCode).toBe(200);
+    const testEvents = await ok<{ payment_id: string }[]>('pay', 'webhook', 'list', '--test');
+    const liveEvents = await ok<{ payment_id: string }[]>('pay', 'webhook', 'list');
+    expect(testEvents.map((e) => e.payment_id)).toContain(p.payment_id);
+    expect(liveEvents.map((e) => e.payment_id)).not.toContain(p.payment_id);
+    const testIds = await q<{ payment_id: string }>(t, sql`SELECT payment_id FROM payment_requests WHERE test`);
+    expect(testEvents.every((e) => testIds.some((r) => r.payment_id === e.payment_id))).toBe(true);
   });
 
   it('a rotation ends the old test key at once; the new one answers ping; the live key is untouched', async () => {

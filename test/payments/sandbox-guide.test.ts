@@ -9,16 +9,19 @@ import { makeMethod, makePayClient } from './helpers.js';
 import { q } from './kit.js';
 import { testCredsOf, type TestCredentials } from './sandbox-kit.js';
 
-// docs/sandbox-payments.md, "The flow, as pasted": each snippet (bash with curl and openssl, Node 20, PHP with
-// php-curl) runs exactly as the guide prints it against a served app, and leaves an approved test request whose
-// webhook row is a test one.
+// docs/sandbox-payments.md, "The flow, as pasted": its bash snippet (curl and openssl) runs exactly as the guide
+// prints it, and examples/sandbox-flow.mjs (Node 20) and sandbox-flow.php (php-curl) as shipped, against a served app;
+// each leaves an approved test request whose webhook row is a test one.
 
 const GUIDE = fs.readFileSync(path.join(process.cwd(), 'docs/sandbox-payments.md'), 'utf8');
 
 function snippet(lang: 'bash' | 'js' | 'php'): string {
+  if (lang === 'js') return fs.readFileSync(path.join(process.cwd(), 'examples/sandbox-flow.mjs'), 'utf8');
+  if (lang === 'php') return fs.readFileSync(path.join(process.cwd(), 'examples/sandbox-flow.php'), 'utf8');
   const section = GUIDE.slice(GUIDE.indexOf('## The flow, as pasted'));
-  const m = new RegExp('```' + lang + '\\n([\\s\\S]*?)```').exec(section);
-  if (!m) throw new Error(`docs/sandbox-payments.md has no ${lang} block in "The flow, as pasted"`);
+  const m = /```bash\n([\s\S]*?)```/.exec(section);
+  if (!m) throw new Error('docs/sandbox-payments.md has no bash block in "The flow, as pasted"');
+  expect(section).toMatch(/sandbox-flow\.mjs[\s\S]*sandbox-flow\.php/);
   return m[1]!;
 }
 

@@ -48,6 +48,7 @@ const adminPayment = z.object({
   status: z.string(),
   payment_ready: z.boolean(),
   payment: paymentData.optional(),
+  test: z.literal(true).optional().describe('a sandbox request (docs/sandbox-payments.md)'),
   client_id: z.number().int(),
   description: z.string(),
   transitions: z.array(z.object({ from_status: z.string().nullable(), to_status: z.string(), actor: z.string(), at: z.string() })),

@@ -76,7 +76,8 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
   await installRateLimit(app, {
     code: 'RATE_LIMITED',
     max: async () => deps.settings.get('payment_rate_limit_per_minute'),
-    keyGenerator: (req) => (req.payClient ? `pay:${req.payClient.id}` : `pay-ip:${req.ip}`),
+    // A client's sandbox calls have their own budget: a test load never makes its live calls wait (docs/sandbox-payments.md).
+    keyGenerator: (req) => (req.payClient ? `pay:${req.payClient.id}${req.payClient.mode === 'test' ? ':test' : ''}` : `pay-ip:${req.ip}`),
     redis: deps.redis,
     nameSpace: `${deps.redisPrefix}prl:`,
   });

@@ -103,6 +103,20 @@ describe('payment sandbox', () => {
     expect((await ping(other)).statusCode).toBe(200);
   });
 
+  it("a client's test calls have their own rate-limit budget: a test load never makes its live calls wait", async () => {
+    const other = await makePayClient(t, { domain: 'limits.example.com' });
+    const otherTest = await testCredsOf(t, other);
+    const ping = (c: PayCreds) => payRequest(t, c, { method: 'GET', url: '/api/v1/ping', event: 'system.ping' });
+    await setSetting(t, 'payment_rate_limit_per_minute', '3');
+    try {
+      for (let i = 0; i < 3; i++) expect((await ping(otherTest)).statusCode).toBe(200);
+      expectError(await ping(otherTest), 429, 'RATE_LIMITED');
+      expect((await ping(other)).statusCode).toBe(200);
+    } finally {
+      await setSetting(t, 'payment_rate_limit_per_minute', '120');
+    }
+  });
+
   it('a test request has every rule of a live one, the sandbox account, a TEST note and "test": true', async () => {
     const key = uniq('key');
     const body = { merchant_invoice_id: uniq(), amount: 150_000, description: 'sandbox' };

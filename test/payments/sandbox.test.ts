@@ -241,6 +241,32 @@ describe('payment sandbox', () => {
     );
   });
 
+  it("the page's outcome forms: a bad outcome is refused, a final request stays as it is, a live token is the one 404", async () => {
+    const p = (await createPayment(t, test)) as PaymentBody & { checkout_url: string };
+    const l = (await createPayment(t, live)) as PaymentBody & { checkout_url: string };
+    const post = (c: { checkout_url: string }, payload: string) =>
+      t.request({
+        method: 'POST',
+        url: `${new URL(c.checkout_url).pathname}/simulate?lang=en`,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload,
+      });
+    const before = await stateOf(p.payment_id);
+    expectError(await post(p, 'outcome=paid'), 400, 'invalid_request');
+    expectError(await post(p, ''), 400, 'invalid_request');
+    expect(await stateOf(p.payment_id)).toEqual(before);
+    const live404 = await post(l, 'outcome=approved');
+    expect([live404.statusCode, live404.headers['content-type']]).toEqual([404, 'text/html; charset=utf-8']);
+    expect(await q(t, sql`SELECT status FROM payment_requests WHERE payment_id = ${l.payment_id}`)).toEqual([
+      { status: 'pending_payment' },
+    ]);
+    const done = await post(p, 'outcome=cancelled');
+    expect([done.statusCode, done.headers.location]).toEqual([303, `../${new URL(p.checkout_url).pathname.split('/').pop()}?lang=en`]);
+    const again = await post(p, 'outcome=approved');
+    expect(again.statusCode).toBe(303);
+    expect(await q(t, sql`SELECT status FROM payment_requests WHERE payment_id = ${p.payment_id}`)).toEqual([{ status: 'cancelled' }]);
+  });
+
   it('no bank feed approves a test request, even with its exact note, amount and account', async () => {
     const p = await createPayment(t, test);
     for (const account of ['0000000000', '0123456789']) {

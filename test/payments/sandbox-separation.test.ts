@@ -102,7 +102,8 @@ describe('payment sandbox: separation of the worlds', () => {
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         payload: 'outcome=approved',
       });
-      expect(res.statusCode).toBe(404);
+      // The page's own 404, not the lifecycle's refusal behind it: the token's world is checked first.
+      expect([res.statusCode, res.headers['content-type']]).toEqual([404, 'text/html; charset=utf-8']);
     }
     // Every object as it was; the replays' own requests are the only new rows, each cancelled in its own world.
     const after = await snapshot();
@@ -119,6 +120,24 @@ describe('payment sandbox: separation of the worlds', () => {
     expect(liveList.length + testList.length).toBe(12 + (outboxBefore[0]!.n as number));
     expect(liveList.every((e) => !testIds.has(e.payment_id))).toBe(true);
     expect(testList.every((e) => testIds.has(e.payment_id))).toBe(true);
+  });
+
+  it("one open request per invoice in each world; the refusal names the open request of the caller's world only", async () => {
+    for (const client of ['A', 'B']) {
+      const [live, test] = [keys[`${client}.live`]!, keys[`${client}.test`]!];
+      const invoice = uniq('BOTH');
+      const l = await createRaw(t, live, { merchant_invoice_id: invoice, amount: 150_000 });
+      const tt = await createRaw(t, test, { merchant_invoice_id: invoice, amount: 150_000 });
+      expect([l.statusCode, tt.statusCode]).toEqual([201, 201]);
+      const liveId = (l.json() as PaymentBody).payment_id;
+      const testId = (tt.json() as PaymentBody).payment_id;
+      expectError(await createRaw(t, test, { merchant_invoice_id: invoice, amount: 150_000 }), 409, 'PAYMENT_INVOICE_PENDING', {
+        payment_id: testId,
+      });
+      expectError(await createRaw(t, live, { merchant_invoice_id: invoice, amount: 150_000 }), 409, 'PAYMENT_INVOICE_PENDING', {
+        payment_id: liveId,
+      });
+    }
   });
 
   it('a mixed concurrent load: live payments and their webhooks are what the live actions made; no feed matches a test request', async () => {

@@ -109,6 +109,7 @@ export const AUDIT_ACTIONS: Record<string, AuditSpec> = {
   },
   adminPayClientDisable: { action: 'pay_client.disable', target: payClient },
   adminPayClientEnable: { action: 'pay_client.enable', target: payClient },
+  adminPayClientTestCredentials: { action: 'pay_client.test_credentials', target: payClient },
   adminPayClientRotateSecret: { action: 'pay_client.rotate_secret', target: payClient, summary: (r) => pick(r.body, ['grace_seconds']) },
   adminPayMethodCreate: {
     action: 'pay_method.create',

@@ -23,6 +23,9 @@ const clientView = z.object({
   api_key: z.string().optional(),
   api_secret: z.string().optional(),
   webhook_secret: z.string().optional(),
+  test_api_key: z.string().optional().describe('the sandbox credentials, once made (pay client test-credentials)'),
+  test_api_secret: z.string().optional(),
+  test_webhook_secret: z.string().optional(),
   previous_secret_valid_until: z.string().nullable(),
   approved_at: z.string().nullable(),
   created_at: z.string(),
@@ -45,6 +48,7 @@ const adminPayment = z.object({
   status: z.string(),
   payment_ready: z.boolean(),
   payment: paymentData.optional(),
+  test: z.literal(true).optional().describe('a sandbox request (docs/sandbox-payments.md)'),
   client_id: z.number().int(),
   description: z.string(),
   transitions: z.array(z.object({ from_status: z.string().nullable(), to_status: z.string(), actor: z.string(), at: z.string() })),
@@ -185,6 +189,24 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.rotateSecret(req.params.id, req.body.grace_seconds) }),
+  });
+  r.post('/admin/v1/pay/clients/:id/test-credentials', {
+    schema: {
+      operationId: 'adminPayClientTestCredentials',
+      summary: "Create or rotate a payment client's test credentials",
+      tags,
+      description:
+        'Sandbox credentials (docs/sandbox-payments.md), shown here once: a test API key (pk_test_...), API secret and webhook secret; the previous ones stop at once. Only for an approved client (conflict otherwise).',
+      params: idParams,
+      response: {
+        200: ok(
+          z.object({ id: z.number().int(), test_api_key: z.string(), test_api_secret: z.string(), test_webhook_secret: z.string() }),
+          'The new test credentials, under data.',
+        ),
+        ...errs('not_found', 'conflict'),
+      },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.payClients.testCredentials(req.params.id) }),
   });
 
   r.post('/admin/v1/pay/methods', {

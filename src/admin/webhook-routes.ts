@@ -48,6 +48,10 @@ export function registerAdminWebhookRoutes(app: FastifyInstance, deps: AdminWebh
       querystring: z.object({
         status: z.enum(OUTBOX_STATUSES as [string, ...string[]]).optional(),
         kind: z.enum(EVENT_KINDS as [string, ...string[]]).optional(),
+        test: z
+          .enum(['true', 'false'])
+          .optional()
+          .describe('true: the sandbox events (of test requests) instead of the live ones (docs/sandbox-payments.md)'),
       }),
       response: { 200: ok(z.array(eventView), 'The newest outbox events, under data.'), ...errs('invalid_request') },
     },
@@ -56,6 +60,7 @@ export function registerAdminWebhookRoutes(app: FastifyInstance, deps: AdminWebh
       data: await deps.webhooks.list({
         status: req.query.status as (typeof OUTBOX_STATUSES)[number] | undefined,
         kind: req.query.kind as (typeof EVENT_KINDS)[number] | undefined,
+        test: req.query.test === 'true',
       }),
     }),
   });

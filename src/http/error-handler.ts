@@ -54,7 +54,7 @@ export function translateWith(...translators: Translator[]): Translator {
 }
 
 // Only for answers given before routing (an unknown path, a malformed URL), where no plugin scope exists to ask.
-const PAYMENT_PATHS = /^\/api\/v1\/(ping|payment-methods|payment-requests)(\/|$|\?)/;
+const PAYMENT_PATHS = /^\/api\/v1\/(ping|payment-methods|payment-requests|sandbox\/payment-requests)(\/|$|\?)/;
 function isPaymentPath(url: string, paymentPrefix: string): boolean {
   if (paymentPrefix && !url.startsWith(paymentPrefix + '/')) return false;
   return PAYMENT_PATHS.test(paymentPrefix ? url.slice(paymentPrefix.length) : url);

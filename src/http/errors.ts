@@ -47,6 +47,8 @@ export const errorStatus = {
   RATE_LIMITED: 429,
   // payment API, beyond the contract (docs/errors.md): a second open request for one merchant_invoice_id
   PAYMENT_INVOICE_PENDING: 409,
+  // the sandbox (docs/sandbox-payments.md): a sandbox endpoint called with a live key
+  sandbox_only: 403,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;

@@ -66,6 +66,10 @@ const REDACT_PATHS = [
   '*.apiKey',
   '*.api_secret',
   '*.webhook_secret',
+  // The sandbox credentials (docs/sandbox-payments.md), by the names their answers give them.
+  '*.test_api_key',
+  '*.test_api_secret',
+  '*.test_webhook_secret',
   '*.token',
   // Delivered codes, by the names the API gives them; never `*.code`, which would hide SQLSTATEs, errnos and our codes.
   '*.codes',

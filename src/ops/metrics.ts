@@ -59,8 +59,8 @@ export function createMetrics(deps: MetricsDeps) {
   });
   const payments = new Counter({
     name: 'rg_payment_transitions_total',
-    help: 'Payment request status changes made by this process, by new status',
-    labelNames: ['to'] as const,
+    help: 'Payment request status changes made by this process, by new status and mode (live, test: the sandbox)',
+    labelNames: ['to', 'mode'] as const,
     registers: [registry],
   });
   const attempts = new Counter({
@@ -112,7 +112,7 @@ export function createMetrics(deps: MetricsDeps) {
 
   const domain: DomainMetrics = {
     orders: { inc: (outcome) => orders.inc({ outcome }) },
-    paymentTransitions: { inc: (to, n = 1) => payments.inc({ to }, n) },
+    paymentTransitions: { inc: (to, mode, n = 1) => payments.inc({ to, mode }, n) },
     webhookAttempts: { inc: (result, kind) => attempts.inc({ result, kind }) },
     syncRuns: { inc: (result) => syncRuns.inc({ result }) },
   };

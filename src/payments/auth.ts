@@ -6,6 +6,7 @@ import type { Clock } from '../shared/clock.js';
 import { hmacSha256Hex, safeEqual, type Cipher } from '../shared/crypto.js';
 import { createIpMatcher } from '../shared/ip.js';
 import { webhookOnDomain, type PayClientAuth, type PayClientsService } from './clients.js';
+import type { PaymentScope } from './lifecycle.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,6 +27,11 @@ const SIGNATURE_RE = /^[0-9a-fA-F]{64}$/;
 export function payClientOf(req: FastifyRequest): PayClientAuth {
   if (!req.payClient) throw new AppError('API_KEY_INVALID', 'Not authenticated');
   return req.payClient;
+}
+
+/** The caller's client and world: what every read and write of its requests is scoped by (docs/sandbox-payments.md). */
+export function scopeOf(client: PayClientAuth): PaymentScope {
+  return { clientId: client.id, test: client.mode === 'test' };
 }
 
 function header(req: FastifyRequest, name: string): string | undefined {

@@ -109,13 +109,14 @@ export function createBankFeedsService(deps: {
         if (!row) return 'duplicate';
         if (n.direction === 'out') return 'ignored';
         const texts = candidates(n.texts);
+        // A sandbox request is never paid by a bank transfer, whatever its note (docs/sandbox-payments.md).
         const found =
           texts.length === 0
             ? []
             : await tx
                 .select()
                 .from(paymentRequests)
-                .where(inArray(paymentRequests.transferKey, texts))
+                .where(and(inArray(paymentRequests.transferKey, texts), eq(paymentRequests.test, false)))
                 .orderBy(desc(paymentRequests.id))
                 .for('update');
         const now = clock.now();
@@ -159,8 +160,8 @@ export function createBankFeedsService(deps: {
         return settle('approved');
       });
       // Counted once committed: the request's status changes this notification made.
-      if (expired) counted.inc('expired');
-      if (result === 'approved') counted.inc('approved');
+      if (expired) counted.inc('expired', 'live');
+      if (result === 'approved') counted.inc('approved', 'live');
       return result;
     },
 

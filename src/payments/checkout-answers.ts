@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkoutPath, pathOf, type CheckoutPath } from '../http/checkout-path.js';
-import { NOT_FOUND_PAGE, PAGE_CSP, pickLang, troublePage } from './checkout-page.js';
+import { NOT_FOUND_PAGE, PAGE_CSP, pickLang, SANDBOX_PAGE_CSP, troublePage } from './checkout-page.js';
 
 /**
  * The page's security headers (docs/payments.md, "The hosted checkout page"): no framing, no referrer, no caching of
@@ -32,10 +32,19 @@ function pageInsteadOf(req: FastifyRequest, reply: FastifyReply): string | null 
   return troublePage(status === 429 ? 'busy' : 'unavailable', lang, Number.isFinite(retryAfter) ? retryAfter : null);
 }
 
+/** The answers that show a sandbox page: their policy lets its outcome forms post to this origin. */
+const sandboxPages = new WeakSet<FastifyReply>();
+
+/** Marks an answer as a sandbox request's page (docs/sandbox-payments.md); no live page is ever marked. */
+export function allowSandboxForms(reply: FastifyReply): void {
+  sandboxPages.add(reply);
+}
+
 /** Sets the page's headers when the request is on a checkout path (src/http/checkout-path.ts); returns that path. */
 export function checkoutHeaders(req: FastifyRequest, reply: FastifyReply): CheckoutPath | null {
   const path = checkoutPath(pathOf(req.url));
   if (path) for (const [name, value] of Object.entries(PAGE_HEADERS)) reply.header(name, value);
+  if (path && sandboxPages.has(reply)) reply.header('Content-Security-Policy', SANDBOX_PAGE_CSP);
   return path;
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { moneyOut } from '../shared/money.js';
 import type { PaymentStatus } from '../db/schema/payment-statuses.js';
 import type { PaymentRow } from './view.js';
+import { sandboxPanel } from './checkout-sandbox.js';
 
 /**
  * The hosted checkout page (docs/payments.md, "The hosted checkout page"): one server-rendered HTML document per payment, status
@@ -114,6 +115,8 @@ a.back{display:inline-block;margin-top:16px;padding:12px 18px;border-radius:8px;
 .lang{text-align:right;font-size:.9rem;margin:0 0 8px}
 .lang a{color:#0b5cd5}
 [hidden]{display:none!important}
+.sandbox{background:#fff3cd;border:2px dashed #b54708;margin:0 0 12px}.sandbox p{margin:0 0 8px;color:#7a2e0e}
+.sim{display:flex;gap:8px;flex-wrap:wrap;align-items:center}.sim form{margin:0}
 @media (min-width:700px){.grid{display:grid;grid-template-columns:1fr 300px;gap:24px;align-items:start}.qr{margin:0}.big{font-size:2.2rem}}`;
 
 /**
@@ -158,6 +161,9 @@ export const PAGE_CSP = [
   "form-action 'none'",
   "base-uri 'none'",
 ].join('; ');
+
+/** A sandbox request's page: the same policy, but its outcome buttons may post to this origin. */
+export const SANDBOX_PAGE_CSP = PAGE_CSP.replace("form-action 'none'", "form-action 'self'");
 
 const esc = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -238,7 +244,7 @@ ${open ? `<noscript><meta http-equiv="refresh" content="${refreshSeconds}"></nos
 <style>${CSS}</style></head>
 <body data-status="${esc(status)}" data-status-url="${esc(token)}/status" data-refresh="${refreshSeconds}" data-expires="${esc(p.expiresAt?.toISOString() ?? '')}">
 <main><p class="lang"><a href="?lang=${lang === 'vi' ? 'en' : 'vi'}">${esc(t.other)}</a></p>
-${pay}
+${p.test ? sandboxPanel(token, lang, open) : ''}${pay}
 ${screen('approved', 'ok', t.approved, t.approvedText, `<p class="big">${esc(amount)}</p>${back}`)}
 ${screen('expired', 'bad', t.expired, t.expiredText)}
 ${screen('cancelled', 'bad', t.cancelled, t.cancelledText, back)}

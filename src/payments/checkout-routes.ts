@@ -4,7 +4,11 @@ import { AppError } from '../http/errors.js';
 import { installRateLimit } from '../http/rate-limit.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
+import { allowSandboxForms } from './checkout-answers.js';
 import { NOT_FOUND_PAGE, pickLang, renderPage, type Lang } from './checkout-page.js';
+import { outcomeOf } from './checkout-sandbox.js';
+import { PaymentStateError } from './errors.js';
+import { SIMULATED_OUTCOMES } from './service.js';
 import type { CheckoutState, PaymentsService } from './service.js';
 
 export type CheckoutRoutesDeps = {
@@ -62,8 +66,36 @@ export async function checkoutRoutes(app: FastifyInstance, deps: CheckoutRoutesD
     // Requests are never deleted; were one gone since its state was read, it answers as an unknown token.
     if (!page) return reply.code(404).send(NOT_FOUND_BYTES);
     reply.header('Content-Language', lang).header('Vary', 'Accept-Language');
+    // A sandbox page's outcome buttons are forms: its policy lets them post to this origin (docs/sandbox-payments.md).
+    if (s.test) allowSandboxForms(reply);
     return reply.send(page);
   });
+
+  // The sandbox page's outcome buttons (docs/sandbox-payments.md): forms, so a small urlencoded body is read here only.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 1024 }, (_req, body, done) =>
+    done(null, body),
+  );
+  app.post<{ Params: { token: string }; Querystring: { lang?: string } }>(
+    '/pay/:token/simulate',
+    { schema: { hide: true } },
+    async (req, reply) => {
+      const outcome = outcomeOf(req.body);
+      if (!outcome) throw new AppError('invalid_request', `outcome must be one of ${SIMULATED_OUTCOMES.join(', ')}`);
+      const lang = pickLang(req.query.lang, req.headers['accept-language']);
+      try {
+        // A token of no test request (a live one's included) is the page's one 404.
+        if (!(await deps.payments.simulateByToken(req.params.token, outcome)))
+          return reply.code(404).type('text/html; charset=utf-8').send(NOT_FOUND_BYTES);
+      } catch (err) {
+        // A request already final stays as it is: its page shows what it became.
+        if (!(err instanceof PaymentStateError) || err.reason === 'not_found') throw err;
+      }
+      return reply
+        .code(303)
+        .header('Location', `../${encodeURIComponent(req.params.token)}?lang=${lang}`)
+        .send();
+    },
+  );
 
   app.get<{ Params: { token: string } }>('/pay/:token/status', { schema: { hide: true } }, async (req) => {
     const s = await deps.payments.checkoutState(req.params.token);

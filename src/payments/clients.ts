@@ -7,15 +7,22 @@ import { DomainError } from '../shared/domain-error.js';
 import type { Clock } from '../shared/clock.js';
 import { sha256Hex, type Cipher } from '../shared/crypto.js';
 import { newPayApiKey, newPayApiSecret, newWebhookSecret } from '../shared/ids.js';
+import type { PaymentMode } from '../shared/metrics.js';
+import { createClientKeys } from './client-keys.js';
 import { allowlistOf, isIpLiteral } from '../shared/ip.js';
 
 export type PayClientRow = typeof payClients.$inferSelect;
 
-/** What the payment API's authentication reads of a client (auth.ts), and all that its key lookup fetches. */
-export type PayClientAuth = Pick<
+export type PayClientKeyRow = Pick<
   PayClientRow,
   'id' | 'name' | 'domain' | 'webhookUrl' | 'status' | 'allowedIps' | 'apiSecretEnc' | 'prevApiSecretEnc' | 'prevSecretExpiresAt'
 >;
+
+/**
+ * What the payment API's authentication reads of a client (auth.ts), and all that its key lookup fetches. `mode` is
+ * the world of the key (docs/sandbox-payments.md); apiSecretEnc is that world's secret (a test secret has no grace).
+ */
+export type PayClientAuth = PayClientKeyRow & { mode: PaymentMode };
 
 export type PayClientView = {
   id: number;
@@ -29,6 +36,9 @@ export type PayClientView = {
   api_key?: string;
   api_secret?: string;
   webhook_secret?: string;
+  test_api_key?: string;
+  test_api_secret?: string;
+  test_webhook_secret?: string;
   previous_secret_valid_until: string | null;
   approved_at: string | null;
   created_at: string;
@@ -99,26 +109,6 @@ function subscribedEvents(list: readonly string[]): string[] {
 /** API clients of the payment API: access requests, approval with issued credentials, IPs, rotation. */
 export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: Clock }) {
   const { db, cipher, clock } = deps;
-  // Prepared once per pooled connection: neither drizzle nor PostgreSQL builds or plans it again (PGlite: unnamed).
-  // Only the columns authentication reads: every request runs it, and each column costs parsing and mapping.
-  const c = payClients;
-  const clientByKeyHash = db
-    .select({
-      id: c.id,
-      name: c.name,
-      domain: c.domain,
-      webhookUrl: c.webhookUrl,
-      status: c.status,
-      allowedIps: c.allowedIps,
-      apiSecretEnc: c.apiSecretEnc,
-      prevApiSecretEnc: c.prevApiSecretEnc,
-      prevSecretExpiresAt: c.prevSecretExpiresAt,
-    } satisfies { [K in keyof PayClientAuth]: unknown })
-    .from(payClients)
-    .where(eq(payClients.apiKeyHash, sql.placeholder('hash')))
-    .limit(1)
-    .prepare('pay_client_by_key');
-
   function view(c: PayClientRow, withSecrets: boolean): PayClientView {
     const graceOpen = c.prevApiSecretEnc && c.prevSecretExpiresAt && c.prevSecretExpiresAt > clock.now();
     return {
@@ -135,6 +125,13 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
             api_key: cipher.decrypt(c.apiKeyEnc),
             api_secret: cipher.decrypt(c.apiSecretEnc),
             webhook_secret: cipher.decrypt(c.webhookSecretEnc),
+          }
+        : {}),
+      ...(withSecrets && c.testApiKeyEnc && c.testApiSecretEnc && c.testWebhookSecretEnc
+        ? {
+            test_api_key: cipher.decrypt(c.testApiKeyEnc),
+            test_api_secret: cipher.decrypt(c.testApiSecretEnc),
+            test_webhook_secret: cipher.decrypt(c.testWebhookSecretEnc),
           }
         : {}),
       previous_secret_valid_until: graceOpen ? c.prevSecretExpiresAt!.toISOString() : null,
@@ -261,11 +258,7 @@ export function createPayClientsService(deps: { db: Db; cipher: Cipher; clock: C
         true,
       );
     },
-    /** Key -> client (any status); null when unknown. Read on every payment API request, by a named statement. */
-    async byKey(apiKey: string): Promise<PayClientAuth | null> {
-      const [row] = await clientByKeyHash.execute({ hash: sha256Hex(apiKey) });
-      return row ?? null;
-    },
+    ...createClientKeys({ db, cipher, find }),
   };
 }
 

@@ -37,6 +37,8 @@ export type PaymentFnArgs = {
   checkoutTokenHash: string;
   checkoutToken: string;
   returnUrl: string | null;
+  /** A sandbox request (docs/sandbox-payments.md): its key record and open invoices are the sandbox's own. */
+  test: boolean;
 };
 
 /** The reasons payment_create raises with SQLSTATE RG003. */
@@ -82,7 +84,7 @@ export function createPaymentFn(db: Db) {
   const prepared = db
     .select(createdColumns)
     .from(
-      sql`payment_create(${p('clientId')}::int, ${p('key')}::text, ${p('hash')}::text, ${p('now')}::timestamptz, ${p('keyExpiresAt')}::timestamptz, ${p('paymentId')}::text, ${p('invoice')}::text, ${p('amount')}::numeric, ${p('currency')}::text, ${p('description')}::text, ${p('methodCode')}::text, ${p('methodDefault')}::boolean, ${p('bankBin')}::text, ${p('bankCode')}::text, ${p('bankName')}::text, ${p('accountNumber')}::text, ${p('accountName')}::text, ${p('prepared')}::boolean, ${p('transferContent')}::text, ${p('qrContent')}::text, ${p('qrImage')}::text, ${p('expiresAt')}::timestamptz, ${p('checkoutTokenHash')}::text, ${p('checkoutToken')}::text, ${p('returnUrl')}::text)`,
+      sql`payment_create(${p('clientId')}::int, ${p('key')}::text, ${p('hash')}::text, ${p('now')}::timestamptz, ${p('keyExpiresAt')}::timestamptz, ${p('paymentId')}::text, ${p('invoice')}::text, ${p('amount')}::numeric, ${p('currency')}::text, ${p('description')}::text, ${p('methodCode')}::text, ${p('methodDefault')}::boolean, ${p('bankBin')}::text, ${p('bankCode')}::text, ${p('bankName')}::text, ${p('accountNumber')}::text, ${p('accountName')}::text, ${p('prepared')}::boolean, ${p('transferContent')}::text, ${p('qrContent')}::text, ${p('qrImage')}::text, ${p('expiresAt')}::timestamptz, ${p('checkoutTokenHash')}::text, ${p('checkoutToken')}::text, ${p('returnUrl')}::text, ${p('test')}::boolean)`,
     )
     .prepare('payment_create');
 

@@ -13,9 +13,9 @@ import { returnUrlOn } from './checkout-url.js';
 import { compareMoney } from '../shared/money.js';
 import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable } from './errors.js';
 import { createPaymentFn, PaymentFnRefused, type CreatedRow } from './create-fn.js';
-import type { Lifecycle } from './lifecycle.js';
+import { modeOf, type Lifecycle, type PaymentScope } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
-import { isUniqueViolation, preparedFields, type Prepare, type PreparedFields } from './prepare.js';
+import { isUniqueViolation, preparedFields, SANDBOX_ACCOUNT, type Prepare, type PreparedFields } from './prepare.js';
 import { paymentView, type PaymentRow, type PaymentView } from './view.js';
 
 /** An in-progress idempotency record older than this is a creation that died: later retries replay it. */
@@ -43,11 +43,17 @@ export type CreateDeps = {
   logger: Logger;
   prepare: Prepare;
   lifecycle: Lifecycle;
-  byPaymentId: (clientId: number, paymentId: string) => Promise<PaymentRow>;
+  byPaymentId: (scope: PaymentScope, paymentId: string) => Promise<PaymentRow>;
   metrics?: Pick<DomainMetrics, 'paymentTransitions'>;
 };
 
 type MethodRow = NonNullable<Awaited<ReturnType<MethodsService['resolve']>>>;
+
+/** The bank data a request is prepared with: the method's, or the sandbox account's (docs/sandbox-payments.md). */
+const bankOf = (m: MethodRow, test: boolean) => {
+  const b = test ? SANDBOX_ACCOUNT : m;
+  return { bankBin: b.bankBin, bankCode: b.bankCode, bankName: b.bankName, accountNumber: b.accountNumber, accountName: b.accountName };
+};
 
 const validation = (message: string, path: string): DomainError => new DomainError('invalid', message, { path });
 
@@ -78,16 +84,18 @@ export function createIdempotentCreate(deps: CreateDeps) {
    * advisory lock on (client, key) without waiting, and a lock already held answers IdempotencyRefused 'in_progress'
    * (IDEMPOTENCY_IN_PROGRESS, retry shortly). On the embedded database, which runs one transaction at a time, the
    * retry instead waits for the first to end and then replays it. `requestId` names the request in the log line of a
-   * preparation that failed.
+   * preparation that failed. `scope` is the caller's client and world: a test key's key records, invoices and
+   * requests are the sandbox's own (docs/sandbox-payments.md), with the sandbox account and a TEST note.
    */
   return async function create(
-    clientId: number,
+    scope: PaymentScope,
     idempotencyKey: string,
     rawBody: string,
     input: CreateInput,
     requestId?: string,
     clientDomain = '',
   ): Promise<Created> {
+    const { clientId, test } = scope;
     const hash = sha256Hex(rawBody);
     const now = clock.now();
     /** The answer to a request whose Idempotency-Key is already recorded. */
@@ -98,14 +106,16 @@ export function createIdempotentCreate(deps: CreateDeps) {
         throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key is still running; retry shortly');
       if (!rec.paymentId)
         throw new IdempotencyRefused('in_progress', 'The first request with this Idempotency-Key did not finish; retry shortly');
-      const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(clientId, rec.paymentId)));
+      const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(scope, rec.paymentId)));
       return { view: paymentView(p), replay: true, checkoutToken: tokenOf(p) };
     };
     const readRecord = async () => {
       const [rec] = await db
         .select()
         .from(paymentIdempotency)
-        .where(and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.key, idempotencyKey)))
+        .where(
+          and(eq(paymentIdempotency.clientId, clientId), eq(paymentIdempotency.test, test), eq(paymentIdempotency.key, idempotencyKey)),
+        )
         .limit(1);
       return rec;
     };
@@ -148,7 +158,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
     for (let attempt = 0; row === undefined; attempt++) {
       fields = null;
       try {
-        fields = preparedFields(method, s, input.amount, clock.now());
+        fields = preparedFields(method, s, input.amount, clock.now(), test);
       } catch (err) {
         // Building the bank data, QR payload or PNG threw (a bug, or method data the QR cannot encode): the request
         // is created in preparing_payment and the answer says payment_ready: false; the next status read or the
@@ -170,11 +180,8 @@ export function createIdempotentCreate(deps: CreateDeps) {
           description: input.description ?? '',
           methodCode: method.code,
           methodDefault: !input.payment_method_code,
-          bankBin: method.bankBin,
-          bankCode: method.bankCode,
-          bankName: method.bankName,
-          accountNumber: method.accountNumber,
-          accountName: method.accountName,
+          // The sandbox account for a test request: payment_create then checks only the method's code.
+          ...bankOf(method, test),
           prepared: fields !== null,
           transferContent: fields?.transferContent ?? null,
           qrContent: fields?.qrContent ?? null,
@@ -183,6 +190,7 @@ export function createIdempotentCreate(deps: CreateDeps) {
           checkoutTokenHash: cipher.digest(token),
           checkoutToken: cipher.encrypt(token),
           returnUrl: input.return_url ?? null,
+          test,
         });
       } catch (err) {
         if (err instanceof PaymentFnRefused) {
@@ -214,8 +222,9 @@ export function createIdempotentCreate(deps: CreateDeps) {
       deps.logger.error({ err: unprepared, reqId: requestId, payment_id: row.paymentId }, 'payment preparation failed; will be retried');
     // Counted once committed: the insert is the request's first transition (the trigger records it from no status).
     const counted = (deps.metrics ?? noMetrics).paymentTransitions;
-    counted.inc('preparing_payment');
-    if (fields) counted.inc(row.status);
+    const mode = modeOf(scope);
+    counted.inc('preparing_payment', mode);
+    if (fields) counted.inc(row.status, mode);
     return { view: paymentView({ ...row, qrImage: fields?.qrImage ?? null }), replay: false, checkoutToken: token };
   };
 }

@@ -4,10 +4,16 @@ import { paymentRequests } from '../db/schema/index.js';
 import { auditNote } from '../db/audit-scope.js';
 import { withTx } from '../db/tx.js';
 import type { Clock } from '../shared/clock.js';
-import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
+import { noMetrics, type DomainMetrics, type PaymentMode } from '../shared/metrics.js';
 import { PaymentStateError } from './errors.js';
 import { canTransition, EXPIRING_STATUSES, isStatusIn, type PaymentStatus } from '../db/schema/payment-statuses.js';
 import type { PaymentRow } from './view.js';
+
+/** A client's requests of one world: a test key's (test: true) or a live key's. */
+export type PaymentScope = { clientId: number; test: boolean };
+
+/** The metrics' mode of a request. */
+export const modeOf = (p: Pick<PaymentRow, 'test'>): PaymentMode => (p.test ? 'test' : 'live');
 
 /** Runs fn in a transaction whose trigger-recorded transitions name `actor`. */
 export async function asActor<T>(db: Db, actor: string, fn: (tx: Db) => Promise<T>): Promise<T> {
@@ -27,18 +33,22 @@ export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<Dom
   /**
    * Moves a request to `to` if the lifecycle allows it; the trigger records the transition and, on approval, the
    * outbox row. A request past its expires_at is expired first (docs/payments.md, section 5: expiry happens at expires_at, whether or
-   * not anyone read it), so an overdue request can no longer be approved or cancelled. `clientId` limits the lookup
-   * to that client's requests.
+   * not anyone read it), so an overdue request can no longer be approved or cancelled. `scope` limits the lookup to
+   * that client's requests of one world (docs/sandbox-payments.md): another's is not found.
    */
-  async function transition(paymentId: string, to: PaymentStatus, actor: string, clientId?: number): Promise<PaymentRow> {
+  async function transition(paymentId: string, to: PaymentStatus, actor: string, scope?: PaymentScope): Promise<PaymentRow> {
     const result = await asActor(db, actor, async (tx): Promise<{ row: PaymentRow; changed: boolean; expiredInstead?: true }> => {
       const [p] = await tx
         .select()
         .from(paymentRequests)
         .where(
-          clientId === undefined
+          scope === undefined
             ? eq(paymentRequests.paymentId, paymentId)
-            : and(eq(paymentRequests.paymentId, paymentId), eq(paymentRequests.clientId, clientId)),
+            : and(
+                eq(paymentRequests.paymentId, paymentId),
+                eq(paymentRequests.clientId, scope.clientId),
+                eq(paymentRequests.test, scope.test),
+              ),
         )
         .for('update')
         .limit(1);
@@ -57,7 +67,7 @@ export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<Dom
       return { row: row!, changed: true };
     });
     // Counted once committed (the trigger recorded it in the same transaction).
-    if (result.changed) counted.inc(result.row.status);
+    if (result.changed) counted.inc(result.row.status, modeOf(result.row));
     if (result.expiredInstead && to !== 'expired') {
       throw new PaymentStateError(
         'refused',
@@ -86,9 +96,11 @@ export function createLifecycle(deps: { db: Db; clock: Clock; metrics?: Pick<Dom
         .update(paymentRequests)
         .set({ status: 'expired' })
         .where(and(inArray(paymentRequests.status, EXPIRING_STATUSES), lte(paymentRequests.expiresAt, clock.now())))
-        .returning({ id: paymentRequests.id }),
+        .returning({ test: paymentRequests.test }),
     );
-    if (expired.length > 0) counted.inc('expired', expired.length);
+    const tests = expired.filter((e) => e.test).length;
+    if (expired.length > tests) counted.inc('expired', 'live', expired.length - tests);
+    if (tests > 0) counted.inc('expired', 'test', tests);
     return expired.length;
   }
 

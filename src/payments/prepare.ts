@@ -6,7 +6,7 @@ import type { Clock } from '../shared/clock.js';
 import { hasSqlState } from '../shared/db-errors.js';
 import { noMetrics, type DomainMetrics } from '../shared/metrics.js';
 import { randomReadable } from '../shared/readable.js';
-import { asActor, type Lifecycle } from './lifecycle.js';
+import { asActor, modeOf, type Lifecycle } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
 import type { PaymentRow } from './view.js';
 import { qrPngDataUrl, vietQrPayload } from './vietqr.js';
@@ -21,6 +21,17 @@ export type PrepareDeps = {
 };
 
 type Settings = Awaited<ReturnType<SettingsService['all']>>;
+
+/** What a sandbox request shows instead of a method's account: no bank can be paid with it. */
+export const SANDBOX_ACCOUNT = {
+  bankBin: '000000',
+  bankCode: 'SANDBOX',
+  bankName: 'Sandbox Bank (test mode)',
+  accountNumber: '0000000000',
+  accountName: 'SANDBOX',
+} as const;
+/** Every sandbox transfer note starts with it. */
+export const SANDBOX_NOTE_PREFIX = 'TEST';
 type MethodRow = NonNullable<Awaited<ReturnType<MethodsService['resolve']>>>;
 
 /**
@@ -28,23 +39,25 @@ type MethodRow = NonNullable<Awaited<ReturnType<MethodsService['resolve']>>>;
  * its PNG, the expiry, and the status pending_payment. Pure CPU (no database): creation builds it before it
  * calls payment_create, so that no pooled connection waits on the PNG.
  */
-export function preparedFields(method: MethodRow, s: Settings, amount: string, now: Date) {
+export function preparedFields(method: MethodRow, s: Settings, amount: string, now: Date, test = false) {
   // The prefix and at least 10 random symbols, 12 at least in all (docs/payments.md, "The transfer note").
-  const prefix = s.payment_transfer_prefix;
+  const prefix = test ? SANDBOX_NOTE_PREFIX : s.payment_transfer_prefix;
   const transferContent = prefix + randomReadable(Math.max(12, prefix.length + 10) - prefix.length);
+  // A sandbox request shows the sandbox account, never a real one (docs/sandbox-payments.md).
+  const bank = test ? SANDBOX_ACCOUNT : method;
   const qrContent = vietQrPayload({
-    bankBin: method.bankBin,
-    accountNumber: method.accountNumber,
+    bankBin: bank.bankBin,
+    accountNumber: bank.accountNumber,
     amount: amount.replace(/\.00$/, ''),
     transferContent,
   });
   return {
     status: 'pending_payment' as const,
-    bankBin: method.bankBin,
-    bankCode: method.bankCode,
-    bankName: method.bankName,
-    accountNumber: method.accountNumber,
-    accountName: method.accountName,
+    bankBin: bank.bankBin,
+    bankCode: bank.bankCode,
+    bankName: bank.bankName,
+    accountNumber: bank.accountNumber,
+    accountName: bank.accountName,
     transferContent,
     qrContent,
     qrImage: qrPngDataUrl(qrContent),
@@ -71,11 +84,11 @@ export function createPrepare(deps: PrepareDeps) {
     const method = await methods.resolve(p.methodCode);
     if (!method) {
       // The method was deactivated between creation and preparation: nothing can be paid to it.
-      return lifecycle.transition(p.paymentId, 'cancelled', 'system:method-unavailable', p.clientId);
+      return lifecycle.transition(p.paymentId, 'cancelled', 'system:method-unavailable', { clientId: p.clientId, test: p.test });
     }
     const s = await settings.all();
     for (let attempt = 0; attempt < 5; attempt++) {
-      const fields = preparedFields(method, s, p.amount, clock.now());
+      const fields = preparedFields(method, s, p.amount, clock.now(), p.test);
       try {
         const [row] = await asActor(db, 'system:prepare', (tx) =>
           tx
@@ -85,7 +98,7 @@ export function createPrepare(deps: PrepareDeps) {
             .returning(),
         );
         if (row) {
-          counted.inc(row.status);
+          counted.inc(row.status, modeOf(row));
           return row;
         }
         // Someone else prepared (or cancelled) it meanwhile: answer what is there.

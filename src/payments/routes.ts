@@ -8,7 +8,8 @@ import { API_DOCS, documentRoutes } from '../http/openapi.js';
 import type { SettingsService } from '../settings/service.js';
 import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
-import { installPaymentAuth, payClientOf } from './auth.js';
+import { installPaymentAuth, payClientOf, scopeOf } from './auth.js';
+import { registerSandboxRoutes } from './sandbox-routes.js';
 import type { PayClientsService } from './clients.js';
 import { IdempotencyRefused, InvoicePending, PaymentMethodUnavailable, PaymentStateError } from './errors.js';
 import type { MethodsService } from './methods.js';
@@ -28,7 +29,7 @@ export type PaymentRoutesDeps = {
   clock: Clock;
 };
 
-const AUTH_ERRORS: ErrorCode[] = [
+export const AUTH_ERRORS: ErrorCode[] = [
   'API_AUTH_HEADERS_MISSING',
   'API_SIGNATURE_ALG_INVALID',
   'API_KEY_INVALID',
@@ -75,7 +76,8 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
   await installRateLimit(app, {
     code: 'RATE_LIMITED',
     max: async () => deps.settings.get('payment_rate_limit_per_minute'),
-    keyGenerator: (req) => (req.payClient ? `pay:${req.payClient.id}` : `pay-ip:${req.ip}`),
+    // A client's sandbox calls have their own budget: a test load never makes its live calls wait (docs/sandbox-payments.md).
+    keyGenerator: (req) => (req.payClient ? `pay:${req.payClient.id}${req.payClient.mode === 'test' ? ':test' : ''}` : `pay-ip:${req.ip}`),
     redis: deps.redis,
     nameSpace: `${deps.redisPrefix}prl:`,
   });
@@ -164,7 +166,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     handler: async (req, reply) => {
       const client = payClientOf(req);
       const key = String(req.headers['idempotency-key']);
-      const created = await deps.payments.create(client.id, key, req.rawBody ?? '', req.body, req.id, client.domain);
+      const created = await deps.payments.create(scopeOf(client), key, req.rawBody ?? '', req.body, req.id, client.domain);
       if (created.replay) reply.header('Idempotent-Replayed', 'true');
       return reply.code(201).send({ ok: true as const, ...(await withCheckoutUrl(req, deps.settings, created)) });
     },
@@ -183,7 +185,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     },
     handler: async (req) => ({
       ok: true as const,
-      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.status(payClientOf(req).id, req.params.payment_id))),
+      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.status(scopeOf(payClientOf(req)), req.params.payment_id))),
     }),
   });
 
@@ -199,7 +201,9 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRoutesDep
     },
     handler: async (req) => ({
       ok: true as const,
-      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.cancelByClient(payClientOf(req).id, req.params.payment_id))),
+      ...(await withCheckoutUrl(req, deps.settings, await deps.payments.cancelByClient(scopeOf(payClientOf(req)), req.params.payment_id))),
     }),
   });
+
+  registerSandboxRoutes(app, deps);
 }

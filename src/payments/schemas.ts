@@ -31,6 +31,7 @@ export const paymentResponse = z
       .describe(
         'absolute URL of the hosted checkout page (/pay/<token>) to send the payer to; absent only on requests made before the page existed',
       ),
+    test: z.literal(true).optional().describe('present on a sandbox request (made with a test key); never paid by a bank transfer'),
   })
   .describe('The payment request with its bank data, transfer note and VietQR code once payment_ready is true.');
 
@@ -95,4 +96,11 @@ export const paymentHeaders = z.object({
     description: 'lowercase hex HMAC-SHA256 of EVENT + "\\n" + RAW_BODY with the API secret; a wrong one: 401 API_SIGNATURE_INVALID',
   }),
   'x-api-signature-alg': z.literal('HMAC-SHA256'),
+});
+
+/** The body of the sandbox's simulate call (docs/sandbox-payments.md). */
+export const simulateBody = z.object({
+  outcome: z
+    .enum(['approved', 'rejected', 'expired', 'cancelled'])
+    .meta({ description: 'what happens to the test request, as if a bank, an admin, the clock or the client did it', example: 'approved' }),
 });

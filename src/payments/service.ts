@@ -8,7 +8,7 @@ import type { Cipher } from '../shared/crypto.js';
 import type { DomainMetrics } from '../shared/metrics.js';
 import { createIdempotentCreate } from './create.js';
 import { PaymentStateError } from './errors.js';
-import { createLifecycle } from './lifecycle.js';
+import { createLifecycle, type PaymentScope } from './lifecycle.js';
 import type { MethodsService } from './methods.js';
 import { createPrepare } from './prepare.js';
 import { CHECKOUT_TOKEN_MAX_LOOKUP } from './checkout-token.js';
@@ -19,7 +19,12 @@ export type { PaymentStatus } from '../db/schema/payment-statuses.js';
 export type { PaymentRow, PaymentView } from './view.js';
 
 /** What the checkout page's status poll answers and its page cache is keyed by (src/payments/checkout-routes.ts). */
-export type CheckoutState = Pick<PaymentRow, 'id' | 'status' | 'expiresAt'>;
+export type CheckoutState = Pick<PaymentRow, 'id' | 'status' | 'expiresAt' | 'test'>;
+
+/** What the sandbox may make of a test request (docs/sandbox-payments.md). */
+export const SIMULATED_OUTCOMES = ['approved', 'rejected', 'expired', 'cancelled'] as const;
+export type SimulatedOutcome = (typeof SIMULATED_OUTCOMES)[number];
+export type { PaymentScope } from './lifecycle.js';
 
 /** A payment's answer and the token of its checkout page (null for a request from before the page). */
 export type WithToken = { view: PaymentView; checkoutToken: string | null };
@@ -45,7 +50,7 @@ export function createPaymentsService(deps: PaymentsDeps) {
   // page is rendered or the payment must be prepared or expired first (docs/PERFORMANCE.md, "The checkout page's
   // CPU").
   const stateByTokenHash = db
-    .select({ id: paymentRequests.id, status: paymentRequests.status, expiresAt: paymentRequests.expiresAt })
+    .select({ id: paymentRequests.id, status: paymentRequests.status, expiresAt: paymentRequests.expiresAt, test: paymentRequests.test })
     .from(paymentRequests)
     .where(eq(paymentRequests.checkoutTokenHash, sql.placeholder('hash')))
     .limit(1)
@@ -58,11 +63,14 @@ export function createPaymentsService(deps: PaymentsDeps) {
     .prepare('payment_by_id');
   const tokenOf = (p: PaymentRow): string | null => (p.checkoutToken ? deps.cipher.decrypt(p.checkoutToken) : null);
 
-  async function byPaymentId(clientId: number, paymentId: string): Promise<PaymentRow> {
+  /** A request of the client in the caller's world (docs/sandbox-payments.md): another world's is not found. */
+  async function byPaymentId(scope: PaymentScope, paymentId: string): Promise<PaymentRow> {
     const [row] = await db
       .select()
       .from(paymentRequests)
-      .where(and(eq(paymentRequests.paymentId, paymentId), eq(paymentRequests.clientId, clientId)))
+      .where(
+        and(eq(paymentRequests.paymentId, paymentId), eq(paymentRequests.clientId, scope.clientId), eq(paymentRequests.test, scope.test)),
+      )
       .limit(1);
     if (!row) throw new PaymentStateError('not_found', 'No such payment request for this client');
     return row;
@@ -73,12 +81,21 @@ export function createPaymentsService(deps: PaymentsDeps) {
     transition: lifecycle.transition,
     create: createIdempotentCreate({ ...deps, prepare, lifecycle, byPaymentId }),
     /** Status read: finishes a pending preparation and answers expired once expires_at has passed. */
-    async status(clientId: number, paymentId: string): Promise<WithToken> {
-      const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(clientId, paymentId)));
+    async status(scope: PaymentScope, paymentId: string): Promise<WithToken> {
+      const p = await lifecycle.expireIfDue(await prepare(await byPaymentId(scope, paymentId)));
       return { view: paymentView(p), checkoutToken: tokenOf(p) };
     },
-    async cancelByClient(clientId: number, paymentId: string): Promise<WithToken> {
-      const p = await lifecycle.transition(paymentId, 'cancelled', `client:${clientId}`, clientId);
+    async cancelByClient(scope: PaymentScope, paymentId: string): Promise<WithToken> {
+      const p = await lifecycle.transition(paymentId, 'cancelled', `client:${scope.clientId}`, scope);
+      return { view: paymentView(p), checkoutToken: tokenOf(p) };
+    },
+    /**
+     * The sandbox's outcome of a test request (docs/sandbox-payments.md): the same lifecycle as a live one, the
+     * triggers record it and write its webhook. Only a test scope reaches a request here.
+     */
+    async simulate(scope: PaymentScope & { test: true }, paymentId: string, outcome: SimulatedOutcome, actor: string): Promise<WithToken> {
+      await prepare(await byPaymentId(scope, paymentId));
+      const p = await lifecycle.transition(paymentId, outcome, actor, scope);
       return { view: paymentView(p), checkoutToken: tokenOf(p) };
     },
     /**
@@ -92,7 +109,17 @@ export function createPaymentsService(deps: PaymentsDeps) {
       if (!s || (s.status !== 'preparing_payment' && !lifecycle.overdue(s))) return s ?? null;
       const [row] = await byId.execute({ id: s.id });
       const p = await lifecycle.expireIfDue(await prepare(row!));
-      return { id: p.id, status: p.status, expiresAt: p.expiresAt };
+      return { id: p.id, status: p.status, expiresAt: p.expiresAt, test: p.test };
+    },
+    /**
+     * The checkout page's outcome buttons (docs/sandbox-payments.md): a test request's token moves it as simulate
+     * does; null for a token that names no test request (a live one's included), so the page answers 404.
+     */
+    async simulateByToken(token: string, outcome: SimulatedOutcome): Promise<PaymentRow | null> {
+      const s = await this.checkoutState(token);
+      const row = s ? await this.checkoutRow(s.id) : null;
+      if (!row?.test) return null;
+      return lifecycle.transition(row.paymentId, outcome, 'sandbox:checkout-page', { clientId: row.clientId, test: true });
     },
     /** The whole request of a checkout state's id (what the page shows), or null. */
     async checkoutRow(id: number): Promise<PaymentRow | null> {

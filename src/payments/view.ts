@@ -11,6 +11,8 @@ export type PaymentView = {
   amount: JsonDecimal;
   status: PaymentStatus;
   payment_ready: boolean;
+  /** A sandbox request (docs/sandbox-payments.md); a live one has no such field. */
+  test?: true;
   payment?: {
     method_code: string;
     bank_bin: string;
@@ -42,6 +44,7 @@ export const VIEW_COLUMNS = [
   'qrContent',
   'qrImage',
   'expiresAt',
+  'test',
 ] as const satisfies readonly (keyof PaymentRow)[];
 
 export type PaymentViewRow = Pick<PaymentRow, (typeof VIEW_COLUMNS)[number]>;
@@ -54,6 +57,7 @@ export function paymentView(p: PaymentViewRow): PaymentView {
     amount: moneyOut(p.amount),
     status: p.status as PaymentStatus,
     payment_ready: ready,
+    ...(p.test ? { test: true as const } : {}),
     ...(ready
       ? {
           payment: {

@@ -33,6 +33,11 @@ export function newOrderCode(): string {
 export const newPayApiKey = (): string => `pk_${randomBase62(40)}`;
 export const newPayApiSecret = (): string => `psk_${randomBase62(48)}`;
 export const newWebhookSecret = (): string => `whsec_${randomBase62(48)}`;
+/** The sandbox's credentials (docs/sandbox-payments.md): pk_test_ is a prefix no live key (pk_ + base62) can have. */
+export const TEST_PAY_KEY_PREFIX = 'pk_test_';
+export const newTestPayApiKey = (): string => `${TEST_PAY_KEY_PREFIX}${randomBase62(40)}`;
+export const newTestPayApiSecret = (): string => `psk_test_${randomBase62(48)}`;
+export const newTestWebhookSecret = (): string => `whsec_test_${randomBase62(48)}`;
 /** An outbox event id as the payment triggers make them: "evt_" + 24 random chars. */
 export const newEventId = (): string => `evt_${randomBase62(24)}`;
 /** payment_id: "pay_" + 24 base62 chars. */

@@ -6,12 +6,14 @@
 export type OrderOutcome = 'success' | 'pending' | 'failed' | 'refused' | 'replayed';
 export type WebhookAttemptResult = 'delivered' | 'failed' | 'dead';
 export type SyncRunResult = 'ok' | 'failed';
+/** The world of a payment (docs/sandbox-payments.md): a sandbox request's transitions are counted apart. */
+export type PaymentMode = 'live' | 'test';
 
 export type DomainMetrics = {
   /** One order create, as its answer decided it. */
   orders: { inc(outcome: OrderOutcome): void };
   /** Payment status changes the service made (the new status: a PaymentStatus), `n` at once for a sweep. */
-  paymentTransitions: { inc(to: string, n?: number): void };
+  paymentTransitions: { inc(to: string, mode: PaymentMode, n?: number): void };
   /** One webhook attempt, once its record is written; `kind`: a payment event, or an order callback to a reseller. */
   webhookAttempts: { inc(result: WebhookAttemptResult, kind: WebhookKind): void };
   /** One catalogue sync run that started, once its row says how it ended. */

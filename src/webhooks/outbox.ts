@@ -18,6 +18,8 @@ export type Claimed = {
   body: string;
   attempts: number;
   retry_base: number;
+  /** A sandbox request's event: signed with the client's test webhook secret (docs/sandbox-payments.md). */
+  test: boolean;
 };
 
 export type OutboxStatus = 'pending' | 'delivered' | 'dead';
@@ -98,7 +100,7 @@ export async function claimDue(
     UPDATE webhook_outbox w SET attempts = w.attempts + 1, next_attempt_at = ${iso(o.leaseUntil)}::timestamptz
     FROM c WHERE w.id = c.id
     RETURNING w.id, w.event_id, w.client_id, w.user_id, CASE WHEN w.user_id IS NULL THEN 'c' || w.client_id ELSE 'u' || w.user_id END AS target,
-      c.host, w.event, w.body, w.attempts, w.retry_base`);
+      c.host, w.event, w.body, w.attempts, w.retry_base, w.test`);
   const idOrNull = (v: number | string | null) => (v === null ? null : Number(v));
   return rowsOf<Claimed>(res).map((r) => ({ ...r, id: Number(r.id), client_id: idOrNull(r.client_id), user_id: idOrNull(r.user_id) }));
 }
@@ -202,9 +204,14 @@ const SELECT_EVENTS = sql`
          o.next_attempt_at, o.last_error, o.delivered_at, o.created_at, o.body
   FROM webhook_outbox o LEFT JOIN payment_requests p ON p.id = o.payment_request_id LEFT JOIN orders r ON r.id = o.order_id`;
 
-/** The newest events first, optionally of one status and of one kind. */
-export async function listEvents(db: Db, filter: { status?: OutboxStatus; kind?: EventKind }, limit: number): Promise<EventView[]> {
+/** The newest events first, optionally of one status and of one kind; sandbox events only when `test` is true. */
+export async function listEvents(
+  db: Db,
+  filter: { status?: OutboxStatus; kind?: EventKind; test?: boolean },
+  limit: number,
+): Promise<EventView[]> {
   const terms = [
+    sql`o.test = ${filter.test === true}`,
     ...(filter.status ? [sql`o.status = ${filter.status}`] : []),
     ...(filter.kind ? [filter.kind === 'order' ? sql`o.user_id IS NOT NULL` : sql`o.client_id IS NOT NULL`] : []),
   ];

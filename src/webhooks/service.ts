@@ -76,13 +76,20 @@ const REFUSED_HINT = {
  * secret, or a reseller's callback URL and secret. `problem`: why it cannot be sent now.
  */
 type Target =
-  { kind: 'client' | 'user'; url: string; secretEnc: string; allowPrivate: boolean } | { kind: 'client' | 'user'; problem: AttemptResult };
+  | { kind: 'client' | 'user'; url: string; secretEnc: string; testSecretEnc?: string | null; allowPrivate: boolean }
+  | { kind: 'client' | 'user'; problem: AttemptResult };
 
 function clientTarget(c: typeof payClients.$inferSelect | undefined): Target {
   if (!c?.webhookSecretEnc) return { kind: 'client', problem: failed('the API client has no webhook secret (not approved)') };
   if (!webhookOnDomain(c.webhookUrl, c.domain))
     return { kind: 'client', problem: failed(`webhook_url is not on the client's domain ${c.domain}; refused`, 'refused') };
-  return { kind: 'client', url: c.webhookUrl, secretEnc: c.webhookSecretEnc, allowPrivate: c.allowPrivateTargets };
+  return {
+    kind: 'client',
+    url: c.webhookUrl,
+    secretEnc: c.webhookSecretEnc,
+    testSecretEnc: c.testWebhookSecretEnc,
+    allowPrivate: c.allowPrivateTargets,
+  };
 }
 
 function userTarget(u: typeof users.$inferSelect | undefined): Target {
@@ -156,7 +163,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
       try {
         // A clear reason before any connection; the connection itself checks again (rebinding).
         await resolveTarget(new URL(target.url).hostname, resolver, target.allowPrivate, connectMs);
-        const secret = cipher.decrypt(target.secretEnc);
+        // A sandbox event is signed with the test webhook secret only (docs/sandbox-payments.md): never the live one.
+        const box = row.test ? target.testSecretEnc : target.secretEnc;
+        if (!box) throw new Error('the API client has no test webhook secret');
+        const secret = cipher.decrypt(box);
         // Nothing that can throw runs between adding the stop signal and the try that removes it.
         const stop = new AbortController();
         if (halt.signal.aborted) stop.abort(halt.signal.reason);
@@ -372,7 +382,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
   return {
     /** Cron: sends every due attempt (alongside a NOTIFY drain, if one runs: claims never overlap) and reports them. */
     deliverDue: (): Promise<DrainReport> => drain(),
-    async list(filter: { status?: OutboxStatus; kind?: EventKind } = {}, limit = 200) {
+    async list(filter: { status?: OutboxStatus; kind?: EventKind; test?: boolean } = {}, limit = 200) {
       return listEvents(db, filter, limit);
     },
     show,

@@ -202,6 +202,13 @@ const FIXTURES: Record<string, Fixture> = {
     await c.t.adminData('POST', `/admin/v1/pay/clients/${cl.id}/disable`);
     return { res: await admin(c, 'POST', `/admin/v1/pay/clients/${cl.id}/enable`), target: `pay_client:${cl.id}` };
   },
+  adminPayClientTestCredentials: async (c) => {
+    const cl = await approvedClient(c);
+    const res = await admin(c, 'POST', `/admin/v1/pay/clients/${cl.id}/test-credentials`);
+    const d = data<{ test_api_key: string; test_api_secret: string; test_webhook_secret: string }>(res);
+    for (const secret of [d.test_api_key, d.test_api_secret, d.test_webhook_secret]) c.secrets.add(secret);
+    return { res, target: `pay_client:${cl.id}` };
+  },
   adminPayClientRotateSecret: async (c) => {
     const cl = await approvedClient(c);
     const res = await admin(c, 'POST', `/admin/v1/pay/clients/${cl.id}/rotate-secret`, { grace_seconds: 60 });

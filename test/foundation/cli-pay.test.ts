@@ -18,6 +18,7 @@ const PAY_COMMANDS = [
   'pay client update',
   'pay client disable',
   'pay client enable',
+  'pay client test-credentials',
   'pay client rotate-secret',
   'pay payment show',
   'pay payment approve',

@@ -164,9 +164,9 @@ describe('GET /metrics', () => {
         mid = await scrape(t);
       }
       const diff = (s: Sample[], name: string, labels: Record<string, string>) => total(s, name, labels) - total(before, name, labels);
-      expect(diff(mid, 'rg_payment_transitions_total', { to: 'preparing_payment' })).toBe(1);
-      expect(diff(mid, 'rg_payment_transitions_total', { to: 'pending_payment' })).toBe(1);
-      expect(diff(mid, 'rg_payment_transitions_total', { to: 'approved' })).toBe(1);
+      expect(diff(mid, 'rg_payment_transitions_total', { to: 'preparing_payment', mode: 'live' })).toBe(1);
+      expect(diff(mid, 'rg_payment_transitions_total', { to: 'pending_payment', mode: 'live' })).toBe(1);
+      expect(diff(mid, 'rg_payment_transitions_total', { to: 'approved', mode: 'live' })).toBe(1);
       expect(diff(mid, 'rg_webhook_attempts_total', { result: 'delivered' })).toBe(1);
 
       gone = true;

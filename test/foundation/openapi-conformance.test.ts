@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, paySign, type PayCreds } from '../payments/helpers.js';
 import { createPayment } from '../payments/kit.js';
+import { testCredsOf } from '../payments/sandbox-kit.js';
 
 // Conformance of the served document with the server (docs/errors.md): for EVERY operation of GET /openapi.json, a
 // request built from the document alone (its examples, its required parameters, the fixtures below for ids) and
@@ -101,6 +102,8 @@ describe('every operation of the served document answers as documented', () => {
   let t: TestApp;
   let doc: Doc;
   let pay: PayCreds;
+  // The sandbox's endpoint takes the client's test credentials (docs/sandbox-payments.md).
+  let payTest: PayCreds;
   const fixtures: Record<string, string> = {};
   /** Fields whose valid value is a fixture id, whatever operation they appear in. */
   const fieldFixtures: Record<string, () => unknown> = {};
@@ -138,6 +141,8 @@ describe('every operation of the served document answers as documented', () => {
     const payments: Record<string, string> = {};
     for (const verb of ['read', 'cancel', 'approve', 'reject', 'report', 'adminCancel', 'webhook'])
       payments[verb] = (await createPayment(t, pay, { amount: 150_000 })).payment_id;
+    payTest = await testCredsOf(t, pay);
+    payments.simulate = (await createPayment(t, payTest, { amount: 150_000 })).payment_id;
     await t.adminData('POST', `/admin/v1/pay/payments/${payments.webhook}/approve`);
     const events = await t.adminData<{ event_id: string }[]>('GET', '/admin/v1/pay/webhooks');
     expect(events.length).toBeGreaterThan(0);
@@ -180,7 +185,7 @@ describe('every operation of the served document answers as documented', () => {
     if (name === 'key') return 'products_max_limit';
     if (name === 'event_id') return fixtures.event!;
     if (name === 'payment_id') {
-      const verb = /\/(cancel|approve|reject|report)$/.exec(path)?.[1];
+      const verb = /\/(cancel|approve|reject|report|simulate)$/.exec(path)?.[1];
       if (!verb) return fixtures['payment:read']!;
       return fixtures[`payment:${path.startsWith('/admin/') && verb === 'cancel' ? 'adminCancel' : verb}`]!;
     }
@@ -281,8 +286,9 @@ describe('every operation of the served document answers as documented', () => {
         headers['x-casso-signature'] = `t=${now},v1=${cassoSign(CASSO_KEY, now, parsedOrNull(raw))}`;
       }
       if (scheme === 'payApiKey') {
-        headers['x-api-key'] = pay.api_key;
-        headers['x-api-signature'] = paySign(pay.api_secret, headers['x-api-event'] ?? '', raw);
+        const creds = pathTemplate.startsWith('/api/v1/sandbox/') ? payTest : pay;
+        headers['x-api-key'] = creds.api_key;
+        headers['x-api-signature'] = paySign(creds.api_secret, headers['x-api-event'] ?? '', raw);
       }
     }
     for (const h of d.drop ?? []) delete headers[h];

@@ -82,8 +82,9 @@ function registeredRoutes(app: FastifyInstance): [string, string][] {
     if (!m[3]) continue;
     const url = stack.join('');
     if (url.startsWith('/docs') || url === '/openapi.json') continue;
-    // The hosted checkout page and its status poll serve browsers, not API clients (docs/payments.md, section 7.2).
-    if (url === '/pay/:token' || url === '/pay/:token/status') continue;
+    // The hosted checkout page, its status poll and the sandbox page's outcome buttons serve browsers, not API clients
+    // (docs/payments.md, section 7.2; docs/sandbox-payments.md).
+    if (url === '/pay/:token' || url === '/pay/:token/status' || url === '/pay/:token/simulate') continue;
     // The admin console's pages and forms serve a person in a browser (docs/console.md).
     if (url === '/console' || url.startsWith('/console/')) continue;
     const path = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
@@ -217,7 +218,7 @@ describe('OpenAPI document', () => {
   });
 
   it('declares the ordering key on ordering routes, the payment key on payment routes and the admin token on admin routes', () => {
-    const payment = /^\/api\/v1\/(ping|payment-methods|payment-requests)/;
+    const payment = /^\/api\/v1\/(ping|payment-methods|payment-requests|sandbox\/payment-requests)/;
     for (const [method, path, op] of operations(doc)) {
       const names = (op.security ?? []).flatMap((s) => Object.keys(s)).sort();
       if (payment.test(path)) {

@@ -101,6 +101,15 @@ export const payClientCommands: readonly Command[] = [
   }),
   cmd({
     noun: 'pay client',
+    verb: 'test-credentials',
+    usage: 'ID',
+    summary:
+      'create or rotate the sandbox credentials of an approved client; prints test_api_key, test_api_secret, test_webhook_secret once',
+    args: ['ID'],
+    call: ({ ID }) => post(`${payClient(ID)}/test-credentials`),
+  }),
+  cmd({
+    noun: 'pay client',
     verb: 'rotate-secret',
     usage: 'ID [--grace-seconds N]',
     summary: 'new API secret; the old one keeps working N seconds (default 0)',

@@ -1,15 +1,16 @@
-import { cmd, type Command, enc, get, S } from './kit.js';
+import { B, cmd, type Command, enc, get, S } from './kit.js';
 
 /** The `pay webhook` commands, in help order. */
 export const payWebhookCommands: readonly Command[] = [
   cmd({
     noun: 'pay webhook',
     verb: 'list',
-    usage: '[--status pending|delivered|dead] [--kind payment|order]',
-    summary: 'the newest events of the outbox (payment webhooks and order callbacks)',
-    options: { status: S, kind: S },
+    usage: '[--status pending|delivered|dead] [--kind payment|order] [--test]',
+    summary: 'the newest events of the outbox (payment webhooks and order callbacks); --test: the sandbox ones instead',
+    options: { status: S, kind: S, test: B },
     call: (_, o) => {
       const q = (['status', 'kind'] as const).flatMap((k) => (o[k] === undefined ? [] : [`${k}=${enc(String(o[k]))}`]));
+      if (o.test) q.push('test=true');
       return get(`/admin/v1/pay/webhooks${q.length > 0 ? `?${q.join('&')}` : ''}`);
     },
   }),

@@ -10,6 +10,8 @@
 -- in_progress (another creation with this key holds its try-lock), method_changed, invoice_pending (DETAIL: the open
 -- request's payment_id). A transfer_content drawn twice raises the unique violation 23505: the caller draws again.
 -- The try-lock takes (client id, hash of the key) in the key space of order_create's lock of its user.
+-- p_test: a sandbox request (docs/sandbox-payments.md). Its key records, its open invoices and its lock are its own
+-- world's; its bank data is the sandbox account, so only the method's code (active, default) is checked.
 CREATE OR REPLACE FUNCTION payment_create(
   p_client_id integer,
   p_key text,
@@ -35,48 +37,49 @@ CREATE OR REPLACE FUNCTION payment_create(
   p_expires_at timestamptz,
   p_checkout_token_hash text,
   p_checkout_token text,
-  p_return_url text
+  p_return_url text,
+  p_test boolean
 ) RETURNS SETOF payment_requests AS $$
 DECLARE
   rec_expires_at timestamptz;
   req payment_requests;
   open_id text;
 BEGIN
-  IF NOT pg_try_advisory_xact_lock(p_client_id, hashtext(p_key)) THEN
+  IF NOT pg_try_advisory_xact_lock(p_client_id, hashtext(CASE WHEN p_test THEN 'test:' || p_key ELSE p_key END)) THEN
     RAISE EXCEPTION 'in_progress' USING ERRCODE = 'RG003';
   END IF;
   -- A retry answers from its key first, before the method is checked.
-  SELECT i.expires_at INTO rec_expires_at FROM payment_idempotency i WHERE i.client_id = p_client_id AND i.key = p_key;
+  SELECT i.expires_at INTO rec_expires_at FROM payment_idempotency i WHERE i.client_id = p_client_id AND i.test = p_test AND i.key = p_key;
   IF FOUND THEN
     IF rec_expires_at > p_now THEN
       RETURN;
     END IF;
-    DELETE FROM payment_idempotency i WHERE i.client_id = p_client_id AND i.key = p_key AND i.expires_at <= p_now;
+    DELETE FROM payment_idempotency i WHERE i.client_id = p_client_id AND i.test = p_test AND i.key = p_key AND i.expires_at <= p_now;
   END IF;
   PERFORM 1 FROM payment_methods m
   WHERE m.code = p_method_code AND m.active AND (m.is_default OR NOT p_method_default)
-    AND m.bank_bin = p_bank_bin AND m.bank_code = p_bank_code AND m.bank_name = p_bank_name
-    AND m.account_number = p_account_number AND m.account_name = p_account_name
+    AND (p_test OR (m.bank_bin = p_bank_bin AND m.bank_code = p_bank_code AND m.bank_name = p_bank_name
+    AND m.account_number = p_account_number AND m.account_name = p_account_name))
   FOR SHARE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'method_changed' USING ERRCODE = 'RG003';
   END IF;
-  INSERT INTO payment_idempotency (client_id, key, request_hash, payment_id, state, created_at, expires_at)
-  VALUES (p_client_id, p_key, p_hash, p_payment_id, 'done', p_now, p_key_expires_at)
+  INSERT INTO payment_idempotency (client_id, test, key, request_hash, payment_id, state, created_at, expires_at)
+  VALUES (p_client_id, p_test, p_key, p_hash, p_payment_id, 'done', p_now, p_key_expires_at)
   ON CONFLICT DO NOTHING;
   IF NOT FOUND THEN
     RETURN;
   END IF;
   PERFORM set_config('app.actor', 'client:' || p_client_id, true);
   INSERT INTO payment_requests AS r (payment_id, client_id, merchant_invoice_id, amount, currency, description, method_code, status,
-    checkout_token_hash, checkout_token, return_url)
+    checkout_token_hash, checkout_token, return_url, test)
   VALUES (p_payment_id, p_client_id, p_invoice, p_amount, p_currency, p_description, p_method_code, 'preparing_payment',
-    p_checkout_token_hash, p_checkout_token, p_return_url)
-  ON CONFLICT (client_id, merchant_invoice_id) WHERE status IN ('preparing_payment', 'pending_payment', 'payment_reported') DO NOTHING
+    p_checkout_token_hash, p_checkout_token, p_return_url, p_test)
+  ON CONFLICT (client_id, test, merchant_invoice_id) WHERE status IN ('preparing_payment', 'pending_payment', 'payment_reported') DO NOTHING
   RETURNING * INTO req;
   IF req.id IS NULL THEN
     SELECT r.payment_id INTO open_id FROM payment_requests r
-    WHERE r.client_id = p_client_id AND r.merchant_invoice_id = p_invoice
+    WHERE r.client_id = p_client_id AND r.test = p_test AND r.merchant_invoice_id = p_invoice
       AND r.status IN ('preparing_payment', 'pending_payment', 'payment_reported');
     RAISE EXCEPTION 'invoice_pending' USING ERRCODE = 'RG003', DETAIL = coalesce(open_id, '');
   END IF;

@@ -1,6 +1,7 @@
 -- Trigger of payment_requests (AFTER INSERT OR UPDATE OF status): every status change is recorded with its actor, and
 -- a final status writes its outbox row (body serialised once, here) in the same transaction as the change; the NOTIFY
--- reaches the servers only on commit (docs/tables.md, "The payment triggers").
+-- reaches the servers only on commit (docs/tables.md, "The payment triggers"). A sandbox request's row and body say
+-- "test": its sender signs with the test webhook secret (docs/sandbox-payments.md).
 CREATE OR REPLACE FUNCTION payment_requests_record_transition() RETURNS trigger AS $$
 DECLARE
   actor text := coalesce(nullif(current_setting('app.actor', true), ''), 'sql:' || current_user);
@@ -24,9 +25,9 @@ BEGIN
   evt := 'evt_' || substr(md5(random()::text || clock_timestamp()::text || NEW.payment_id), 1, 12)
                 || substr(replace(gen_random_uuid()::text, '-', ''), 1, 12);
   -- Serialised once, here: the webhook sends these exact bytes and signs them.
-  INSERT INTO webhook_outbox (event_id, client_id, event, payment_request_id, body)
+  INSERT INTO webhook_outbox (event_id, client_id, event, payment_request_id, test, body)
   VALUES (
-    evt, NEW.client_id, evt_name, NEW.id,
+    evt, NEW.client_id, evt_name, NEW.id, NEW.test,
     '{"event_id":' || to_json(evt)::text
       || ',"event":' || to_json(evt_name)::text
       || ',"created_at":' || to_json(to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text
@@ -34,7 +35,8 @@ BEGIN
       || ',"merchant_invoice_id":' || to_json(NEW.merchant_invoice_id)::text
       || ',"amount":' || trim_scale(NEW.amount)::text
       || ',"transfer_content":' || coalesce(to_json(NEW.transfer_content)::text, 'null')
-      || ',"status":' || to_json(NEW.status)::text || '}'
+      || ',"status":' || to_json(NEW.status)::text
+      || CASE WHEN NEW.test THEN ',"test":true' ELSE '' END || '}'
   );
   PERFORM pg_notify('rg_events', '{"origin":"db","topic":"webhooks"}');
   RETURN NULL;

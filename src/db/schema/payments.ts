@@ -28,6 +28,14 @@ export const payClients = pgTable(
     prevApiSecretEnc: text('prev_api_secret_enc'),
     prevSecretExpiresAt: timestamp('prev_secret_expires_at', { withTimezone: true, mode: 'date' }),
     webhookSecretEnc: text('webhook_secret_enc'),
+    /**
+     * The sandbox credentials (docs/sandbox-payments.md), kept as the live ones are: the test key's SHA-256 digest
+     * for lookup and every value as a box. A test key starts with pk_test_, which no live key can (pk_ + base62).
+     */
+    testApiKeyHash: text('test_api_key_hash').unique(),
+    testApiKeyEnc: text('test_api_key_enc'),
+    testApiSecretEnc: text('test_api_secret_enc'),
+    testWebhookSecretEnc: text('test_webhook_secret_enc'),
     allowPrivateTargets: boolean('allow_private_targets').notNull().default(false),
     events: text('events')
       .array()
@@ -108,10 +116,12 @@ export const paymentRequests = pgTable(
     checkoutToken: text('checkout_token'),
     /** Where the page sends the payer after an approval or cancellation; on the client's domain. */
     returnUrl: text('return_url'),
+    /** A sandbox request (docs/sandbox-payments.md): seen only with a test key, never matched by a bank feed. */
+    test: boolean('test').notNull().default(false),
   },
   (t) => [
     uniqueIndex('payment_requests_open_invoice_uq')
-      .on(t.clientId, t.merchantInvoiceId)
+      .on(t.clientId, t.test, t.merchantInvoiceId)
       .where(sql`${t.status} IN (${sql.raw(sqlList(OPEN_STATUSES))})`),
     index('payment_requests_due_idx').on(t.status, t.expiresAt),
     index('payment_requests_created_idx').on(t.createdAt),
@@ -143,6 +153,8 @@ export const paymentIdempotency = pgTable(
     clientId: integer('client_id')
       .notNull()
       .references(() => payClients.id),
+    /** The world of the key: an Idempotency-Key is unique per (client, test or live). */
+    test: boolean('test').notNull().default(false),
     key: text('key').notNull(),
     requestHash: text('request_hash').notNull(),
     paymentId: text('payment_id'),
@@ -150,7 +162,7 @@ export const paymentIdempotency = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
   },
-  (t) => [primaryKey({ columns: [t.clientId, t.key] }), index('payment_idempotency_expires_idx').on(t.expiresAt)],
+  (t) => [primaryKey({ columns: [t.clientId, t.test, t.key] }), index('payment_idempotency_expires_idx').on(t.expiresAt)],
 );
 
 /**
@@ -169,6 +181,8 @@ export const webhookOutbox = pgTable(
     paymentRequestId: bigint('payment_request_id', { mode: 'number' }).references(() => paymentRequests.id),
     orderId: bigint('order_id', { mode: 'number' }).references(() => orders.id),
     body: text('body').notNull(),
+    /** A sandbox request's event: signed with the client's test webhook secret. */
+    test: boolean('test').notNull().default(false),
     status: text('status').notNull().default('pending'),
     attempts: integer('attempts').notNull().default(0),
     /** `attempts` when the retry schedule last (re)started: a resend by an admin starts the schedule again. */

@@ -25,7 +25,8 @@ export type Database = {
   poolStats(): PoolStats;
   /** LISTEN on the events channel; returns the unsubscribe function. */
   listen(cb: (payload: string) => void): Promise<() => Promise<void>>;
-  migrate(): Promise<void>;
+  /** Applies the migrations of `migrationsFolder` (default: the app's) that come after the newest one applied. */
+  migrate(migrationsFolder?: string): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -142,12 +143,12 @@ export async function openPg(url: string, poolSize: number): Promise<Database> {
         callbacks.delete(cb);
       };
     },
-    async migrate() {
+    async migrate(migrationsFolder = MIGRATIONS_DIR) {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
       try {
         await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-        await migratePg(drizzlePg({ client }), { migrationsFolder: MIGRATIONS_DIR });
+        await migratePg(drizzlePg({ client }), { migrationsFolder });
       } finally {
         await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
         await client.end();
@@ -197,8 +198,8 @@ export async function openPglite(opts: {
         await unlisten();
       };
     },
-    async migrate() {
-      await migratePglite(drizzlePglite({ client }), { migrationsFolder: opts.migrationsDir ?? MIGRATIONS_DIR });
+    async migrate(migrationsFolder = opts.migrationsDir ?? MIGRATIONS_DIR) {
+      await migratePglite(drizzlePglite({ client }), { migrationsFolder });
     },
     async close() {
       if (!client.closed) await client.close();

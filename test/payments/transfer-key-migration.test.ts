@@ -1,7 +1,8 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, createTestDatabase, dbKind, type TestApp, type TestDatabase } from '../harness.js';
 import { MIGRATIONS_DIR } from '../helpers/sql-functions.js';
@@ -176,13 +177,21 @@ describe(`migration 0025 (transfer_key) on existing notes (${dbKind()})`, () => 
     const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8')) as {
       entries: { tag: string; when: number }[];
     };
-    const entry = journal.entries.find((e) => e.tag === '0025_transfer_key')!;
-    // The migrator runs what comes after its newest record: 0025 and every later migration run again.
+    const at = journal.entries.findIndex((e) => e.tag === '0025_transfer_key');
+    const entry = journal.entries[at]!;
+    // The migrator runs what comes after its newest record. A database from before 0025 knows no later migration:
+    // the records from 0025 on go, and the migrations folder ends at 0025, so that 0025 alone runs again.
     await run(`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= ${entry.when}`);
+    const upTo0025 = fs.mkdtempSync(path.join(os.tmpdir(), 'rg-migrations-'));
+    onTestFinished(() => fs.rmSync(upTo0025, { recursive: true, force: true }));
+    fs.mkdirSync(path.join(upTo0025, 'meta'));
+    const entries = journal.entries.slice(0, at + 1);
+    for (const e of entries) fs.copyFileSync(path.join(MIGRATIONS_DIR, `${e.tag}.sql`), path.join(upTo0025, `${e.tag}.sql`));
+    fs.writeFileSync(path.join(upTo0025, 'meta/_journal.json'), JSON.stringify({ ...journal, entries }));
     await setNote(one.payment_id, 'RGZZZZ-ZZZZ-ZZ');
     await setNote(two.payment_id, 'RG2222222222');
 
-    await tdb.database.migrate();
+    await tdb.database.migrate(upTo0025);
     expect(await rows(`SELECT 1 AS one FROM drizzle.__drizzle_migrations WHERE created_at = ${entry.when}`)).toEqual([{ one: 1 }]);
     expect((await requestsOf([one.payment_id, two.payment_id])).map((r) => [r.note, r.key])).toEqual([
       ['RGZZZZ-ZZZZ-ZZ', 'RG2222222222'],

@@ -202,9 +202,17 @@ const SELECT_EVENTS = sql`
          o.next_attempt_at, o.last_error, o.delivered_at, o.created_at, o.body
   FROM webhook_outbox o LEFT JOIN payment_requests p ON p.id = o.payment_request_id LEFT JOIN orders r ON r.id = o.order_id`;
 
-/** The newest events first, optionally of one status and of one kind. */
-export async function listEvents(db: Db, filter: { status?: OutboxStatus; kind?: EventKind }, limit: number): Promise<EventView[]> {
+/**
+ * The newest events first, optionally of one status and of one kind; `before` (an event_id) starts after that event,
+ * for keyset paging.
+ */
+export async function listEvents(
+  db: Db,
+  filter: { status?: OutboxStatus; kind?: EventKind; before?: string },
+  limit: number,
+): Promise<EventView[]> {
   const terms = [
+    ...(filter.before !== undefined ? [sql`o.id < (SELECT id FROM webhook_outbox WHERE event_id = ${filter.before})`] : []),
     ...(filter.status ? [sql`o.status = ${filter.status}`] : []),
     ...(filter.kind ? [filter.kind === 'order' ? sql`o.user_id IS NOT NULL` : sql`o.client_id IS NOT NULL`] : []),
   ];

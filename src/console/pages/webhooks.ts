@@ -47,7 +47,8 @@ async function eventPage(ctx: Ctx, deps: ConsoleDeps, eventId: string, o: { noti
   const e = await deps.webhooks.show(eventId);
   const base = `/console/webhooks/${encodeURIComponent(e.event_id)}`;
   return {
-    title: `${t(T.name)} · ${e.event_id}`,
+    // The id is in the table, where it may wrap: a heading of one long word would widen a phone's page.
+    title: `${t(T.name)} · ${e.event}`,
     at: base,
     ...o,
     body: html`<div class="card"><table id="event"><tbody>

@@ -35,7 +35,8 @@ async function requestPage(ctx: Ctx, deps: ConsoleDeps, paymentId: string, o: { 
   const p = await deps.payments.adminShow(paymentId);
   const base = `/console/payments/requests/${encodeURIComponent(p.payment_id)}`;
   return {
-    title: `${t(T.requests)} · ${p.payment_id}`,
+    // The id is in the table, where it may wrap: a heading of one long word would widen a phone's page.
+    title: t(T.requests),
     at: base,
     ...o,
     body: html`${subnav(ctx, '/console/payments/requests')}<div class="card"><table id="payment"><tbody>

@@ -15,20 +15,31 @@ describe(`console catalogue page (${dbKind()})`, () => {
   });
 
   const product = async (id: string) =>
-    (await t.adminData<{ id: string; name: string; price: number; stock: number; hidden: boolean }[]>('GET', '/admin/v1/products')).find((p) => p.id === id)!;
+    (await t.adminData<{ id: string; name: string; price: number; stock: number; hidden: boolean }[]>('GET', '/admin/v1/products')).find(
+      (p) => p.id === id,
+    )!;
 
   it('creates a category and a product; the product opens on its page', async () => {
     expect((await post(t, v, '/console/catalogue/categories', { name: 'Game cards', sort: '3' })).statusCode).toBe(303);
     const [cat] = await t.adminData<{ id: string; name: string; sort: number }[]>('GET', '/admin/v1/categories');
     expect(cat).toMatchObject({ name: 'Game cards', sort: 3 });
-    const res = await post(t, v, '/console/catalogue/products', { category_id: cat!.id, name: 'Garena 100k', price: '98000.50', type: 'code', max_qty: '5' });
+    const res = await post(t, v, '/console/catalogue/products', {
+      category_id: cat!.id,
+      name: 'Garena 100k',
+      price: '98000.50',
+      type: 'code',
+      max_qty: '5',
+    });
     expect(res.statusCode, res.body).toBe(303);
     const id = /\/console\/catalogue\/products\/(\d+)/.exec(res.headers.location as string)![1]!;
     expect(await product(id)).toMatchObject({ name: 'Garena 100k', price: 98000.5, stock: 0, hidden: false });
     const page = await get(t, v, `/console/catalogue/products/${id}?lang=en`);
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('id="import-codes"');
-    expect((await auditRows(t, 'product.create'))[0]).toMatchObject({ actor: 'console', summary: { name: 'Garena 100k', price: '98000.50' } });
+    expect((await auditRows(t, 'product.create'))[0]).toMatchObject({
+      actor: 'console',
+      summary: { name: 'Garena 100k', price: '98000.50' },
+    });
     const list = await get(t, v, '/console/catalogue');
     expect(list.body).toContain(`id="product-${id}"`);
   });
@@ -46,7 +57,10 @@ describe(`console catalogue page (${dbKind()})`, () => {
   it('imports codes from an uploaded file: stock counts them, duplicates skipped, audited as codes.import by console', async () => {
     const cat = await makeCategory(t, 'Import');
     const p = await makeProduct(t, { category_id: cat.id, price: 10000 });
-    const res = await upload(t, v, `/console/catalogue/products/${p.id}/codes?lang=en`, { name: 'codes.txt', content: 'AAA-1\nBBB-2\nAAA-1\nCCC-3\n' });
+    const res = await upload(t, v, `/console/catalogue/products/${p.id}/codes?lang=en`, {
+      name: 'codes.txt',
+      content: 'AAA-1\nBBB-2\nAAA-1\nCCC-3\n',
+    });
     expect(res.statusCode, res.body).toBe(200);
     expect(noticeOf(res.body)).toBe('Imported: 3; duplicates skipped: 1; invalid lines: 0');
     expect(/id="stock">([^<]*)</.exec(res.body)![1]).toBe('3');
@@ -61,7 +75,13 @@ describe(`console catalogue page (${dbKind()})`, () => {
     const p = await makeProduct(t, { category_id: cat.id, price: 10000 });
     const bad = await upload(t, v, `/console/catalogue/products/${p.id}/codes`, { name: 'c.txt', content: 'X1\nX2\n' }, { csrf: null });
     expect(bad.statusCode).toBe(403);
-    const wrong = await upload(t, v, `/console/catalogue/products/${p.id}/codes`, { name: 'c.txt', content: 'X1\nX2\n' }, { csrf: 'forged' });
+    const wrong = await upload(
+      t,
+      v,
+      `/console/catalogue/products/${p.id}/codes`,
+      { name: 'c.txt', content: 'X1\nX2\n' },
+      { csrf: 'forged' },
+    );
     expect(wrong.statusCode).toBe(403);
     // 300 good codes past the 2048 bytes allowed: refused whole, as the admin API refuses it (its message names the limit).
     const list = Array.from({ length: 300 }, (_, i) => `CODE-${String(i).padStart(5, '0')}`).join('\n');
@@ -69,7 +89,10 @@ describe(`console catalogue page (${dbKind()})`, () => {
     expect(big.statusCode).toBe(413);
     expect(noticeOf(big.body, 'refusal')).toMatch(/too large|larger than 2048 bytes/);
     expect((await product(p.id)).stock).toBe(0);
-    const noSession = await upload(t, { cookie: 'rg_console=nope', csrf: v.csrf }, `/console/catalogue/products/${p.id}/codes`, { name: 'c.txt', content: 'Z1\n' });
+    const noSession = await upload(t, { cookie: 'rg_console=nope', csrf: v.csrf }, `/console/catalogue/products/${p.id}/codes`, {
+      name: 'c.txt',
+      content: 'Z1\n',
+    });
     expect(noSession.statusCode).toBe(401);
     expect((await product(p.id)).stock).toBe(0);
   });
@@ -81,7 +104,11 @@ describe(`console catalogue page (${dbKind()})`, () => {
     expect(refused.statusCode).toBe(400);
     expect(noticeOf(refused.body, 'refusal')).toBe(`Product ${p.id} is a file product; only code products hold codes`);
     const zip = Buffer.from('PK\u0003\u0004 a tiny archive');
-    const res = await upload(t, v, `/console/catalogue/products/${p.id}/files?lang=en`, { name: 'guide.zip', content: zip, type: 'application/zip' });
+    const res = await upload(t, v, `/console/catalogue/products/${p.id}/files?lang=en`, {
+      name: 'guide.zip',
+      content: zip,
+      type: 'application/zip',
+    });
     expect(res.statusCode, res.body).toBe(200);
     expect(noticeOf(res.body)).toBe(`File attached: guide.zip (${zip.length} B)`);
     const files = await t.adminData<{ filename: string; size_bytes: number }[]>('GET', `/admin/v1/products/${p.id}/files`);
@@ -99,7 +126,11 @@ describe(`console catalogue page (${dbKind()})`, () => {
     expect((await post(t, v, `/console/catalogue/products/${p.id}/update`, { price: '7500', name: 'Renamed' })).statusCode).toBe(200);
     expect(await product(p.id)).toMatchObject({ price: 7500, name: 'Renamed' });
     const rows = await auditRows(t, 'product.update');
-    expect(rows.slice(0, 3).map((r) => r.summary)).toEqual([{ fields: ['name', 'price'], name: 'Renamed', price: '7500' }, { fields: ['hidden'], hidden: false }, { fields: ['hidden'], hidden: true }]);
+    expect(rows.slice(0, 3).map((r) => r.summary)).toEqual([
+      { fields: ['name', 'price'], name: 'Renamed', price: '7500' },
+      { fields: ['hidden'], hidden: false },
+      { fields: ['hidden'], hidden: true },
+    ]);
     const api = await t.admin('PUT', `/admin/v1/overrides/${p.id}`, { fixed_price: '1' });
     const res = await post(t, v, `/console/catalogue/products/${p.id}/override`, { fixed_price: '1' });
     expect(res.statusCode).toBe(api.statusCode);

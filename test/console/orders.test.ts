@@ -14,7 +14,11 @@ describe(`console orders page (${dbKind()})`, () => {
     v = await signIn(t);
     const cat = await makeCategory(t, 'Orders');
     const p = await makeProduct(t, { category_id: cat.id, price: 1000 });
-    await importCodes(t, p.id, Array.from({ length: 10 }, (_, i) => `ORD-CODE-${i}`));
+    await importCodes(
+      t,
+      p.id,
+      Array.from({ length: 10 }, (_, i) => `ORD-CODE-${i}`),
+    );
     alice = await makeUser(t, { name: 'alice', balance: 100000 });
     bob = await makeUser(t, { name: 'bob', balance: 100000 });
     for (let i = 1; i <= 5; i++) {

@@ -1,9 +1,9 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, CHROMIUM_PATH, launchChromium } from '../helpers/browser.js';
-import { ADMIN_TOKEN, createTestApp, importCodes, makeCategory, makeProduct, makeUser, postOrder, type TestApp } from '../harness.js';
+import { ADMIN_TOKEN, createTestApp, makeCategory, makeProduct, makeUser, postOrder, type TestApp } from '../harness.js';
 import { makeMethod } from '../payments/helpers.js';
-import { approve, makeHookClient, outboxOf, pendingPayment, startReceiver, until } from '../webhooks/kit.js';
+import { makeHookClient, outboxOf, pendingPayment, startReceiver, until } from '../webhooks/kit.js';
 
 // The catalogue, orders, payments and webhooks pages in a real browser (docs/console.md), as console-browser.test.ts
 // tests the others: on a phone and a desktop, without JavaScript, one main action per page; no page wider than the
@@ -71,7 +71,11 @@ describe.runIf(available || process.env.CI === 'true')('console pages in chromiu
       await page.click('nav >> text=Catalogue');
       await check('catalogue');
       await page.click(`#product-${product.id} a`);
-      await page.setInputFiles('#import-codes input[type="file"]', { name: 'codes.txt', mimeType: 'text/plain', buffer: Buffer.from(`${name}-A\n${name}-B\n${name}-C\n${name}-A\n`) });
+      await page.setInputFiles('#import-codes input[type="file"]', {
+        name: 'codes.txt',
+        mimeType: 'text/plain',
+        buffer: Buffer.from(`${name}-A\n${name}-B\n${name}-C\n${name}-A\n`),
+      });
       await page.click('#import-codes button');
       expect(await page.textContent('.notice')).toBe('Imported: 3; duplicates skipped: 1; invalid lines: 0');
       expect(await page.textContent('#stock')).toBe('3');
@@ -79,7 +83,9 @@ describe.runIf(available || process.env.CI === 'true')('console pages in chromiu
 
       // Orders: find a user's order, refund it.
       const buyer = await makeUser(t, { name: `buyer-${name}`, balance: 100000 });
-      const order = (await postOrder(t, buyer.api_key, { product_id: product.id, quantity: 1, request_id: `br-${name}` })).json() as { order_code: string };
+      const order = (await postOrder(t, buyer.api_key, { product_id: product.id, quantity: 1, request_id: `br-${name}` })).json() as {
+        order_code: string;
+      };
       await page.click('nav >> text=Orders');
       await page.fill('input[name="user"]', buyer.name);
       await page.click('form[action="/console/orders"] button');
@@ -92,14 +98,20 @@ describe.runIf(available || process.env.CI === 'true')('console pages in chromiu
       await check('refund');
 
       // Payments: approve a client's access request (its secrets shown once), then a payment request of a client.
-      const filed = await t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', { name: `Shop ${name}`, domain: `${name}.example.com`, webhook_url: `https://hooks.${name}.example.com/pay` });
+      const filed = await t.adminData<{ id: number }>('POST', '/admin/v1/pay/clients', {
+        name: `Shop ${name}`,
+        domain: `${name}.example.com`,
+        webhook_url: `https://hooks.${name}.example.com/pay`,
+      });
       await page.click('nav >> text=Payments');
       await check('payments');
       await page.click(`a[href="/console/payments/clients/${filed.id}"]`);
       await page.fill('form[action$="/approve"] input[name="ips"]', '203.0.113.10');
       await page.click('form[action$="/approve"] button');
       expect(await page.textContent('#client-status')).toBe('active');
-      expect(await page.textContent('#shown-api_secret')).toBe((await t.adminData<{ api_secret: string }>('GET', `/admin/v1/pay/clients/${filed.id}`)).api_secret);
+      expect(await page.textContent('#shown-api_secret')).toBe(
+        (await t.adminData<{ api_secret: string }>('GET', `/admin/v1/pay/clients/${filed.id}`)).api_secret,
+      );
       await check('client approval');
       // The same page read again (a GET) has no secret on it.
       await page.goto(`${base}/console/payments/clients/${filed.id}`);
@@ -148,7 +160,14 @@ describe.runIf(available || process.env.CI === 'true')('console pages in chromiu
     await page.goto(`${base}/console`);
     await page.fill('input[name="token"]', ADMIN_TOKEN);
     await page.click('button[type="submit"]');
-    for (const path of ['/console/catalogue', '/console/orders', '/console/payments', '/console/payments/requests', '/console/payments/transactions', '/console/webhooks']) {
+    for (const path of [
+      '/console/catalogue',
+      '/console/orders',
+      '/console/payments',
+      '/console/payments/requests',
+      '/console/payments/transactions',
+      '/console/webhooks',
+    ]) {
       await page.goto(`${base}${path}`);
       expect(await page.evaluate(() => (window as unknown as { __csp?: string[] }).__csp ?? []), path).toEqual([]);
     }

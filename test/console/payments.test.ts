@@ -22,7 +22,11 @@ describe(`console payments pages (${dbKind()})`, () => {
   const secretOn = (body: string, name: string) => new RegExp(`id="shown-${name}">([^<]+)<`).exec(body)?.[1];
 
   it('files a client request, refuses an approval without IPs as the API does, approves with IPs: the secrets shown once', async () => {
-    const filed = await post(t, v, '/console/payments/clients', { name: 'Web shop', domain: 'shop.example.com', webhook_url: 'https://hooks.shop.example.com/pay' });
+    const filed = await post(t, v, '/console/payments/clients', {
+      name: 'Web shop',
+      domain: 'shop.example.com',
+      webhook_url: 'https://hooks.shop.example.com/pay',
+    });
     expect(filed.statusCode, filed.body).toBe(303);
     const id = /\/clients\/(\d+)$/.exec(filed.headers.location as string)![1]!;
     const api = await t.admin('POST', `/admin/v1/pay/clients/${id}/approve`, { ips: [] });
@@ -34,7 +38,10 @@ describe(`console payments pages (${dbKind()})`, () => {
 
     const approved = await post(t, v, `/console/payments/clients/${id}/approve`, { ips: '203.0.113.9, 127.0.0.1' });
     expect(approved.statusCode, approved.body).toBe(200);
-    const shown = await t.adminData<{ status: string; api_key: string; api_secret: string; webhook_secret: string; allowed_ips: string[] }>('GET', `/admin/v1/pay/clients/${id}`);
+    const shown = await t.adminData<{ status: string; api_key: string; api_secret: string; webhook_secret: string; allowed_ips: string[] }>(
+      'GET',
+      `/admin/v1/pay/clients/${id}`,
+    );
     expect(shown).toMatchObject({ status: 'active', allowed_ips: ['203.0.113.9', '127.0.0.1'] });
     expect(secretOn(approved.body, 'api_key')).toBe(shown.api_key);
     expect(secretOn(approved.body, 'api_secret')).toBe(shown.api_secret);
@@ -47,7 +54,10 @@ describe(`console payments pages (${dbKind()})`, () => {
 
     const rotated = await post(t, v, `/console/payments/clients/${id}/rotate-secret`, { grace_seconds: '60' });
     expect(rotated.statusCode).toBe(200);
-    const fresh = await t.adminData<{ api_secret: string; previous_secret_valid_until: string | null }>('GET', `/admin/v1/pay/clients/${id}`);
+    const fresh = await t.adminData<{ api_secret: string; previous_secret_valid_until: string | null }>(
+      'GET',
+      `/admin/v1/pay/clients/${id}`,
+    );
     expect(secretOn(rotated.body, 'api_secret')).toBe(fresh.api_secret);
     expect(fresh.api_secret).not.toBe(shown.api_secret);
     expect(fresh.previous_secret_valid_until).not.toBeNull();
@@ -72,7 +82,10 @@ describe(`console payments pages (${dbKind()})`, () => {
     const res = await post(t, v, `/console/payments/requests/${made[0]}/approve`);
     expect(res.statusCode, res.body).toBe(200);
     expect(/id="payment-status">([^<]*)</.exec(res.body)![1]).toBe('approved');
-    const detail = await t.adminData<{ status: string; transitions: { to_status: string; actor: string }[] }>('GET', `/admin/v1/pay/payments/${made[0]}`);
+    const detail = await t.adminData<{ status: string; transitions: { to_status: string; actor: string }[] }>(
+      'GET',
+      `/admin/v1/pay/payments/${made[0]}`,
+    );
     expect(detail.status).toBe('approved');
     expect(detail.transitions.at(-1)).toMatchObject({ to_status: 'approved', actor: 'console' });
     expect(res.body).toContain('<td>console</td>');

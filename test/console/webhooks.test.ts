@@ -28,7 +28,10 @@ describe(`console webhooks page (${dbKind()})`, () => {
   it('lists delivered events, shows the attempts of one, resends it (a second attempt, actor console)', async () => {
     const c = await makeHookClient(t, receiver.url);
     for (let i = 0; i < 3; i++) await approve(t, (await pendingPayment(t, c, 10000 + i)).payment_id);
-    await until(async () => (await outboxOf(t, c.id)).every((e) => e.status === 'delivered') && receiver.received.length === 3, 'three deliveries');
+    await until(
+      async () => (await outboxOf(t, c.id)).every((e) => e.status === 'delivered') && receiver.received.length === 3,
+      'three deliveries',
+    );
     const ids = (await outboxOf(t, c.id)).map((e) => e.event_id).reverse();
     const first = await get(t, v, '/console/webhooks?status=delivered&limit=2');
     expect(first.statusCode, first.body).toBe(200);

@@ -46,10 +46,16 @@ const listQuery = z.object({
 const codeParams = z.object({ code: z.string().min(1).max(64) });
 
 /** One order with its owner and its codes' state (never their values), and the refund form while it can be refunded. */
-async function orderPage(ctx: Ctx, deps: ConsoleDeps, code: string, o: { notice?: string; refusal?: string; status?: number } = {}): Promise<PageAnswer> {
+async function orderPage(
+  ctx: Ctx,
+  deps: ConsoleDeps,
+  code: string,
+  o: { notice?: string; refusal?: string; status?: number } = {},
+): Promise<PageAnswer> {
   const { t, lang, csrf, timeZone } = ctx;
   const order = await deps.delivery.adminShow(code);
-  const row = (label: string, value: unknown, id?: string) => html`<tr><th>${label}</th><td${id ? html` id="${id}"` : ''} class="wrap">${value as string}</td></tr>`;
+  const row = (label: string, value: unknown, id?: string) =>
+    html`<tr><th>${label}</th><td${id ? html` id="${id}"` : ''} class="wrap">${value as string}</td></tr>`;
   return {
     title: `${t(T.name)} · ${order.order_code}`,
     at: `/console/orders/${encodeURIComponent(order.order_code)}`,
@@ -83,7 +89,11 @@ export const ordersPage: ConsolePage = {
       // An order code typed in the search opens that order.
       const code = textField(q.code);
       if (code) return { redirect: `/console/orders/${encodeURIComponent(code.slice(0, 64))}` };
-      const f = ctx.parse(listQuery, { user: textField(q.user), request_id: textField(q.request_id), status: textField(q.status), before: textField(q.before) }, 'querystring');
+      const f = ctx.parse(
+        listQuery,
+        { user: textField(q.user), request_id: textField(q.request_id), status: textField(q.status), before: textField(q.before) },
+        'querystring',
+      );
       if (!f.ok) throw Object.assign(new Error(f.message), { statusCode: f.status });
       const limit = limitOf(ctx);
       const userId = f.value.user !== undefined ? (await deps.users.find(f.value.user)).id : undefined;
@@ -102,7 +112,9 @@ export const ordersPage: ConsolePage = {
 <button type="submit">${t(T.search)}</button></form>
 <div class="card"><div class="scroll"><table id="orders"><thead><tr><th>${t(T.code)}</th><th>${t(T.requestId)}</th><th>#</th><th>${t(T.product)}</th><th class="num">${t(T.qty)}</th><th class="num">${t(T.total)}</th><th>${t(T.status)}</th><th>${t(T.at)}</th></tr></thead><tbody>
 ${page.rows.map(
-  (o) => html`<tr><td><a href="/console/orders/${encodeURIComponent(o.order_code)}">${o.order_code}</a></td><td class="wrap">${o.request_id ?? ''}</td><td>${o.user_id}</td><td>${o.product_name}</td>
+  (
+    o,
+  ) => html`<tr><td><a href="/console/orders/${encodeURIComponent(o.order_code)}">${o.order_code}</a></td><td class="wrap">${o.request_id ?? ''}</td><td>${o.user_id}</td><td>${o.product_name}</td>
 <td class="num">${o.quantity}</td><td class="num">${moneyText(o.total, lang)}</td><td>${o.status}${o.stuck ? ' ⚠' : ''}</td><td>${timeText(o.created_at, lang, timeZone)}</td></tr>`,
 )}
 </tbody></table></div>${page.rows.length === 0 ? html`<p>${t(T.none)}</p>` : ''}${pager(ctx, page.next)}</div>`,
@@ -111,7 +123,9 @@ ${page.rows.map(
     r.get('/console/orders/:code', async (ctx) => orderPage(ctx, deps, orThrow(ctx.parse(codeParams, ctx.params, 'params')).code));
     r.post('/console/orders/:code/refund', async (ctx) => {
       const { code } = orThrow(ctx.parse(codeParams, ctx.params, 'params'));
-      const done = await ctx.action('adminRefundOrder', { params: { code } }, async () => orderSummary(await deps.orders.refund(code, CONSOLE_ACTOR)));
+      const done = await ctx.action('adminRefundOrder', { params: { code } }, async () =>
+        orderSummary(await deps.orders.refund(code, CONSOLE_ACTOR)),
+      );
       if (!done.ok) return orderPage(ctx, deps, code, { refusal: done.message, status: done.status });
       return orderPage(ctx, deps, code, { notice: `${ctx.t(T.refunded)}: ${moneyText(done.value.total, ctx.lang)}` });
     });

@@ -42,7 +42,12 @@ const targetOf = (e: { client_id: number | null; user_id: number | null; payment
     : html`<a href="/console/users/${e.user_id ?? ''}">user #${e.user_id ?? ''}</a> ${e.order_code ?? ''}`;
 
 /** One event: its state, the body as sent, every attempt, and Resend while it is delivered or dead. */
-async function eventPage(ctx: Ctx, deps: ConsoleDeps, eventId: string, o: { notice?: string; refusal?: string; status?: number } = {}): Promise<PageAnswer> {
+async function eventPage(
+  ctx: Ctx,
+  deps: ConsoleDeps,
+  eventId: string,
+  o: { notice?: string; refusal?: string; status?: number } = {},
+): Promise<PageAnswer> {
   const { t, lang, csrf, timeZone } = ctx;
   const e = await deps.webhooks.show(eventId);
   const base = `/console/webhooks/${encodeURIComponent(e.event_id)}`;
@@ -59,7 +64,8 @@ async function eventPage(ctx: Ctx, deps: ConsoleDeps, eventId: string, o: { noti
 ${e.status === 'pending' ? '' : html`<form method="post" action="${base}/resend">${csrfField(csrf)}<button type="submit">${t(T.resend)}</button></form>`}</div>
 <div class="card"><h2>${t(T.attemptLog)}</h2><div class="scroll"><table id="attempts"><thead><tr><th>#</th><th>${t(T.at)}</th><th>${t(T.code)}</th><th class="num">${t(T.latency)}</th><th>${t(T.answer)}</th><th>${t(T.lastError)}</th></tr></thead><tbody>
 ${e.attempt_log.map(
-  (a) => html`<tr><td>${a.attempt}</td><td>${timeText(a.at, lang, timeZone)}</td><td>${a.status_code ?? ''}</td><td class="num">${a.latency_ms}</td><td class="wrap">${a.response ?? ''}</td><td class="wrap">${a.error ?? ''}</td></tr>`,
+  (a) =>
+    html`<tr><td>${a.attempt}</td><td>${timeText(a.at, lang, timeZone)}</td><td>${a.status_code ?? ''}</td><td class="num">${a.latency_ms}</td><td class="wrap">${a.response ?? ''}</td><td class="wrap">${a.error ?? ''}</td></tr>`,
 )}
 </tbody></table></div></div>
 <div class="card"><h2>${t(T.body)}</h2><p class="secret">${e.body}</p></div>`,
@@ -84,7 +90,9 @@ export const webhooksPage: ConsolePage = {
 <label>${t(T.kind)}<select name="kind">${options(EVENT_KINDS, f.value.kind, t(T.all))}</select></label><button type="submit">${t(T.filter)}</button></form>
 <div class="card"><div class="scroll"><table id="events"><thead><tr><th>event_id</th><th>${t(T.event)}</th><th>${t(T.target)}</th><th>${t(T.status)}</th><th class="num">${t(T.attempts)}</th><th>${t(T.lastError)}</th><th>${t(T.created)}</th></tr></thead><tbody>
 ${page.rows.map(
-  (e) => html`<tr><td class="wrap"><a href="/console/webhooks/${encodeURIComponent(e.event_id)}">${e.event_id}</a></td><td>${e.event}</td><td class="wrap">${targetOf(e)}</td><td>${e.status}</td>
+  (
+    e,
+  ) => html`<tr><td class="wrap"><a href="/console/webhooks/${encodeURIComponent(e.event_id)}">${e.event_id}</a></td><td>${e.event}</td><td class="wrap">${targetOf(e)}</td><td>${e.status}</td>
 <td class="num">${e.attempts}</td><td class="wrap">${e.last_error ?? ''}</td><td>${timeText(e.created_at, lang, timeZone)}</td></tr>`,
 )}
 </tbody></table></div>${page.rows.length === 0 ? html`<p>${t(T.none)}</p>` : ''}${pager(ctx, page.next)}</div>`,

@@ -27,11 +27,12 @@ export function registerCatalogueList(r: ConsoleRouter, deps: ConsoleDeps): void
       ...o,
       body: html`<div class="card"><h2>${t(T.categories)}</h2><div class="scroll"><table id="categories"><thead><tr><th>#</th><th>${t(T.title)}</th><th>${t(T.parent)}</th><th>${t(T.source)}</th><th>${t(T.markup)}</th></tr></thead><tbody>
 ${cats.map(
-  (c) => html`<tr><td>${c.id}</td><td>${c.name}</td><td>${c.parent_id ? nameOf.get(c.parent_id) ?? c.parent_id : ''}</td><td>${c.source}</td><td>${
-    c.source === 'api'
-      ? html`<form method="post" action="/console/catalogue/categories/${c.id}/markup" class="fields">${csrfField(csrf)}<input name="markup_percent" inputmode="decimal" size="6" aria-label="${t(T.markup)}" value="${markupOf.get(c.id) ?? ''}"><button type="submit" class="quiet">${t(T.setMarkup)}</button></form>`
-      : ''
-  }</td></tr>`,
+  (c) =>
+    html`<tr><td>${c.id}</td><td>${c.name}</td><td>${c.parent_id ? (nameOf.get(c.parent_id) ?? c.parent_id) : ''}</td><td>${c.source}</td><td>${
+      c.source === 'api'
+        ? html`<form method="post" action="/console/catalogue/categories/${c.id}/markup" class="fields">${csrfField(csrf)}<input name="markup_percent" inputmode="decimal" size="6" aria-label="${t(T.markup)}" value="${markupOf.get(c.id) ?? ''}"><button type="submit" class="quiet">${t(T.setMarkup)}</button></form>`
+        : ''
+    }</td></tr>`,
 )}
 </tbody></table></div>${cats.length === 0 ? html`<p>${t(T.noCategories)}</p>` : ''}
 <form method="post" action="/console/catalogue/categories">${csrfField(csrf)}<div class="fields">
@@ -40,7 +41,9 @@ ${cats.map(
 <label>${t(T.sort)}<input name="sort" inputmode="numeric" size="5"></label><button type="submit">${t(T.newCategory)}</button></div></form></div>
 <div class="card"><h2>${t(T.products)}</h2><div class="scroll"><table id="products"><thead><tr><th>#</th><th>${t(T.title)}</th><th>${t(T.category)}</th><th>${t(T.type)}</th><th class="num">${t(T.price)}</th><th class="num">${t(T.stock)}</th><th>${t(T.status)}</th><th>${t(T.source)}</th></tr></thead><tbody>
 ${products.map(
-  (p) => html`<tr id="product-${p.id}"><td>${p.id}</td><td><a href="/console/catalogue/products/${p.id}">${p.name}</a>${p.hidden ? html` <span class="muted">(${t(T.hidden)})</span>` : ''}</td>
+  (
+    p,
+  ) => html`<tr id="product-${p.id}"><td>${p.id}</td><td><a href="/console/catalogue/products/${p.id}">${p.name}</a>${p.hidden ? html` <span class="muted">(${t(T.hidden)})</span>` : ''}</td>
 <td>${nameOf.get(p.category_id) ?? p.category_id}</td><td>${p.type}</td><td class="num">${moneyText(p.price, lang)}</td><td class="num stock">${countText(p.stock, lang)}</td><td>${p.status}</td><td>${p.source}</td></tr>`,
 )}
 </tbody></table></div>${products.length === 0 ? html`<p>${t(T.noProducts)}</p>` : ''}</div>
@@ -60,7 +63,10 @@ ${products.map(
 
   r.get('/console/catalogue', async (ctx) => list(ctx, ctx.query.done ? { notice: ctx.t(T.done) } : {}));
   r.post('/console/catalogue/categories', async (ctx) => {
-    const body = ctx.parse(categoryCreateBody, given({ name: ctx.form.name ?? '', parent_id: textField(ctx.form.parent_id), sort: numberField(ctx.form.sort) }));
+    const body = ctx.parse(
+      categoryCreateBody,
+      given({ name: ctx.form.name ?? '', parent_id: textField(ctx.form.parent_id), sort: numberField(ctx.form.sort) }),
+    );
     if (!body.ok) return list(ctx, { refusal: body.message, status: body.status });
     const done = await ctx.action('adminCreateCategory', { body: body.value }, () => deps.catalog.createCategory(body.value));
     if (!done.ok) return list(ctx, { refusal: done.message, status: done.status });
@@ -70,7 +76,9 @@ ${products.map(
     const { id } = orThrow(ctx.parse(productIdParams, ctx.params, 'params'));
     const body = ctx.parse(categoryOverrideBody, { markup_percent: textField(ctx.form.markup_percent) ?? null });
     if (!body.ok) return list(ctx, { refusal: body.message, status: body.status });
-    const done = await ctx.action('adminSetCategoryOverride', { params: { id }, body: body.value }, () => deps.sourceOverrides.setCategory(id, body.value));
+    const done = await ctx.action('adminSetCategoryOverride', { params: { id }, body: body.value }, () =>
+      deps.sourceOverrides.setCategory(id, body.value),
+    );
     if (!done.ok) return list(ctx, { refusal: done.message, status: done.status });
     return { redirect: '/console/catalogue?done=1' };
   });

@@ -67,13 +67,22 @@ export function registerCatalogueProduct(r: ConsoleRouter, deps: ConsoleDeps): v
     return productPage(ctx, deps, id, { notice: notice ? notice(done.value) : ctx.t(T.done) });
   }
 
-  r.get('/console/catalogue/products/:id', async (ctx) => productPage(ctx, deps, idOf(ctx), ctx.query.done ? { notice: ctx.t(T.done) } : {}));
+  r.get('/console/catalogue/products/:id', async (ctx) =>
+    productPage(ctx, deps, idOf(ctx), ctx.query.done ? { notice: ctx.t(T.done) } : {}),
+  );
   r.post('/console/catalogue/products/:id/update', async (ctx) => {
     const id = idOf(ctx);
     const f = ctx.form;
-    const body = ctx.parse(productUpdateBody, given({ name: textField(f.name), price: textField(f.price), min_qty: numberField(f.min_qty), max_qty: numberField(f.max_qty) }));
+    const body = ctx.parse(
+      productUpdateBody,
+      given({ name: textField(f.name), price: textField(f.price), min_qty: numberField(f.min_qty), max_qty: numberField(f.max_qty) }),
+    );
     if (!body.ok) return after(ctx, id, body);
-    return after(ctx, id, await ctx.action('adminUpdateProduct', { params: { id }, body: body.value }, () => deps.catalog.updateProduct(id, body.value)));
+    return after(
+      ctx,
+      id,
+      await ctx.action('adminUpdateProduct', { params: { id }, body: body.value }, () => deps.catalog.updateProduct(id, body.value)),
+    );
   });
   // Hiding a local product is its own field; a source product is hidden by its override, as the CLI does it.
   for (const [verb, hidden] of [
@@ -94,9 +103,16 @@ export function registerCatalogueProduct(r: ConsoleRouter, deps: ConsoleDeps): v
   r.post('/console/catalogue/products/:id/override', async (ctx) => {
     const id = idOf(ctx);
     const f = ctx.form;
-    const body = ctx.parse(overrideBody, given({ price_adjust: textField(f.price_adjust), fixed_price: textField(f.fixed_price), name: textField(f.name) }));
+    const body = ctx.parse(
+      overrideBody,
+      given({ price_adjust: textField(f.price_adjust), fixed_price: textField(f.fixed_price), name: textField(f.name) }),
+    );
     if (!body.ok) return after(ctx, id, body);
-    return after(ctx, id, await ctx.action('adminSetOverride', { params: { id }, body: body.value }, () => deps.sourceOverrides.set(id, body.value)));
+    return after(
+      ctx,
+      id,
+      await ctx.action('adminSetOverride', { params: { id }, body: body.value }, () => deps.sourceOverrides.set(id, body.value)),
+    );
   });
   r.post('/console/catalogue/products/:id/override/clear', async (ctx) => {
     const id = idOf(ctx);
@@ -114,9 +130,16 @@ export function registerCatalogueProduct(r: ConsoleRouter, deps: ConsoleDeps): v
     async (ctx) => {
       const id = idOf(ctx);
       const file = fileOf(ctx);
-      const done = await ctx.action('adminImportCodes', { params: { id } }, () => deps.catalog.importCodes(id, linesOf(file.stream, deps.uploadMaxBytes)));
+      const done = await ctx.action('adminImportCodes', { params: { id } }, () =>
+        deps.catalog.importCodes(id, linesOf(file.stream, deps.uploadMaxBytes)),
+      );
       file.stream.resume();
-      return after(ctx, id, done, (v) => `${ctx.t(T.imported)}: ${v.imported}; ${ctx.t(T.skipped)}: ${v.skipped}; ${ctx.t(T.invalid)}: ${v.invalid}`);
+      return after(
+        ctx,
+        id,
+        done,
+        (v) => `${ctx.t(T.imported)}: ${v.imported}; ${ctx.t(T.skipped)}: ${v.skipped}; ${ctx.t(T.invalid)}: ${v.invalid}`,
+      );
     },
     { maxBytes: deps.uploadMaxBytes },
   );

@@ -13,7 +13,13 @@ type Shown = { notice?: string; refusal?: string; status?: number };
 
 /** The credentials of an approval or a rotation, on that answer only (never on a GET, never in a URL). */
 function secrets(ctx: Ctx, c: PayClientView | undefined): Html | string {
-  const items = c ? ([['api_key', c.api_key], ['api_secret', c.api_secret], ['webhook_secret', c.webhook_secret]] as const) : [];
+  const items = c
+    ? ([
+        ['api_key', c.api_key],
+        ['api_secret', c.api_secret],
+        ['webhook_secret', c.webhook_secret],
+      ] as const)
+    : [];
   const shown = items.filter(([, v]) => v);
   if (shown.length === 0) return '';
   return html`<div class="card" id="shown-secrets"><p class="label">${ctx.t(T.secretsOnce)}</p>${shown.map(
@@ -33,7 +39,8 @@ export function registerPayClients(r: ConsoleRouter, deps: ConsoleDeps): void {
       ...o,
       body: html`${subnav(ctx, '/console/payments')}<div class="card"><h2>${t(T.clients)}</h2><div class="scroll"><table id="clients"><thead><tr><th>#</th><th>${t(T.clientName)}</th><th>${t(T.domain)}</th><th>${t(T.status)}</th><th>${t(T.ips)}</th></tr></thead><tbody>
 ${clients.map(
-  (c) => html`<tr><td>${c.id}</td><td><a href="/console/payments/clients/${c.id}">${c.name}</a></td><td class="wrap">${c.domain}</td><td>${c.status}</td><td class="wrap">${c.allowed_ips.join(', ')}</td></tr>`,
+  (c) =>
+    html`<tr><td>${c.id}</td><td><a href="/console/payments/clients/${c.id}">${c.name}</a></td><td class="wrap">${c.domain}</td><td>${c.status}</td><td class="wrap">${c.allowed_ips.join(', ')}</td></tr>`,
 )}
 </tbody></table></div>${clients.length === 0 ? html`<p>${t(T.none)}</p>` : ''}</div>
 <form class="card" method="post" action="/console/payments/clients"><h2>${t(T.newRequest)}</h2>${csrfField(csrf)}<div class="fields">
@@ -82,7 +89,12 @@ ${client.status === 'requested' ? approve : manage}`,
   r.get('/console/payments', async (ctx) => list(ctx));
   r.post('/console/payments/clients', async (ctx) => {
     const f = ctx.form;
-    const body = ctx.parse(clientRequestBody, { name: f.name ?? '', domain: f.domain ?? '', webhook_url: f.webhook_url ?? '', ips: ipsOf(f.ips) });
+    const body = ctx.parse(clientRequestBody, {
+      name: f.name ?? '',
+      domain: f.domain ?? '',
+      webhook_url: f.webhook_url ?? '',
+      ips: ipsOf(f.ips),
+    });
     if (!body.ok) return list(ctx, { refusal: body.message, status: body.status });
     const done = await ctx.action('adminPayClientRequest', { body: body.value }, () => deps.payClients.request(body.value));
     if (!done.ok) return list(ctx, { refusal: done.message, status: done.status });
@@ -91,16 +103,28 @@ ${client.status === 'requested' ? approve : manage}`,
   r.get('/console/payments/clients/:id', async (ctx) => clientPage(ctx, idOf(ctx)));
   r.post('/console/payments/clients/:id/approve', async (ctx) => {
     const id = idOf(ctx);
-    const body = ctx.parse(clientApproveBody, { ips: ipsOf(ctx.form.ips), ...(ctx.form.allow_private_targets === 'true' ? { allow_private_targets: true } : {}) });
+    const body = ctx.parse(clientApproveBody, {
+      ips: ipsOf(ctx.form.ips),
+      ...(ctx.form.allow_private_targets === 'true' ? { allow_private_targets: true } : {}),
+    });
     if (!body.ok) return after(ctx, id, body);
-    return after(ctx, id, await ctx.action('adminPayClientApprove', { params: { id }, body: body.value }, () => deps.payClients.approve(id, body.value)), true);
+    return after(
+      ctx,
+      id,
+      await ctx.action('adminPayClientApprove', { params: { id }, body: body.value }, () => deps.payClients.approve(id, body.value)),
+      true,
+    );
   });
   r.post('/console/payments/clients/:id/ips', async (ctx) => {
     const id = idOf(ctx);
     const ips = ipsOf(ctx.form.ips);
     const body = ctx.parse(clientApproveBody.pick({ ips: true }), { ips });
     if (!body.ok) return after(ctx, id, body);
-    return after(ctx, id, await ctx.action('adminPayClientSetIps', { params: { id }, body: { ips } }, () => deps.payClients.setIps(id, ips)));
+    return after(
+      ctx,
+      id,
+      await ctx.action('adminPayClientSetIps', { params: { id }, body: { ips } }, () => deps.payClients.setIps(id, ips)),
+    );
   });
   for (const [verb, enabled, op] of [
     ['disable', false, 'adminPayClientDisable'],

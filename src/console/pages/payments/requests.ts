@@ -22,15 +22,24 @@ const VERBS = [
 const FINAL = new Set(['approved', 'rejected', 'cancelled', 'expired']);
 
 const statusFilter = <S extends string>(all: readonly S[], ctx: Ctx, name = 'status') => {
-  const parsed = z.enum(all as unknown as [S, ...S[]]).optional().safeParse(textField(ctx.query[name]));
-  if (!parsed.success) throw Object.assign(new Error(`Invalid querystring: querystring.${name} must be one of ${all.join(', ')}`), { statusCode: 400 });
+  const parsed = z
+    .enum(all as unknown as [S, ...S[]])
+    .optional()
+    .safeParse(textField(ctx.query[name]));
+  if (!parsed.success)
+    throw Object.assign(new Error(`Invalid querystring: querystring.${name} must be one of ${all.join(', ')}`), { statusCode: 400 });
   return parsed.data;
 };
 const options = (all: readonly string[], current: string | undefined, allText: string) =>
   html`<option value="">${allText}</option>${all.map((s) => html`<option${s === current ? html` selected` : ''}>${s}</option>`)}`;
 
 /** A payment request with its transitions, and the verbs its state still allows. */
-async function requestPage(ctx: Ctx, deps: ConsoleDeps, paymentId: string, o: { notice?: string; refusal?: string; status?: number } = {}): Promise<PageAnswer> {
+async function requestPage(
+  ctx: Ctx,
+  deps: ConsoleDeps,
+  paymentId: string,
+  o: { notice?: string; refusal?: string; status?: number } = {},
+): Promise<PageAnswer> {
   const { t, lang, csrf, timeZone } = ctx;
   const p = await deps.payments.adminShow(paymentId);
   const base = `/console/payments/requests/${encodeURIComponent(p.payment_id)}`;
@@ -66,7 +75,9 @@ export function registerPayRequests(r: ConsoleRouter, deps: ConsoleDeps): void {
 <label>${t(T.status)}<select name="status">${options(PAYMENT_STATUSES, status, t(T.all))}</select></label><button type="submit">${t(T.filter)}</button></form>
 <div class="card"><div class="scroll"><table id="payments"><thead><tr><th>payment_id</th><th>${t(T.invoice)}</th><th>${t(T.client)}</th><th class="num">${t(T.amount)}</th><th>${t(T.status)}</th><th>${t(T.created)}</th></tr></thead><tbody>
 ${page.rows.map(
-  (p) => html`<tr><td class="wrap"><a href="/console/payments/requests/${encodeURIComponent(p.payment_id)}">${p.payment_id}</a></td><td class="wrap">${p.merchant_invoice_id}</td><td>#${p.client_id}</td>
+  (
+    p,
+  ) => html`<tr><td class="wrap"><a href="/console/payments/requests/${encodeURIComponent(p.payment_id)}">${p.payment_id}</a></td><td class="wrap">${p.merchant_invoice_id}</td><td>#${p.client_id}</td>
 <td class="num">${moneyText(p.amount, lang)}</td><td>${p.status}</td><td>${timeText(p.created_at, lang, timeZone)}</td></tr>`,
 )}
 </tbody></table></div>${page.rows.length === 0 ? html`<p>${t(T.none)}</p>` : ''}${pager(ctx, page.next)}</div>`,
@@ -77,7 +88,9 @@ ${page.rows.map(
   for (const [verb, to, op] of VERBS) {
     r.post(`/console/payments/requests/:payment_id/${verb}`, async (ctx) => {
       const id = idOf(ctx);
-      const done = await ctx.action(op, { params: { payment_id: id } }, () => deps.payments.transition(id, to as PaymentStatus, CONSOLE_ACTOR));
+      const done = await ctx.action(op, { params: { payment_id: id } }, () =>
+        deps.payments.transition(id, to as PaymentStatus, CONSOLE_ACTOR),
+      );
       if (!done.ok) return requestPage(ctx, deps, id, { refusal: done.message, status: done.status });
       return requestPage(ctx, deps, id, { notice: `${ctx.t(T.done)}: ${to}` });
     });
@@ -94,7 +107,9 @@ ${page.rows.map(
 <label>${t(T.status)}<select name="status">${options(TRANSACTION_STATUSES, status, t(T.all))}</select></label><button type="submit">${t(T.filter)}</button></form>
 <div class="card"><div class="scroll"><table id="transactions"><thead><tr><th>#</th><th>${t(T.feed)}</th><th>${t(T.reference)}</th><th class="num">${t(T.amount)}</th><th>${t(T.content)}</th><th>${t(T.status)}</th><th>${t(T.payment)}</th></tr></thead><tbody>
 ${page.rows.map(
-  (x) => html`<tr><td>${x.id}</td><td>${x.feed}</td><td class="wrap">${x.reference ?? ''}</td><td class="num">${moneyText(x.amount, lang)}</td><td class="wrap">${x.content}</td><td>${x.status}</td>
+  (
+    x,
+  ) => html`<tr><td>${x.id}</td><td>${x.feed}</td><td class="wrap">${x.reference ?? ''}</td><td class="num">${moneyText(x.amount, lang)}</td><td class="wrap">${x.content}</td><td>${x.status}</td>
 <td class="wrap">${x.payment_id ? html`<a href="/console/payments/requests/${encodeURIComponent(x.payment_id)}">${x.payment_id}</a>` : ''}</td></tr>`,
 )}
 </tbody></table></div>${page.rows.length === 0 ? html`<p>${t(T.none)}</p>` : ''}${pager(ctx, page.next)}</div>`,

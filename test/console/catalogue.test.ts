@@ -136,4 +136,19 @@ describe(`console catalogue page (${dbKind()})`, () => {
     expect(res.statusCode).toBe(api.statusCode);
     expect(noticeOf(res.body, 'refusal')).toBe((api.json() as { message: string }).message);
   });
+
+  it('escapes what it shows; a markup on a local category is refused as the API refuses it', async () => {
+    const cat = await makeCategory(t, '<b>bold</b>');
+    const p = await makeProduct(t, { category_id: cat.id, name: '<script>alert(1)</script>', price: 1000 });
+    const list = await get(t, v, '/console/catalogue');
+    expect(list.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(list.body).not.toContain('<script>');
+    expect(list.body).not.toContain('<b>bold</b>');
+    expect((await get(t, v, `/console/catalogue/products/${p.id}`)).body).not.toContain('<script>');
+    const api = await t.admin('PUT', `/admin/v1/category-overrides/${cat.id}`, { markup_percent: '10' });
+    const res = await post(t, v, `/console/catalogue/categories/${cat.id}/markup`, { markup_percent: '10' });
+    expect(res.statusCode).toBe(api.statusCode);
+    expect(res.statusCode).toBeGreaterThanOrEqual(400);
+    expect(noticeOf(res.body, 'refusal')).toBe((api.json() as { message: string }).message);
+  });
 });

@@ -1,4 +1,6 @@
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, dbKind, makeCategory, makeProduct, type TestApp } from '../harness.js';
 import { auditRows, get, noticeOf, post, signIn, upload, type Visitor } from './kit.js';
 
@@ -150,5 +152,40 @@ describe(`console catalogue page (${dbKind()})`, () => {
     expect(res.statusCode).toBe(api.statusCode);
     expect(res.statusCode).toBeGreaterThanOrEqual(400);
     expect(noticeOf(res.body, 'refusal')).toBe((api.json() as { message: string }).message);
+  });
+
+  it('a source product: its override (price, hide, clear) and its category markup, as the admin API stores them', async () => {
+    const [cat] = rowsOf<{ id: number }>(
+      await t.deps.db.execute(sql`INSERT INTO categories (name, source, source_id) VALUES ('Source', 'source', 'sc-1') RETURNING id`),
+    );
+    const [sp] = rowsOf<{ id: number }>(
+      await t.deps.db.execute(sql`INSERT INTO products (category_id, name, search_text, type, price, source_id, source_stock, source_status)
+        VALUES (${cat!.id}, 'Src card', 'src card', 'code', 1000, 'sp-1', 5, 'in_stock') RETURNING id`),
+    );
+    const id = String(sp!.id);
+    const page = await get(t, v, `/console/catalogue/products/${id}`);
+    expect(page.body).toContain(`action="/console/catalogue/products/${id}/override"`);
+    expect(page.body).not.toContain('id="import-codes"');
+    expect((await post(t, v, `/console/catalogue/products/${id}/override`, { fixed_price: '1500' })).statusCode).toBe(200);
+    expect((await product(id)).price).toBe(1500);
+    expect((await post(t, v, `/console/catalogue/products/${id}/hide`)).statusCode).toBe(200);
+    expect((await product(id)).hidden).toBe(true);
+    const overrides = await t.adminData<{ products: { product_id: string; fixed_price: number; hidden: boolean }[] }>(
+      'GET',
+      '/admin/v1/overrides',
+    );
+    expect(overrides.products).toMatchObject([{ product_id: id, fixed_price: 1500, hidden: true }]);
+    expect((await auditRows(t, 'override.set'))[0]).toMatchObject({
+      actor: 'console',
+      target: `product:${id}`,
+      summary: { fields: ['hidden'], hidden: true },
+    });
+    expect((await post(t, v, `/console/catalogue/products/${id}/override/clear`)).statusCode).toBe(200);
+    expect(await product(id)).toMatchObject({ price: 1000, hidden: false });
+    expect((await post(t, v, `/console/catalogue/categories/${cat!.id}/markup`, { markup_percent: '10' })).statusCode).toBe(303);
+    expect((await product(id)).price).toBe(1100);
+    expect((await auditRows(t, 'category_override.set'))[0]).toMatchObject({ actor: 'console', target: `category:${cat!.id}` });
+    expect((await post(t, v, `/console/catalogue/categories/${cat!.id}/markup`, { markup_percent: '' })).statusCode).toBe(303);
+    expect((await product(id)).price).toBe(1000);
   });
 });

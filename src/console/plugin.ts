@@ -91,7 +91,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
       const c: LayoutContext = { lang, path, csrf: session.csrf, nav };
       seen.set(req, c);
       let form = method === 'POST' ? strings(req.body) : {};
-      // An upload's fields come before its file in the form, so its CSRF token is read before a byte of the file is.
+      // An upload's fields come before its file in the form: its CSRF token is checked before the file is used.
       let file: UploadedFile | null = null;
       if (upload && req.isMultipart()) {
         file = await uploadedFile(req, { fileSize: upload.maxBytes });

@@ -85,6 +85,17 @@ describe(`console catalogue page (${dbKind()})`, () => {
       { csrf: 'forged' },
     );
     expect(wrong.statusCode).toBe(403);
+    // A token sent after the file is not read: the file would have been used before the check.
+    const boundary = '----late-csrf';
+    const late = await t.request({
+      method: 'POST',
+      url: `/console/catalogue/products/${p.id}/codes`,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, cookie: v.cookie },
+      payload:
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.txt"\r\nContent-Type: text/plain\r\n\r\nX1\nX2\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n${v.csrf}\r\n--${boundary}--\r\n`,
+    });
+    expect(late.statusCode).toBe(403);
     // 300 good codes past the 2048 bytes allowed: refused whole, as the admin API refuses it (its message names the limit).
     const list = Array.from({ length: 300 }, (_, i) => `CODE-${String(i).padStart(5, '0')}`).join('\n');
     const big = await upload(t, v, `/console/catalogue/products/${p.id}/codes`, { name: 'big.txt', content: list });

@@ -59,9 +59,24 @@ const METHOD_RULES = {
   bank_bin: { pattern: '^[0-9]{6}$', description: 'the 6-digit NAPAS BIN of the bank', example: '970436' },
   account_number: { pattern: '^[0-9A-Za-z]{1,19}$', description: '1-19 letters or digits', example: '0123456789' },
 };
-const idParams = z.object({ id: z.string().min(1).max(12) });
+export const clientRequestBody = z.object({
+  name: z.string().min(1).max(100).meta({ example: 'Shop' }),
+  domain: z.string().min(1).max(253).meta({
+    description: 'a domain name such as shop.example.com (a scheme, a path, case and a final dot are dropped); an IP address: 400',
+    example: 'shop.example.com',
+  }),
+  webhook_url: z
+    .string()
+    .min(1)
+    .max(2000)
+    .meta({ description: 'an http(s) URL on the domain or a subdomain of it', example: 'https://hooks.shop.example.com/pay' }),
+  ips: ipsInput.optional(),
+});
+export const clientApproveBody = z.object({ ips: ipsInput.optional(), allow_private_targets: z.boolean().optional() });
+export const rotateSecretBody = z.object({ grace_seconds: z.number().int().min(0).max(2_592_000).default(0) });
+export const idParams = z.object({ id: z.string().min(1).max(12) });
 const codeParams = z.object({ code: z.string().min(1).max(32) });
-const paymentParams = z.object({ payment_id: z.string().min(1).max(64) });
+export const paymentParams = z.object({ payment_id: z.string().min(1).max(64) });
 const ACTIONS: Record<string, PaymentStatus> = { approve: 'approved', reject: 'rejected', report: 'payment_reported', cancel: 'cancelled' };
 
 /** Admin verbs of the payment API: clients, methods and payment state changes (part of the admin plugin). */
@@ -77,19 +92,7 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       tags,
       description:
         'An access request (status requested): the domain is a domain name (an IP address is refused, invalid_request) and the webhook URL must be on it or a subdomain of it (a dot boundary; case and a final dot do not count).',
-      body: z.object({
-        name: z.string().min(1).max(100).meta({ example: 'Shop' }),
-        domain: z.string().min(1).max(253).meta({
-          description: 'a domain name such as shop.example.com (a scheme, a path, case and a final dot are dropped); an IP address: 400',
-          example: 'shop.example.com',
-        }),
-        webhook_url: z
-          .string()
-          .min(1)
-          .max(2000)
-          .meta({ description: 'an http(s) URL on the domain or a subdomain of it', example: 'https://hooks.shop.example.com/pay' }),
-        ips: ipsInput.optional(),
-      }),
+      body: clientRequestBody,
       response: { 200: ok(clientView, 'The new client (status requested), under data.'), ...errs('invalid_request') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.request(req.body) }),
@@ -123,7 +126,7 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       description:
         'Issues API key, API secret and webhook secret (shown here); refused without at least one allowed IP, and for a request whose domain is an IP address (from before such domains were refused).',
       params: idParams,
-      body: z.object({ ips: ipsInput.optional(), allow_private_targets: z.boolean().optional() }),
+      body: clientApproveBody,
       response: {
         200: ok(clientView, 'The approved client with its new credentials, under data.'),
         ...errs('not_found', 'invalid_request', 'conflict'),
@@ -182,7 +185,7 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       tags,
       description: 'New API secret; the previous one stays valid for grace_seconds.',
       params: idParams,
-      body: z.object({ grace_seconds: z.number().int().min(0).max(2_592_000).default(0) }),
+      body: rotateSecretBody,
       response: {
         200: ok(clientView, 'The client with its new API secret, under data.'),
         ...errs('not_found', 'invalid_request', 'conflict'),

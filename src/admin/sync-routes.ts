@@ -47,7 +47,7 @@ const syncRun = z.object({
     .nullable()
     .describe('why a failed run stopped: too_many_pages, too_many_products, run_timeout, answer_too_large, timeout, ...'),
 });
-const overrideBody = z.object({
+export const overrideBody = z.object({
   // null sits on the number branch: OpenAPI 3.0 allows `nullable` only beside a `type` (redocly nullable-type-sibling).
   price_adjust: z
     .union([z.number().nullable(), z.string()])
@@ -63,6 +63,16 @@ const overrideBody = z.object({
   description: z.string().max(20_000).nullable().optional(),
   description2: z.string().max(20_000).nullable().optional(),
   hidden: z.boolean().nullable().optional().describe('true hides, false shows, null follows the source'),
+});
+export const categoryOverrideBody = z.object({
+  name: z.string().max(200).nullable().optional(),
+  hidden: z.boolean().nullable().optional(),
+  // null sits on the number branch: OpenAPI 3.0 allows `nullable` only beside a `type` (redocly nullable-type-sibling).
+  markup_percent: z
+    .union([z.number().nullable(), z.string()])
+    .transform((v) => (v === null ? null : String(v)))
+    .optional()
+    .describe('percentage >= 0 with at most 2 decimals, instead of price_markup_percent; null removes'),
 });
 const overrideView = z.object({
   product_id: z.string().nullable(),
@@ -165,16 +175,7 @@ export function registerAdminSyncRoutes(app: FastifyInstance, deps: AdminSyncDep
       description:
         "id = the category id our public API shows; hiding a category hides its products; markup_percent replaces price_markup_percent for its products (a product's own override still wins).",
       params: productIdParams,
-      body: z.object({
-        name: z.string().max(200).nullable().optional(),
-        hidden: z.boolean().nullable().optional(),
-        // null sits on the number branch: OpenAPI 3.0 allows `nullable` only beside a `type` (redocly nullable-type-sibling).
-        markup_percent: z
-          .union([z.number().nullable(), z.string()])
-          .transform((v) => (v === null ? null : String(v)))
-          .optional()
-          .describe('percentage >= 0 with at most 2 decimals, instead of price_markup_percent; null removes'),
-      }),
+      body: categoryOverrideBody,
       response: { 200: ok(categoryOverrideView, 'The category override as stored, under data.'), ...errs('invalid_request', 'not_found') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.sourceOverrides.setCategory(req.params.id, req.body) }),

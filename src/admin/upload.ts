@@ -4,7 +4,8 @@ import multipart, { type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../http/errors.js';
 
-export type UploadedFile = { filename: string; stream: Readable & { truncated?: boolean } };
+/** The file of a form, and the plain fields sent before it (a form's hidden fields precede its file input). */
+export type UploadedFile = { filename: string; stream: Readable & { truncated?: boolean }; fields: Record<string, string> };
 
 type Limits = { fileSize?: number };
 
@@ -59,8 +60,12 @@ export async function uploadedFile(req: FastifyRequest, limits: Limits = {}): Pr
     if (bodyComplete === null) fail(new AppError('invalid_request', 'The upload was interrupted before its end'));
   });
 
+  const fields: Record<string, string> = {};
   let r = await first;
-  while (!r.done && r.value.type !== 'file') r = await parts.next();
+  while (!r.done && r.value.type !== 'file') {
+    if (typeof r.value.value === 'string') fields[r.value.fieldname] = r.value.value;
+    r = await parts.next();
+  }
   if (r.done) throw new AppError('invalid_request', 'Send the upload as the multipart field `file`');
   const part = r.value as MultipartFile;
   const stream = part.file;
@@ -78,7 +83,7 @@ export async function uploadedFile(req: FastifyRequest, limits: Limits = {}): Pr
       if (next.value.type === 'file') next.value.file.resume();
     }
   })().catch(fail);
-  return { filename: part.filename, stream: out };
+  return { filename: part.filename, stream: out, fields };
 }
 
 /** Passes a stream through, failing it with payload_too_large past `max` bytes (the body limit does not apply to streams). */
@@ -102,7 +107,7 @@ function limitBytes(input: Readable, max: number): Readable {
 }
 
 /** Lines of an upload; readline starts when iteration starts, since lines it emits before that would be lost. */
-function linesOf(stream: Readable, maxBytes: number): AsyncIterable<string> {
+export function linesOf(stream: Readable, maxBytes: number): AsyncIterable<string> {
   return {
     async *[Symbol.asyncIterator]() {
       // A stream that already failed (over the size limit while the transaction was opening) never ends by itself.

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { AdminDeps } from '../admin/routes.js';
+import type { UploadedFile } from '../admin/upload.js';
 import type { Guard } from '../http/guard.js';
 import type { FactsSource } from '../ops/facts.js';
 import type { Clock } from '../shared/clock.js';
@@ -42,6 +43,8 @@ export type Ctx = {
   query: Record<string, string>;
   /** The form's fields (POST); empty for GET. */
   form: Record<string, string>;
+  /** An upload route's file (multipart field `file`), its CSRF token already checked; read it or resume it. */
+  file: UploadedFile | null;
   /** The session's CSRF token, for the forms of the page (csrfField). */
   csrf: string;
   /** display_timezone. */
@@ -59,7 +62,12 @@ export type Ctx = {
 export type Handler = (ctx: Ctx) => Promise<PageAnswer>;
 
 /** Routes of a page, all behind the session; `post` routes are refused 403 without the session's CSRF token. */
-export type ConsoleRouter = { get(path: string, handler: Handler): void; post(path: string, handler: Handler): void };
+export type ConsoleRouter = {
+  get(path: string, handler: Handler): void;
+  post(path: string, handler: Handler): void;
+  /** A form with a file (multipart), read as a stream of at most `maxBytes` (past it the stream says `truncated`). */
+  upload(path: string, handler: Handler, o: { maxBytes: number }): void;
+};
 
 /** One page of the console: its nav entry and its routes (src/console/pages/index.ts lists them). */
 export type ConsolePage = { href: string; name: Text; register(r: ConsoleRouter, deps: ConsoleDeps): void };

@@ -1,4 +1,6 @@
+import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { uploadedFile, type UploadedFile } from '../admin/upload.js';
 import { guardedMessage } from '../http/guard.js';
 import { safeEqual } from '../shared/crypto.js';
 import { createIpMatcher } from '../shared/ip.js';
@@ -35,6 +37,9 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
     for (const [k, v] of new URLSearchParams(body as string)) form[k] = v;
     done(null, form);
   });
+  // Upload forms (multipart) are read as a stream by their route alone (router.upload); any other route finds no
+  // `csrf` in such a body and refuses it.
+  await app.register(multipart, { limits: { fileSize: deps.uploadMaxBytes, files: 1, fields: 10 } });
 
   function langOf(req: FastifyRequest, reply: FastifyReply): Lang {
     const asked = (req.query as Record<string, unknown> | undefined)?.lang;
@@ -75,7 +80,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
     return id ? deps.sessions.touch(id) : null;
   }
 
-  function serve(method: 'GET' | 'POST', handler: Handler) {
+  function serve(method: 'GET' | 'POST', handler: Handler, upload?: { maxBytes: number }) {
     return async (req: FastifyRequest, reply: FastifyReply) => {
       const lang = langOf(req, reply);
       const path = pathOf(req);
@@ -89,9 +94,17 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
       // The layout's links (nav, the other language) go to pages: a form's own address answers only its POST.
       const c: LayoutContext = { lang, path: method === 'GET' ? path : '/console', csrf: session.csrf, nav };
       seen.set(req, c);
-      const form = method === 'POST' ? strings(req.body) : {};
-      if (method === 'POST' && !safeEqual(form.csrf ?? '', session.csrf))
+      let form = method === 'POST' ? strings(req.body) : {};
+      // An upload's fields come before its file in the form: its CSRF token is checked before the file is used.
+      let file: UploadedFile | null = null;
+      if (upload && req.isMultipart()) {
+        file = await uploadedFile(req, { fileSize: upload.maxBytes });
+        form = file.fields;
+      }
+      if (method === 'POST' && !safeEqual(form.csrf ?? '', session.csrf)) {
+        file?.stream.resume();
         return send(reply, 403, layout(c, COMMON.refused[lang], html``, { refusal: COMMON.badCsrf[lang] }));
+      }
       const ctx: Ctx = {
         req,
         lang,
@@ -100,6 +113,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
         params: strings(req.params),
         query: strings(req.query),
         form,
+        file,
         csrf: session.csrf,
         timeZone: await deps.settings.get('display_timezone'),
         action: (operationId, r, fn) => runAction(deps.db, req, operationId, r, fn),
@@ -148,6 +162,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
   const router = {
     get: (path: string, handler: Handler) => app.get(path, { schema: { hide: true } }, serve('GET', handler)),
     post: (path: string, handler: Handler) => app.post(path, { schema: { hide: true } }, serve('POST', handler)),
+    upload: (path: string, handler: Handler, o: { maxBytes: number }) => app.post(path, { schema: { hide: true } }, serve('POST', handler, o)),
   };
   for (const page of PAGES) page.register(router, deps);
 }

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, isNotNull, isNull, not } from 'drizzle-orm';
+import { and, asc, desc, eq, isNotNull, isNull, not, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { codes, orders, products, users } from '../db/schema/index.js';
 import { selectShown } from '../catalog/queries.js';
@@ -64,7 +64,8 @@ function upstreamState(o: OrderRow): { upstream_issue?: string | null; stuck?: b
   return { upstream_issue: o.upstreamIssue, stuck: o.status === 'pending' && o.upstreamStuckAt !== null };
 }
 
-export type AdminOrderFilter = { userId?: number; status?: OrderStatus; stuck?: boolean };
+/** `before` (an order code) starts after that order, for keyset paging on id; `requestId`: the reseller's own id of an order. */
+export type AdminOrderFilter = { userId?: number; status?: OrderStatus; stuck?: boolean; before?: string; requestId?: string };
 
 export type DeliveryDeps = {
   db: Db;
@@ -205,6 +206,8 @@ export function createDeliveryService(deps: DeliveryDeps) {
             filter.userId !== undefined ? eq(orders.userId, filter.userId) : undefined,
             filter.status !== undefined ? eq(orders.status, filter.status) : undefined,
             filter.stuck === undefined ? undefined : filter.stuck ? isStuck : not(isStuck!),
+            filter.before !== undefined ? sql`${orders.id} < (SELECT id FROM orders WHERE order_code = ${filter.before})` : undefined,
+            filter.requestId !== undefined ? eq(orders.requestId, filter.requestId) : undefined,
           ),
         )
         .orderBy(desc(orders.id))

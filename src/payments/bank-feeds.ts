@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { bankTransactions, paymentRequests } from '../db/schema/index.js';
 import { rowsOf, withTx } from '../db/tx.js';
@@ -165,8 +165,8 @@ export function createBankFeedsService(deps: {
       return result;
     },
 
-    /** The newest 200 stored notifications, optionally of one status. */
-    async list(status?: TransactionStatus): Promise<TransactionView[]> {
+    /** The newest stored notifications (200), optionally of one status; `before` (an id) starts after that one, for paging. */
+    async list(status?: TransactionStatus, page: { limit?: number; before?: number } = {}): Promise<TransactionView[]> {
       const rows = await db
         .select({
           id: bankTransactions.id,
@@ -179,9 +179,14 @@ export function createBankFeedsService(deps: {
         })
         .from(bankTransactions)
         .leftJoin(paymentRequests, eq(paymentRequests.id, bankTransactions.paymentRequestId))
-        .where(status ? eq(bankTransactions.status, status) : undefined)
+        .where(
+          and(
+            status ? eq(bankTransactions.status, status) : undefined,
+            page.before !== undefined ? lt(bankTransactions.id, page.before) : undefined,
+          ),
+        )
         .orderBy(desc(bankTransactions.id))
-        .limit(200);
+        .limit(page.limit ?? 200);
       return rows.map((r) => ({
         ...r,
         feed: r.feed as Feed,

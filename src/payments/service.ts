@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { paymentRequests, paymentTransitions } from '../db/schema/index.js';
@@ -13,6 +13,8 @@ import type { MethodsService } from './methods.js';
 import { createPrepare } from './prepare.js';
 import { CHECKOUT_TOKEN_MAX_LOOKUP } from './checkout-token.js';
 import { paymentView, type PaymentRow, type PaymentView } from './view.js';
+import { moneyOut } from '../shared/money.js';
+import type { PaymentStatus } from '../db/schema/payment-statuses.js';
 
 export type { CreateInput } from './create.js';
 export type { PaymentStatus } from '../db/schema/payment-statuses.js';
@@ -134,6 +136,30 @@ export function createPaymentsService(deps: PaymentsDeps) {
         if ((await prepare(p)).status !== 'preparing_payment') prepared++;
       }
       return { prepared, expired: await lifecycle.expireOverdue() };
+    },
+    /** Newest first, optionally of one status; `before` (a payment_id) starts after that request, for keyset paging. */
+    async adminList(filter: { status?: PaymentStatus; before?: string } = {}, limit = 50) {
+      const p = paymentRequests;
+      const rows = await db
+        .select({
+          payment_id: p.paymentId,
+          merchant_invoice_id: p.merchantInvoiceId,
+          client_id: p.clientId,
+          amount: p.amount,
+          status: p.status,
+          created_at: p.createdAt,
+          expires_at: p.expiresAt,
+        })
+        .from(p)
+        .where(
+          and(
+            filter.status !== undefined ? eq(p.status, filter.status) : undefined,
+            filter.before !== undefined ? sql`${p.id} < (SELECT id FROM payment_requests WHERE payment_id = ${filter.before})` : undefined,
+          ),
+        )
+        .orderBy(desc(p.id))
+        .limit(limit);
+      return rows.map((r) => ({ ...r, amount: moneyOut(r.amount), status: r.status as PaymentStatus }));
     },
     async adminShow(paymentId: string) {
       const [p] = await db.select().from(paymentRequests).where(eq(paymentRequests.paymentId, paymentId)).limit(1);

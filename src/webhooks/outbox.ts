@@ -204,14 +204,18 @@ const SELECT_EVENTS = sql`
          o.next_attempt_at, o.last_error, o.delivered_at, o.created_at, o.body
   FROM webhook_outbox o LEFT JOIN payment_requests p ON p.id = o.payment_request_id LEFT JOIN orders r ON r.id = o.order_id`;
 
-/** The newest events first, optionally of one status and of one kind; sandbox events only when `test` is true. */
+/**
+ * The newest events first, optionally of one status and of one kind; sandbox events only when `test` is true; `before`
+ * (an event_id) starts after that event, for keyset paging.
+ */
 export async function listEvents(
   db: Db,
-  filter: { status?: OutboxStatus; kind?: EventKind; test?: boolean },
+  filter: { status?: OutboxStatus; kind?: EventKind; test?: boolean; before?: string },
   limit: number,
 ): Promise<EventView[]> {
   const terms = [
     sql`o.test = ${filter.test === true}`,
+    ...(filter.before !== undefined ? [sql`o.id < (SELECT id FROM webhook_outbox WHERE event_id = ${filter.before})`] : []),
     ...(filter.status ? [sql`o.status = ${filter.status}`] : []),
     ...(filter.kind ? [filter.kind === 'order' ? sql`o.user_id IS NOT NULL` : sql`o.client_id IS NOT NULL`] : []),
   ];

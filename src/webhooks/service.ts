@@ -382,7 +382,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
   return {
     /** Cron: sends every due attempt (alongside a NOTIFY drain, if one runs: claims never overlap) and reports them. */
     deliverDue: (): Promise<DrainReport> => drain(),
-    async list(filter: { status?: OutboxStatus; kind?: EventKind; test?: boolean } = {}, limit = 200) {
+    async list(filter: { status?: OutboxStatus; kind?: EventKind; test?: boolean; before?: string } = {}, limit = 200) {
       return listEvents(db, filter, limit);
     },
     show,

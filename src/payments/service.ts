@@ -137,8 +137,11 @@ export function createPaymentsService(deps: PaymentsDeps) {
       }
       return { prepared, expired: await lifecycle.expireOverdue() };
     },
-    /** Newest first, optionally of one status; `before` (a payment_id) starts after that request, for keyset paging. */
-    async adminList(filter: { status?: PaymentStatus; before?: string } = {}, limit = 50) {
+    /**
+     * Newest first, optionally of one status; `before` (a payment_id) starts after that request, for keyset paging. Live
+     * requests, or sandbox ones with `test` (docs/sandbox-payments.md): an admin list never mixes the two worlds.
+     */
+    async adminList(filter: { status?: PaymentStatus; before?: string; test?: boolean } = {}, limit = 50) {
       const p = paymentRequests;
       const rows = await db
         .select({
@@ -153,6 +156,7 @@ export function createPaymentsService(deps: PaymentsDeps) {
         .from(p)
         .where(
           and(
+            eq(p.test, filter.test === true),
             filter.status !== undefined ? eq(p.status, filter.status) : undefined,
             filter.before !== undefined ? sql`${p.id} < (SELECT id FROM payment_requests WHERE payment_id = ${filter.before})` : undefined,
           ),

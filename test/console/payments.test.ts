@@ -4,6 +4,7 @@ import { rowsOf } from '../../src/db/tx.js';
 import { createTestApp, dbKind, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient } from '../payments/helpers.js';
 import { createPayment } from '../payments/kit.js';
+import { testCredsOf } from '../payments/sandbox-kit.js';
 import { auditRows, get, noticeOf, post, signIn, type Visitor } from './kit.js';
 
 // The payments pages (docs/console.md, "Payments"): clients, requests and the bank feed, through the admin API's services.
@@ -71,9 +72,12 @@ describe(`console payments pages (${dbKind()})`, () => {
     const c = await makePayClient(t, { domain: 'pay.example.com' });
     const made = [];
     for (let i = 0; i < 3; i++) made.push((await createPayment(t, c, { amount: 10000 + i })).payment_id);
+    // A sandbox request of the same client, made last: an admin list shows the live world only.
+    const sandbox = await createPayment(t, await testCredsOf(t, c), { amount: 20000 });
     const ids = (body: string) => [...body.matchAll(/<a href="\/console\/payments\/requests\/([^"]+)">/g)].map((m) => m[1]);
     const first = await get(t, v, '/console/payments/requests?status=pending_payment&limit=2');
     expect(ids(first.body)).toEqual([made[2], made[1]]);
+    expect(ids((await get(t, v, '/console/payments/requests')).body)).not.toContain(sandbox.payment_id);
     const next = /rel="next" href="([^"]+)"/.exec(first.body)![1]!.replaceAll('&amp;', '&');
     expect(next).toContain('status=pending_payment');
     expect(ids((await get(t, v, next)).body)).toEqual([made[0]]);

@@ -26,6 +26,10 @@ import {
   demoSeedResult,
   importResult,
   ledgerEntry,
+  testBalanceBody,
+  testBalanceResult,
+  testKeyView,
+  testListQuery,
   ok,
   productCreateBody,
   productIdParams,
@@ -203,11 +207,39 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     schema: {
       operationId: 'adminUserLedger',
       summary: "Read a user's ledger",
-      description: 'Last 50 balance movements, newest first.',
+      description: 'Last 50 balance movements, newest first; of the test balance with ?test=true.',
       params: userRefParams,
-      response: { 200: ok(z.array(ledgerEntry), 'The last 50 balance movements, newest first, under data.'), ...errs('not_found') },
+      querystring: testListQuery,
+      response: {
+        200: ok(z.array(ledgerEntry), 'The last 50 balance movements, newest first, under data.'),
+        ...errs('not_found', 'invalid_request'),
+      },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.users.ledger(req.params.ref) }),
+    handler: async (req) => ({ ok: true as const, data: await deps.users.ledger(req.params.ref, 50, req.query.test === true) }),
+  });
+  r.post('/admin/v1/users/:ref/test-key', {
+    schema: {
+      operationId: 'adminRotateTestKey',
+      summary: "Make or rotate a user's test key",
+      description: 'A sandbox key (rgk_test_...): test orders only, on the test balance (docs/sandbox-ordering.md). The previous test key stops at once.',
+      params: userRefParams,
+      response: { 200: ok(testKeyView, 'The new test key and the test balance, under data.'), ...errs('not_found') },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.rotateTestKey(req.params.ref) }),
+  });
+  r.put('/admin/v1/users/:ref/test-balance', {
+    schema: {
+      operationId: 'adminSetTestBalance',
+      summary: "Set a user's test balance",
+      description: 'Sets the balance test orders debit, with a test ledger row of the difference; no live amount moves.',
+      params: userRefParams,
+      body: testBalanceBody,
+      response: {
+        200: ok(testBalanceResult, 'The new test balance and its ledger row id, under data.'),
+        ...errs('not_found', 'invalid_request'),
+      },
+    },
+    handler: async (req) => ({ ok: true as const, data: await deps.users.setTestBalance(req.params.ref, req.body.amount, ACTOR) }),
   });
 
   r.get('/admin/v1/categories', {

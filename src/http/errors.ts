@@ -19,6 +19,8 @@ export const errorStatus = {
   not_found: 404,
   request_id_conflict: 409,
   internal_error: 500,
+  // the sandbox endpoints with a live key (docs/sandbox-ordering.md)
+  sandbox_only: 403,
   // catalogue sync (contract): a failed run, which changed nothing
   sync_failed: 502,
   // operations and admin

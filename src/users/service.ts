@@ -1,4 +1,4 @@
-import { asc, eq, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { balanceLedger, users } from '../db/schema/index.js';
 import { auditNote } from '../db/audit-scope.js';
@@ -7,13 +7,20 @@ import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { sha256Hex } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
-import { newApiKey, newWebhookSecret } from '../shared/ids.js';
+import { isTestApiKey, newApiKey, newTestApiKey, newWebhookSecret } from '../shared/ids.js';
 import { allowlistOf, createIpMatcher, type IpMatcher } from '../shared/ip.js';
 import { DomainError } from '../shared/domain-error.js';
 import type { JsonDecimal } from '../shared/json-exact.js';
 import { MONEY_LIMIT, MONEY_RE, compareMoney, moneyOut } from '../shared/money.js';
+import { setTestBalance } from './test-balance.js';
+import type { Mode } from '../shared/mode.js';
 
-export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher };
+export type { Mode };
+
+export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher; mode: Mode };
+
+/** The answer of `user test-key`: the new test key, shown in this answer (and by `user show`). */
+export type TestKeyView = { id: number; test_api_key: string; test_balance: JsonDecimal };
 
 export type UserView = {
   id: number;
@@ -26,6 +33,10 @@ export type UserView = {
   /** Where order callbacks go; null: none are sent (docs/webhooks.md, "Order callbacks"). */
   callback_url: string | null;
   allow_private_targets: boolean;
+  /** The sandbox key's hint, null until `user test-key` makes one; the key itself only where api_key is shown. */
+  test_api_key?: string | null;
+  test_api_key_hint: string | null;
+  test_balance: JsonDecimal;
   /** Only in the answer that made it (a first callback URL, or `user callback-secret`): shown once. */
   callback_secret?: string;
   created_at: string;
@@ -62,7 +73,7 @@ type UserSet = { [K in keyof typeof users.$inferInsert]?: (typeof users.$inferIn
 export type UsersDeps = { db: Db; cipher: Cipher; bus: EventBus; clock: Clock; authCacheMs?: number; authCacheMax?: number };
 
 function hintOf(key: string): string {
-  return `${key.slice(0, 4)}…${key.slice(-4)}`;
+  return `${key.slice(0, isTestApiKey(key) ? 9 : 4)}…${key.slice(-4)}`;
 }
 
 /** Users, their API keys, allowlists and balances; also the ordering API's key lookup, cached and invalidated on change. */
@@ -76,6 +87,12 @@ export function createUsersService(deps: UsersDeps) {
     .where(eq(users.id, sql.placeholder('userId')))
     .limit(1)
     .prepare('user_balance');
+  const testBalanceQuery = db
+    .select({ balance: users.testBalance })
+    .from(users)
+    .where(eq(users.id, sql.placeholder('userId')))
+    .limit(1)
+    .prepare('user_test_balance');
   const cacheMax = deps.authCacheMax ?? 10_000;
   // digest -> user (or null for an unknown key); dropped whole on any key/IP/enable change in any process.
   const authCache = new Map<string, { user: AuthUser | null; at: number }>();
@@ -92,15 +109,16 @@ export function createUsersService(deps: UsersDeps) {
     return hit && now - hit.at < cacheMs ? hit.user : undefined;
   };
   /** The database half of authenticate: reads the key's user and caches the answer unless a change raced it. */
-  async function lookup(digest: string, now: number): Promise<AuthUser | null> {
+  async function lookup(digest: string, mode: Mode, now: number): Promise<AuthUser | null> {
     const gen = generation;
+    // A key's prefix names its column: a live key can never start with the test prefix (src/shared/ids.ts).
     const rows = await db
       .select({ id: users.id, name: users.name, apiEnabled: users.apiEnabled, allowedIps: users.allowedIps })
       .from(users)
-      .where(eq(users.apiKeyHash, digest))
+      .where(eq(mode === 'test' ? users.testApiKeyHash : users.apiKeyHash, digest))
       .limit(1);
     const r = rows[0];
-    const user = r ? { id: r.id, name: r.name, apiEnabled: r.apiEnabled, ips: createIpMatcher(r.allowedIps) } : null;
+    const user = r ? { id: r.id, name: r.name, apiEnabled: r.apiEnabled, ips: createIpMatcher(r.allowedIps), mode } : null;
     if (gen === generation) {
       if (authCache.size >= cacheMax) authCache.clear();
       authCache.set(digest, { user, at: now });
@@ -119,6 +137,9 @@ export function createUsersService(deps: UsersDeps) {
       allowed_ips: row.allowedIps,
       callback_url: row.callbackUrl,
       allow_private_targets: row.allowPrivateTargets,
+      ...(withKey ? { test_api_key: row.testApiKeyEnc ? cipher.decrypt(row.testApiKeyEnc) : null } : {}),
+      test_api_key_hint: row.testApiKeyHint,
+      test_balance: moneyOut(row.testBalance),
       created_at: row.createdAt.toISOString(),
       updated_at: row.updatedAt.toISOString(),
     };
@@ -210,6 +231,14 @@ export function createUsersService(deps: UsersDeps) {
       const key = newApiKey();
       return update(ref, { apiKeyHash: sha256Hex(key), apiKeyEnc: cipher.encrypt(key), apiKeyHint: hintOf(key) });
     },
+    /** Makes or replaces the test key; the old one stops working on the very next request, as a rotated live key. */
+    async rotateTestKey(ref: string): Promise<TestKeyView> {
+      const key = newTestApiKey();
+      const u = await updateRow(ref, { testApiKeyHash: sha256Hex(key), testApiKeyEnc: cipher.encrypt(key), testApiKeyHint: hintOf(key) });
+      return { id: u.id, test_api_key: key, test_balance: moneyOut(u.testBalance) };
+    },
+    /** Sets the test balance (no live amount moves), with a test ledger row of the difference in the same transaction. */
+    setTestBalance: (ref: string, amount: string, actor: string) => setTestBalance(db, find, ref, amount, actor),
     async setEnabled(ref: string, enabled: boolean): Promise<UserView> {
       return update(ref, { apiEnabled: enabled });
     },
@@ -290,12 +319,13 @@ export function createUsersService(deps: UsersDeps) {
         return { user_id: user.id, amount: moneyOut(amount), balance: moneyOut(row.balance), ledger_id: ledger!.id };
       });
     },
-    async ledger(ref: string, limit = 50) {
+    /** The movements of one world: the live balance's, or the test balance's with `test`. */
+    async ledger(ref: string, limit = 50, test = false) {
       const user = await find(ref);
       const rows = await db
         .select()
         .from(balanceLedger)
-        .where(eq(balanceLedger.userId, user.id))
+        .where(and(eq(balanceLedger.userId, user.id), eq(balanceLedger.test, test)))
         .orderBy(sql`${balanceLedger.id} DESC`)
         .limit(limit);
       return rows.map((r) => ({
@@ -306,6 +336,7 @@ export function createUsersService(deps: UsersDeps) {
         ref: r.ref,
         note: r.note,
         actor: r.actor,
+        ...(r.test ? { test: true as const } : {}),
         created_at: r.createdAt.toISOString(),
       }));
     },
@@ -314,14 +345,14 @@ export function createUsersService(deps: UsersDeps) {
       const digest = sha256Hex(apiKey);
       const now = clock.now().getTime();
       const hit = cachedUser(digest, now);
-      return hit !== undefined ? hit : lookup(digest, now);
+      return hit !== undefined ? hit : lookup(digest, isTestApiKey(apiKey) ? 'test' : 'live', now);
     },
     /** The cached answer of authenticate(apiKey) without waiting: undefined when it would ask the database. */
     cachedAuthentication(apiKey: string): AuthUser | null | undefined {
       return cachedUser(sha256Hex(apiKey), clock.now().getTime());
     },
-    async balance(userId: number): Promise<JsonDecimal> {
-      const rows = await balanceQuery.execute({ userId });
+    async balance(userId: number, mode: Mode = 'live'): Promise<JsonDecimal> {
+      const rows = await (mode === 'test' ? testBalanceQuery : balanceQuery).execute({ userId });
       if (!rows[0]) throw new DomainError('unauthenticated', 'Unknown API key');
       return moneyOut(rows[0].balance);
     },

@@ -13,9 +13,9 @@ export const userView = z.object({
   callback_url: z.string().nullable().describe('where order callbacks go; null: none are sent'),
   allow_private_targets: z.boolean().describe('order callbacks may go to loopback/private addresses'),
   callback_secret: z.string().optional().describe('only in the answer that made the first callback secret: shown once'),
-  test_api_key: z.string().nullable().optional().describe('the current sandbox key (admin only); null: none made yet'),
-  test_api_key_hint: z.string().nullable().describe('null: no sandbox key yet'),
-  test_balance: moneyOutput.describe('what test orders debit (docs/sandbox-ordering.md)'),
+  test_api_key: z.string().optional().describe('the current sandbox key (admin only), once `user test-key` made one'),
+  test_api_key_hint: z.string().optional().describe('once the user has a sandbox key'),
+  test_balance: moneyOutput.optional().describe('what test orders debit (docs/sandbox-ordering.md), once the user has a sandbox key'),
   created_at: z.string(),
   updated_at: z.string(),
 });

@@ -86,6 +86,7 @@ export function fieldError(code: 'invalid_request' | 'VALIDATION_ERROR', path: s
 export const errorBodySchema = z
   .object({
     ok: z.literal(false),
+    test: z.literal(true).optional().describe('an answer to a sandbox test key (docs/sandbox-ordering.md)'),
     error: z.string().describe('machine-readable code'),
     message: z.string().describe('text for humans'),
     details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),

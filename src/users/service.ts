@@ -33,10 +33,10 @@ export type UserView = {
   /** Where order callbacks go; null: none are sent (docs/webhooks.md, "Order callbacks"). */
   callback_url: string | null;
   allow_private_targets: boolean;
-  /** The sandbox key's hint, null until `user test-key` makes one; the key itself only where api_key is shown. */
-  test_api_key?: string | null;
-  test_api_key_hint: string | null;
-  test_balance: JsonDecimal;
+  /** Once `user test-key` made one: the sandbox key (only where api_key is shown), its hint and the test balance. */
+  test_api_key?: string;
+  test_api_key_hint?: string;
+  test_balance?: JsonDecimal;
   /** Only in the answer that made it (a first callback URL, or `user callback-secret`): shown once. */
   callback_secret?: string;
   created_at: string;
@@ -137,9 +137,14 @@ export function createUsersService(deps: UsersDeps) {
       allowed_ips: row.allowedIps,
       callback_url: row.callbackUrl,
       allow_private_targets: row.allowPrivateTargets,
-      ...(withKey ? { test_api_key: row.testApiKeyEnc ? cipher.decrypt(row.testApiKeyEnc) : null } : {}),
-      test_api_key_hint: row.testApiKeyHint,
-      test_balance: moneyOut(row.testBalance),
+      // The sandbox's fields once the user has a test key (`user test-key`): a user without one reads as before.
+      ...(row.testApiKeyEnc && row.testApiKeyHint
+        ? {
+            ...(withKey ? { test_api_key: cipher.decrypt(row.testApiKeyEnc) } : {}),
+            test_api_key_hint: row.testApiKeyHint,
+            test_balance: moneyOut(row.testBalance),
+          }
+        : {}),
       created_at: row.createdAt.toISOString(),
       updated_at: row.updatedAt.toISOString(),
     };

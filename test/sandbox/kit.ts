@@ -13,6 +13,8 @@ import { midOnFake, type MidOnFake } from '../intermediary/fake-source.js';
 export type World = {
   s: MidOnFake;
   t: TestApp;
+  /** The app on a real 127.0.0.1 socket. */
+  base: string;
   live: string;
   test: string;
   userId: number;
@@ -32,11 +34,13 @@ export async function world(): Promise<World> {
   const code = await makeProduct(t, { category_id: cat.id, name: 'Card', price: 1500, type: 'code', max_qty: 10 });
   await importCodes(t, code.id, STOCKED);
   const file = await makeProduct(t, { category_id: cat.id, name: 'Ebook', price: 700, type: 'file' });
-  await attach(await t.listen(), file.id, 'book.txt', Buffer.from('the live file'));
+  const base = await t.listen();
+  await attach(base, file.id, 'book.txt', Buffer.from('the live file'));
   const key = await t.adminData<{ id: number; test_api_key: string; test_balance: number }>('POST', `/admin/v1/users/${s.buyer.id}/test-key`);
   return {
     s,
     t,
+    base,
     live: s.buyer.api_key,
     test: key.test_api_key,
     userId: s.buyer.id,

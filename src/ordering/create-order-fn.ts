@@ -74,7 +74,9 @@ function rowOf(json: string): typeof orders.$inferSelect {
   const row: Record<string, unknown> = {};
   for (let i = 0; i < columns.length; i++) {
     const v = values[i]!;
-    row[columns[i]!.key] = v === null ? null : columns[i]!.col.mapFromDriverValue(v);
+    const col = columns[i]!.col;
+    // A boolean's text is `true`/`false`, which drizzle's boolean column passes through as the string.
+    row[columns[i]!.key] = v === null ? null : col.dataType === 'boolean' ? v === 'true' : col.mapFromDriverValue(v);
   }
   return row as typeof orders.$inferSelect;
 }

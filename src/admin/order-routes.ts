@@ -30,6 +30,7 @@ const upstreamState = {
 const adminOrder = orderView.extend({
   user_id: z.number().int(),
   user_name: z.string(),
+  test: z.literal(true).optional().describe('a test order (docs/sandbox-ordering.md): TEST- codes, no stock or money'),
   message: z.string(),
   delivered_at: z.string().nullable(),
   codes: z.array(codeDetail),
@@ -132,7 +133,7 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
       operationId: 'adminRefundOrder',
       summary: 'Refund an order',
       description:
-        'Gives the total back (ledger row); codes return to stock only if the client never saw them. Only a success order: a pending one (out at the source site) is settled by the reconciler.',
+        'Gives the total back (ledger row); codes return to stock only if the client never saw them. Only a success live order: a pending one (out at the source site) is settled by the reconciler, and a test order (409 conflict) is refunded by its test key.',
       params: orderCodeParams,
       response: {
         200: ok(

@@ -180,6 +180,10 @@ export function createOrderService(deps: OrderServiceDeps) {
         )
         .for('update')
         .limit(1);
+      if (!o && !opts.owner && (await isTestOrder(tx, orderCode)))
+        throw new OrderStateConflict(
+          `Order ${orderCode} is a test order: only its test key refunds it (POST /api/v1/sandbox/orders/${orderCode}/refund)`,
+        );
       if (!o) throw new OrderNotFound(opts.owner ? 'No such order for this key' : `No order ${JSON.stringify(orderCode)}`);
       if (final === 'failed' && o.status !== 'pending')
         throw new OrderStateConflict(`Order ${orderCode} is ${o.status}; only a pending order can fail`);
@@ -240,6 +244,16 @@ export function createOrderService(deps: OrderServiceDeps) {
     });
     await bus.publish('catalog');
     return result;
+  }
+
+  /** Whether the code names a test order: the admin's live-only refund tells it apart from an unknown code. */
+  async function isTestOrder(tx: Db, orderCode: string): Promise<boolean> {
+    const rows = await tx
+      .select({ id: orders.id })
+      .from(orders)
+      .where(and(eq(orders.orderCode, orderCode), eq(orders.test, true)))
+      .limit(1);
+    return rows.length > 0;
   }
 
   /** Orders of a user running and waiting for its lane in this process (tests). */

@@ -184,6 +184,7 @@ export function createDeliveryService(deps: DeliveryDeps) {
         ...orderView(order),
         user_id: order.userId,
         user_name: owner?.name ?? '',
+        ...(order.test ? { test: true as const } : {}),
         message: order.message,
         delivered_at: order.deliveredAt?.toISOString() ?? null,
         codes: await codesOf(order),

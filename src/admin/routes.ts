@@ -16,6 +16,7 @@ import { registerAdminWebhookRoutes, type AdminWebhookDeps } from './webhook-rou
 import { registerAdminTransactionRoutes, type AdminTransactionDeps } from './transaction-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import { registerAdminSyncRoutes, type AdminSyncDeps } from './sync-routes.js';
+import { registerAdminSandboxRoutes } from './sandbox-routes.js';
 import { installAuditHook, registerAdminAuditRoutes, type AdminAuditDeps } from './audit-routes.js';
 import { registerAdminBackupRoutes, type AdminBackupDeps } from './backup-routes.js';
 import {
@@ -26,9 +27,6 @@ import {
   demoSeedResult,
   importResult,
   ledgerEntry,
-  testBalanceBody,
-  testBalanceResult,
-  testKeyView,
   testListQuery,
   ok,
   productCreateBody,
@@ -217,30 +215,6 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     },
     handler: async (req) => ({ ok: true as const, data: await deps.users.ledger(req.params.ref, 50, req.query.test === true) }),
   });
-  r.post('/admin/v1/users/:ref/test-key', {
-    schema: {
-      operationId: 'adminRotateTestKey',
-      summary: "Make or rotate a user's test key",
-      description: 'A sandbox key (rgk_test_...): test orders only, on the test balance (docs/sandbox-ordering.md). The previous test key stops at once.',
-      params: userRefParams,
-      response: { 200: ok(testKeyView, 'The new test key and the test balance, under data.'), ...errs('not_found') },
-    },
-    handler: async (req) => ({ ok: true as const, data: await deps.users.rotateTestKey(req.params.ref) }),
-  });
-  r.put('/admin/v1/users/:ref/test-balance', {
-    schema: {
-      operationId: 'adminSetTestBalance',
-      summary: "Set a user's test balance",
-      description: 'Sets the balance test orders debit, with a test ledger row of the difference; no live amount moves.',
-      params: userRefParams,
-      body: testBalanceBody,
-      response: {
-        200: ok(testBalanceResult, 'The new test balance and its ledger row id, under data.'),
-        ...errs('not_found', 'invalid_request'),
-      },
-    },
-    handler: async (req) => ({ ok: true as const, data: await deps.users.setTestBalance(req.params.ref, req.body.amount, ACTOR) }),
-  });
 
   r.get('/admin/v1/categories', {
     schema: {
@@ -292,6 +266,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.updateProduct(req.params.id, req.body) }),
   });
   registerAdminOrderRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminSandboxRoutes(app, deps, ADMIN_ERRORS);
   registerAdminPayRoutes(app, deps, ADMIN_ERRORS);
   registerAdminWebhookRoutes(app, deps, ADMIN_ERRORS);
   registerAdminTransactionRoutes(app, deps, ADMIN_ERRORS);

@@ -13,6 +13,7 @@ import { DomainError } from '../shared/domain-error.js';
 import type { JsonDecimal } from '../shared/json-exact.js';
 import { MONEY_LIMIT, MONEY_RE, compareMoney, moneyOut } from '../shared/money.js';
 import { setTestBalance } from './test-balance.js';
+import { callbackUrlOf } from './callback-url.js';
 import type { Mode } from '../shared/mode.js';
 
 export type { Mode };
@@ -45,26 +46,6 @@ export type UserView = {
 
 /** The answer of `user callback-secret`: the new secret, shown this once. */
 export type CallbackSecretView = { id: number; callback_url: string | null; callback_secret: string };
-
-/** Longest callback URL taken, as for a pay client's webhook URL. */
-const CALLBACK_URL_MAX = 2000;
-
-/** An http(s) URL without credentials (they would be sent, and shown in lists), or null for "" (callbacks off). */
-function callbackUrlOf(raw: string): string | null {
-  const s = raw.trim();
-  if (s === '') return null;
-  let u: URL | null = null;
-  try {
-    u = new URL(s);
-  } catch {
-    // refused below
-  }
-  if (!u || (u.protocol !== 'https:' && u.protocol !== 'http:') || u.username || u.password || s.length > CALLBACK_URL_MAX)
-    throw new DomainError('invalid', `callback_url must be an http(s) URL of at most ${CALLBACK_URL_MAX} characters, without credentials`, {
-      fields: [{ path: 'body.callback_url', message: 'must be an http(s) URL without credentials' }],
-    });
-  return u.toString();
-}
 
 type UserRow = typeof users.$inferSelect;
 /** Columns of an update; a column may be set by a SQL expression over its stored value. */

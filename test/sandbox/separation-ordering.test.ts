@@ -125,3 +125,24 @@ describe('separation matrix of the ordering API', () => {
     }
   });
 });
+
+describe('rate limits of the two worlds', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world();
+  });
+  afterAll(async () => {
+    await w?.s.close();
+  });
+
+  it('a test key counts apart: a sandbox run that uses up its limit leaves the live key its own', async () => {
+    await w.t.adminData('PUT', '/admin/v1/settings/rate_limit_per_minute', { value: '3' });
+    for (let i = 0; i < 3; i++) expect((await get(w.t, w.test, '/api/v1/balance')).statusCode).toBe(200);
+    const over = await get(w.t, w.test, '/api/v1/balance');
+    expect(over.statusCode).toBe(429);
+    expect(over.json()).toMatchObject({ ok: false, test: true, error: 'rate_limited' });
+    const live = await get(w.t, w.live, '/api/v1/balance');
+    expect(live.statusCode, live.body).toBe(200);
+    expect(live.headers['ratelimit-remaining']).toBe('2');
+  });
+});

@@ -1,8 +1,9 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeNeeding } from '../helpers/dependency.js';
 import { world, type World } from './kit.js';
 
 /** The three snippets of docs/sandbox-ordering.md, run as pasted against a real socket with the buyer's test key. */
@@ -23,7 +24,10 @@ function run(cmd: string, file: string, env: Record<string, string>): Promise<{ 
   });
 }
 
-describe('docs/sandbox-ordering.md: the flow as pasted', () => {
+// The PHP snippet needs PHP 8 (its defaults: allow_url_fopen, json); CI has it (.ci/run installs PHP).
+const phpReady = spawnSync('php', ['-r', 'exit(PHP_MAJOR_VERSION >= 8 && ini_get("allow_url_fopen") ? 0 : 1);']).status === 0;
+
+describeNeeding({ name: 'php 8', available: phpReady, hint: 'apt-get install php-cli' })('docs/sandbox-ordering.md: the flow as pasted', () => {
   let w: World;
   let base: string;
   let dir: string;

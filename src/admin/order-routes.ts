@@ -107,7 +107,9 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
       querystring: adminOrderQuery,
       response: {
         200: ok(
-          z.array(orderView.extend({ user_id: z.number().int(), test: z.literal(true).optional().describe('a test order'), ...upstreamState })),
+          z.array(
+            orderView.extend({ user_id: z.number().int(), test: z.literal(true).optional().describe('a test order'), ...upstreamState }),
+          ),
           'The newest 100 orders, under data.',
         ),
         ...errs('not_found', 'invalid_request'),
@@ -115,7 +117,10 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
     },
     handler: async (req) => {
       const userId = req.query.user !== undefined ? (await deps.users.find(req.query.user)).id : undefined;
-      return { ok: true as const, data: await deps.delivery.adminList({ userId, status: req.query.status, stuck: req.query.stuck, test: req.query.test }) };
+      return {
+        ok: true as const,
+        data: await deps.delivery.adminList({ userId, status: req.query.status, stuck: req.query.stuck, test: req.query.test }),
+      };
     },
   });
   r.get('/admin/v1/orders/:code', {

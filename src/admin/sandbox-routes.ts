@@ -14,7 +14,8 @@ export function registerAdminSandboxRoutes(app: FastifyInstance, deps: { users: 
     schema: {
       operationId: 'adminRotateTestKey',
       summary: "Make or rotate a user's test key",
-      description: 'A sandbox key (rgk_test_...): test orders only, on the test balance (docs/sandbox-ordering.md). The previous test key stops at once.',
+      description:
+        'A sandbox key (rgk_test_...): test orders only, on the test balance (docs/sandbox-ordering.md). The previous test key stops at once.',
       params: userRefParams,
       response: { 200: ok(testKeyView, 'The new test key and the test balance, under data.'), ...errs('not_found') },
     },

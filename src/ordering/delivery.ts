@@ -159,11 +159,7 @@ export function createDeliveryService(deps: DeliveryDeps) {
       };
     },
     /** Newest first; `has_more` from one extra row, so no count query. */
-    async list(
-      owner: Owner,
-      page: number,
-      limit: number,
-    ): Promise<{ data: OrderView[]; page: number; limit: number; has_more: boolean }> {
+    async list(owner: Owner, page: number, limit: number): Promise<{ data: OrderView[]; page: number; limit: number; has_more: boolean }> {
       const rows = await db
         .select()
         .from(orders)

@@ -144,11 +144,7 @@ export function createOrderService(deps: OrderServiceDeps) {
     // statement, never inside it: a settings reload within a transaction would wait for a second pool connection, and
     // with every connection held by an order waiting the same way, the pool deadlocks until its connection timeout.
     const fn = opts.mode === 'test' ? createTestOrder : createOrder;
-    const order = await inLane(
-      userId,
-      async () => fn({ ...args, markup: await deps.settings.get('price_markup_percent') }),
-      opts.signal,
-    );
+    const order = await inLane(userId, async () => fn({ ...args, markup: await deps.settings.get('price_markup_percent') }), opts.signal);
     // No catalogue event: an order changes only stock, which cached pages re-read on their own (catalog/public.ts).
     return order.orderCode === orderCode ? { order, replay: false } : replayOf(order, input);
   }
@@ -171,13 +167,7 @@ export function createOrderService(deps: OrderServiceDeps) {
       const [o] = await tx
         .select()
         .from(orders)
-        .where(
-          and(
-            eq(orders.orderCode, orderCode),
-            eq(orders.test, test),
-            opts.owner ? eq(orders.userId, opts.owner.id) : undefined,
-          ),
-        )
+        .where(and(eq(orders.orderCode, orderCode), eq(orders.test, test), opts.owner ? eq(orders.userId, opts.owner.id) : undefined))
         .for('update')
         .limit(1);
       if (!o && !opts.owner && (await isTestOrder(tx, orderCode)))
@@ -234,7 +224,11 @@ export function createOrderService(deps: OrderServiceDeps) {
           updatedAt: deps.clock.now(),
           message:
             opts.message ??
-            (o.test ? 'Refunded (test order)' : o.deliveredAt ? 'Refunded; delivered codes stay with the order' : 'Refunded; codes returned to stock'),
+            (o.test
+              ? 'Refunded (test order)'
+              : o.deliveredAt
+                ? 'Refunded; delivered codes stay with the order'
+                : 'Refunded; codes returned to stock'),
         })
         .where(eq(orders.id, o.id))
         .returning();

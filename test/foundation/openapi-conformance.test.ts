@@ -293,7 +293,8 @@ describe('every operation of the served document answers as documented', () => {
     if (d.body) headers['content-type'] = d.body.contentType ?? 'application/json';
     const raw = typeof payload === 'string' ? payload : '';
     for (const scheme of d.anonymous ? [] : Object.keys(op.security?.[0] ?? {})) {
-      if (scheme === 'bearerAuth') headers.authorization = `Bearer ${pathTemplate.includes('/sandbox/') ? fixtures.testKey : fixtures.buyerKey}`;
+      if (scheme === 'bearerAuth')
+        headers.authorization = `Bearer ${pathTemplate.includes('/sandbox/') ? fixtures.testKey : fixtures.buyerKey}`;
       if (scheme === 'adminToken') headers.authorization = `Bearer ${ADMIN_TOKEN}`;
       if (scheme === 'cronToken' && !query.has('token')) query.set('token', CRON_TOKEN);
       if (scheme === 'sepayApiKey') headers.authorization = `Apikey ${SEPAY_KEY}`;

@@ -50,7 +50,11 @@ describe('sandbox ordering flow', () => {
     const test = (await get(w.t, w.test, '/api/v1/products?limit=100')).json() as Record<string, unknown>;
     expect(test).toEqual({ ...live, test: true });
     expect((await get(w.t, w.test, '/api/v1/categories')).json()).toMatchObject({ ok: true, test: true });
-    expect((await get(w.t, w.test, `/api/v1/product?id=${w.codeId}`)).json()).toMatchObject({ ok: true, test: true, data: { id: w.codeId } });
+    expect((await get(w.t, w.test, `/api/v1/product?id=${w.codeId}`)).json()).toMatchObject({
+      ok: true,
+      test: true,
+      data: { id: w.codeId },
+    });
     const err = await get(w.t, w.test, '/api/v1/order/status?order_code=NOPE');
     expect(err.statusCode).toBe(404);
     expect(err.json()).toEqual({ ok: false, test: true, error: 'not_found', message: 'No such order for this key' });
@@ -94,8 +98,16 @@ describe('sandbox ordering flow', () => {
     expect(conflict.json()).toMatchObject({ ok: false, test: true, error: 'request_id_conflict' });
     const live = await order(w.t, w.live, { product_id: w.codeId, quantity: 1, request_id: 'r-1' });
     expect(live.statusCode, live.body).toBe(200);
-    expect(live.json()).toEqual({ ok: true, order_code: expect.stringMatching(/^OD[0-9A-Z]{14}$/), status: 'success', total: 1500, message: expect.any(String) });
-    const liveCodes = (await get(w.t, w.live, `/api/v1/order/delivery?order_code=${(live.json() as { order_code: string }).order_code}`)).json() as {
+    expect(live.json()).toEqual({
+      ok: true,
+      order_code: expect.stringMatching(/^OD[0-9A-Z]{14}$/),
+      status: 'success',
+      total: 1500,
+      message: expect.any(String),
+    });
+    const liveCodes = (
+      await get(w.t, w.live, `/api/v1/order/delivery?order_code=${(live.json() as { order_code: string }).order_code}`)
+    ).json() as {
       delivery_codes: string[];
     };
     expect(w.stocked).toContain(liveCodes.delivery_codes[0]);

@@ -36,7 +36,10 @@ export async function world(): Promise<World> {
   const file = await makeProduct(t, { category_id: cat.id, name: 'Ebook', price: 700, type: 'file' });
   const base = await t.listen();
   await attach(base, file.id, 'book.txt', Buffer.from('the live file'));
-  const key = await t.adminData<{ id: number; test_api_key: string; test_balance: number }>('POST', `/admin/v1/users/${s.buyer.id}/test-key`);
+  const key = await t.adminData<{ id: number; test_api_key: string; test_balance: number }>(
+    'POST',
+    `/admin/v1/users/${s.buyer.id}/test-key`,
+  );
   return {
     s,
     t,

@@ -31,12 +31,14 @@ describe(`mixed live and test load (${dbKind()})`, () => {
         const rid = `mix-${u.id}-${i}`;
         requests.push(order(w.t, u.live, { product_id: w.codeId, quantity: 1, request_id: rid }));
         requests.push(
-          order(w.t, u.test, { product_id: i % 4 === 3 ? w.fileId : w.codeId, quantity: 1 + (i % 3), request_id: rid }).then(async (res) => {
-            const code = (res.json() as { order_code?: string }).order_code;
-            // Every fifth test order is refunded while the others run.
-            if (code && i % 5 === 0) expect((await refund(w.t, u.test, code)).statusCode).toBe(200);
-            if (code) testCodes.push(code);
-          }),
+          order(w.t, u.test, { product_id: i % 4 === 3 ? w.fileId : w.codeId, quantity: 1 + (i % 3), request_id: rid }).then(
+            async (res) => {
+              const code = (res.json() as { order_code?: string }).order_code;
+              // Every fifth test order is refunded while the others run.
+              if (code && i % 5 === 0) expect((await refund(w.t, u.test, code)).statusCode).toBe(200);
+              if (code) testCodes.push(code);
+            },
+          ),
         );
         // A retry of the live order in flight: a replay, never a second debit.
         if (i % 7 === 0) requests.push(order(w.t, u.live, { product_id: w.codeId, quantity: 1, request_id: rid }));
@@ -66,14 +68,19 @@ describe(`mixed live and test load (${dbKind()})`, () => {
     expect(await one(w.t, 'SELECT count(*)::int AS n FROM codes c JOIN orders o ON o.id = c.order_id WHERE o.test')).toEqual({ n: 0 });
     // Every user's live orders: one per request_id at most, each debited once.
     expect(
-      await one(w.t, 'SELECT count(*)::int AS n FROM (SELECT user_id, request_id, test FROM orders GROUP BY 1, 2, 3 HAVING count(*) > 1) d'),
+      await one(
+        w.t,
+        'SELECT count(*)::int AS n FROM (SELECT user_id, request_id, test FROM orders GROUP BY 1, 2, 3 HAVING count(*) > 1) d',
+      ),
     ).toEqual({ n: 0 });
     const testOrders = await one<{ n: number }>(w.t, 'SELECT count(*)::int AS n FROM orders WHERE test');
     expect(testOrders.n).toBe(ROUNDS * users.length);
 
     // Deliveries: live ones hold stocked codes only, test ones TEST- codes only.
     const stocked = new Set(w.stocked);
-    const liveCodes = await q<{ order_code: string; user_id: number }>(`SELECT order_code, user_id FROM orders WHERE NOT test AND status = 'success'`);
+    const liveCodes = await q<{ order_code: string; user_id: number }>(
+      `SELECT order_code, user_id FROM orders WHERE NOT test AND status = 'success'`,
+    );
     for (const o of liveCodes) {
       const u = users.find((x) => x.id === o.user_id)!;
       const d = (await get(w.t, u.live, `/api/v1/order/delivery?order_code=${o.order_code}`)).json() as { delivery_codes: string[] };
@@ -82,7 +89,9 @@ describe(`mixed live and test load (${dbKind()})`, () => {
         expect(stocked.has(c), c).toBe(true);
       }
     }
-    const testRows = await q<{ order_code: string; user_id: number }>(`SELECT order_code, user_id FROM orders WHERE test AND product_id = ${w.codeId}`);
+    const testRows = await q<{ order_code: string; user_id: number }>(
+      `SELECT order_code, user_id FROM orders WHERE test AND product_id = ${w.codeId}`,
+    );
     for (const o of testRows) {
       const u = users.find((x) => x.id === o.user_id)!;
       const d = (await get(w.t, u.test, `/api/v1/order/delivery?order_code=${o.order_code}`)).json() as { delivery_codes: string[] };

@@ -45,7 +45,8 @@ describe('separation matrix of the admin API', () => {
   });
 
   it('user credit moves the live balance only; user test-balance the test balance only', async () => {
-    const balances = () => one<{ balance: string; test_balance: string }>(w.t, `SELECT balance::text, test_balance::text FROM users WHERE id = ${w.userId}`);
+    const balances = () =>
+      one<{ balance: string; test_balance: string }>(w.t, `SELECT balance::text, test_balance::text FROM users WHERE id = ${w.userId}`);
     const start = await balances();
     await w.t.adminData('POST', `/admin/v1/users/${w.userId}/credit`, { amount: '250' });
     const credited = await balances();

@@ -55,10 +55,7 @@ describe('separation matrix of the ordering API', () => {
     const before = await snapshot(w.t);
     for (const { who, key, obj } of pairs()) {
       const what = `${who} reading the ${obj.label}`;
-      for (const url of [
-        `/api/v1/order/status?order_code=${obj.code}`,
-        `/api/v1/order/delivery?order_code=${obj.code}`,
-      ]) {
+      for (const url of [`/api/v1/order/status?order_code=${obj.code}`, `/api/v1/order/delivery?order_code=${obj.code}`]) {
         const res = await get(w.t, key, url);
         expect(res.statusCode, `${what}: ${url}`).toBe(404);
         expect(res.json(), what).toMatchObject({ ok: false, error: 'not_found', message: 'No such order for this key' });
@@ -109,7 +106,7 @@ describe('separation matrix of the ordering API', () => {
     expect((await get(w.t, w.test, '/api/v1/balance')).json()).toMatchObject({ balance: 10_000_000 - 3000 - 700 - 1000, test: true });
   });
 
-  it('replay: a foreign request_id is no replay; the order is made in the key\'s own world and leaves the other one as it was', async () => {
+  it("replay: a foreign request_id is no replay; the order is made in the key's own world and leaves the other one as it was", async () => {
     for (const { who, key, obj } of pairs().filter((p) => p.key === w.test || p.key === w.live)) {
       const res = await order(w.t, key, { product_id: obj.productId, quantity: obj.quantity, request_id: obj.requestId });
       const what = `${who} replaying the ${obj.label}`;

@@ -13,6 +13,18 @@ import { createPayment, setSetting } from './kit.js';
 // naming the pair is ambiguous while both are open. Without such notes it leaves what a fresh database has.
 
 const SEPAY_KEY = 'sepay-test-key-transfer-key-mig-01';
+
+/** What each migration after 0025 adds, taken away, so that the migrator runs 0025 again and then them. */
+const UNDO_LATER: Record<string, string[]> = {
+  '0026_sandbox_orders': [
+    'DROP FUNCTION order_create_test(integer, text, integer, integer, numeric, text, text, text, text)',
+    // Dropping the column drops the index on it: 0026 drops and makes it again.
+    'ALTER TABLE orders DROP COLUMN test',
+    'CREATE UNIQUE INDEX orders_user_request_uq ON orders (user_id, request_id)',
+    'ALTER TABLE balance_ledger DROP COLUMN test',
+    'ALTER TABLE users DROP COLUMN test_api_key_hash, DROP COLUMN test_api_key_enc, DROP COLUMN test_api_key_hint, DROP COLUMN test_balance',
+  ],
+};
 const MIGRATION = path.join(MIGRATIONS_DIR, '0025_transfer_key.sql');
 
 describe(`migration 0025 (transfer_key) on existing notes (${dbKind()})`, () => {
@@ -177,6 +189,13 @@ describe(`migration 0025 (transfer_key) on existing notes (${dbKind()})`, () => 
       entries: { tag: string; when: number }[];
     };
     const entry = journal.entries.find((e) => e.tag === '0025_transfer_key')!;
+    // The migrator runs what comes after the last migration applied: the later ones are undone too, newest first.
+    for (const later of journal.entries.filter((e) => e.when > entry.when).reverse()) {
+      const undo = UNDO_LATER[later.tag];
+      if (!undo) throw new Error(`no undo of ${later.tag} for this test: add one to UNDO_LATER`);
+      for (const statement of undo) await run(statement);
+      await run(`DELETE FROM drizzle.__drizzle_migrations WHERE created_at = ${later.when}`);
+    }
     await run(`DELETE FROM drizzle.__drizzle_migrations WHERE created_at = ${entry.when}`);
     await setNote(one.payment_id, 'RGZZZZ-ZZZZ-ZZ');
     await setNote(two.payment_id, 'RG2222222222');

@@ -6,15 +6,15 @@
 SELECT id, name, balance, api_enabled, allowed_ips, api_key_hint
 FROM users WHERE name = 'demo';
 
--- the last 20 balance movements of that user, newest first
+-- the last 20 balance movements of that user, newest first (test ones, of the sandbox, left out)
 SELECT l.id, l.amount, l.balance_after, l.kind, l.ref, l.note, l.actor, l.created_at
 FROM balance_ledger l JOIN users u ON u.id = l.user_id
-WHERE u.name = 'demo'
+WHERE u.name = 'demo' AND NOT l.test
 ORDER BY l.id DESC LIMIT 20;
 
--- every user's balance next to the sum of their ledger: the two must be equal
+-- every user's balance next to the sum of their live ledger: the two must be equal
 SELECT u.id, u.name, u.balance, COALESCE(sum(l.amount), 0) AS ledger_sum
-FROM users u LEFT JOIN balance_ledger l ON l.user_id = u.id
+FROM users u LEFT JOIN balance_ledger l ON l.user_id = u.id AND NOT l.test
 GROUP BY u.id ORDER BY u.id;
 
 -- products with their category and code stock
@@ -37,7 +37,7 @@ WHERE p.type = 'code' AND NOT p.hidden
 SELECT o.order_code, u.name AS user_name, o.request_id, o.status, o.product_type, o.quantity, o.total,
        o.delivered_at IS NOT NULL AS codes_shown, o.created_at
 FROM orders o JOIN users u ON u.id = o.user_id
-WHERE o.created_at > now() - interval '1 day'
+WHERE o.created_at > now() - interval '1 day' AND NOT o.test
 ORDER BY o.id DESC LIMIT 20;
 
 -- the codes of one order with their usage (the codes themselves are encrypted: `order show CODE` shows them)
@@ -46,9 +46,9 @@ FROM codes k JOIN orders o ON o.id = k.order_id
 WHERE o.order_code = 'ODPMJALBW0W129L2'
 ORDER BY k.id;
 
--- sales per product (successful orders)
+-- sales per product (successful live orders)
 SELECT product_id, product_name, count(*) AS orders, sum(quantity) AS units, sum(total) AS revenue
-FROM orders WHERE status = 'success'
+FROM orders WHERE status = 'success' AND NOT test
 GROUP BY product_id, product_name ORDER BY revenue DESC;
 
 -- files of file products

@@ -133,6 +133,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     settings: deps.settings,
     catalog: deps.catalog,
     placement: deps.placement,
+    sandbox: deps.sandbox,
     delivery: deps.delivery,
     verifySignature: deps.verifySignature,
     files: deps.files,

@@ -16,6 +16,7 @@ import { createEventBus } from './shared/events.js';
 import { createUsersService } from './users/service.js';
 import { createDeliveryService } from './ordering/delivery.js';
 import { createOrderPlacement } from './ordering/place.js';
+import { createSandbox } from './ordering/sandbox.js';
 import { createOrderService } from './ordering/service.js';
 import { createSignatureVerifier } from './reseller-auth/signing.js';
 import { createFilesService } from './files/service.js';
@@ -197,6 +198,7 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
   });
   const delivery = createDeliveryService({ db, cipher, settings, clock, refreshUsage: upstream.refreshUsage });
   const placement = createOrderPlacement({ orders, source: upstream });
+  const sandbox = createSandbox({ db, clock, orders });
   const sourceOverrides = createOverridesService({ db, bus });
   const audit = createAuditService({ db, clock, settings });
   const cron = createCronService({ db, clock, settings, payments, webhooks, logger, sync, upstream, audit });
@@ -229,6 +231,7 @@ export async function createDeps(config: Config, seams: DepsSeams = {}) {
     catalog,
     orders,
     placement,
+    sandbox,
     delivery,
     verifySignature,
     files,

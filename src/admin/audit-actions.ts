@@ -53,6 +53,8 @@ export const AUDIT_ACTIONS: Record<string, AuditSpec> = {
   adminCreditUser: { action: 'user.credit', summary: (r) => pick(r.body, ['amount', 'note']) },
   adminUpdateUser: { action: 'user.update', summary: (r) => pick(r.body, ['callback_url', 'allow_private_targets']) },
   adminRotateCallbackSecret: { action: 'user.callback_secret' },
+  adminRotateTestKey: { action: 'user.test_key' },
+  adminSetTestBalance: { action: 'user.test_balance', summary: (r) => pick(r.body, ['amount']) },
   adminCreateCategory: { action: 'category.create', summary: (r) => pick(r.body, ['name', 'parent_id', 'sort']) },
   adminCreateProduct: { action: 'product.create', summary: (r) => pick(r.body, PRODUCT_FIELDS) },
   adminUpdateProduct: { action: 'product.update', target: product, summary: (r) => ({ ...fieldsOf(r), ...pick(r.body, PRODUCT_FIELDS) }) },

@@ -30,6 +30,7 @@ const upstreamState = {
 const adminOrder = orderView.extend({
   user_id: z.number().int(),
   user_name: z.string(),
+  test: z.literal(true).optional().describe('a test order (docs/sandbox-ordering.md): TEST- codes, no stock or money'),
   message: z.string(),
   delivered_at: z.string().nullable(),
   codes: z.array(codeDetail),
@@ -52,6 +53,11 @@ const adminOrderQuery = z.object({
     .transform((v) => v === 'true')
     .optional()
     .describe('true: only pending orders flagged stuck'),
+  test: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .describe('true: test orders (sandbox) instead of live ones'),
 });
 const orderCodeParams = z.object({ code: z.string().min(1).max(64) });
 const fileView = z.object({
@@ -97,16 +103,24 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
       operationId: 'adminListOrders',
       summary: 'List orders',
       description:
-        'Newest 100 orders; of one user with ?user=ID|NAME, of one status with ?status=, and ?stuck=true for the source orders pending past upstream_stuck_minutes.',
+        'Newest 100 orders; of one user with ?user=ID|NAME, of one status with ?status=, and ?stuck=true for the source orders pending past upstream_stuck_minutes. Live orders only; ?test=true lists test orders instead.',
       querystring: adminOrderQuery,
       response: {
-        200: ok(z.array(orderView.extend({ user_id: z.number().int(), ...upstreamState })), 'The newest 100 orders, under data.'),
+        200: ok(
+          z.array(
+            orderView.extend({ user_id: z.number().int(), test: z.literal(true).optional().describe('a test order'), ...upstreamState }),
+          ),
+          'The newest 100 orders, under data.',
+        ),
         ...errs('not_found', 'invalid_request'),
       },
     },
     handler: async (req) => {
       const userId = req.query.user !== undefined ? (await deps.users.find(req.query.user)).id : undefined;
-      return { ok: true as const, data: await deps.delivery.adminList({ userId, status: req.query.status, stuck: req.query.stuck }) };
+      return {
+        ok: true as const,
+        data: await deps.delivery.adminList({ userId, status: req.query.status, stuck: req.query.stuck, test: req.query.test }),
+      };
     },
   });
   r.get('/admin/v1/orders/:code', {
@@ -124,7 +138,7 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
       operationId: 'adminRefundOrder',
       summary: 'Refund an order',
       description:
-        'Gives the total back (ledger row); codes return to stock only if the client never saw them. Only a success order: a pending one (out at the source site) is settled by the reconciler.',
+        'Gives the total back (ledger row); codes return to stock only if the client never saw them. Only a success live order: a pending one (out at the source site) is settled by the reconciler, and a test order (409 conflict) is refunded by its test key.',
       params: orderCodeParams,
       response: {
         200: ok(

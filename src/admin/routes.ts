@@ -16,6 +16,7 @@ import { registerAdminWebhookRoutes, type AdminWebhookDeps } from './webhook-rou
 import { registerAdminTransactionRoutes, type AdminTransactionDeps } from './transaction-routes.js';
 import { registerAdminFileUpload, registerAdminOrderRoutes, type AdminOrderDeps } from './order-routes.js';
 import { registerAdminSyncRoutes, type AdminSyncDeps } from './sync-routes.js';
+import { registerAdminSandboxRoutes } from './sandbox-routes.js';
 import { installAuditHook, registerAdminAuditRoutes, type AdminAuditDeps } from './audit-routes.js';
 import { registerAdminBackupRoutes, type AdminBackupDeps } from './backup-routes.js';
 import { registerAdminDashboardRoutes, type AdminDashboardDeps } from './dashboard-routes.js';
@@ -27,6 +28,7 @@ import {
   demoSeedResult,
   importResult,
   ledgerEntry,
+  testListQuery,
   ok,
   productCreateBody,
   productIdParams,
@@ -212,11 +214,15 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     schema: {
       operationId: 'adminUserLedger',
       summary: "Read a user's ledger",
-      description: 'Last 50 balance movements, newest first.',
+      description: 'Last 50 balance movements, newest first; of the test balance with ?test=true.',
       params: userRefParams,
-      response: { 200: ok(z.array(ledgerEntry), 'The last 50 balance movements, newest first, under data.'), ...errs('not_found') },
+      querystring: testListQuery,
+      response: {
+        200: ok(z.array(ledgerEntry), 'The last 50 balance movements, newest first, under data.'),
+        ...errs('not_found', 'invalid_request'),
+      },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.users.ledger(req.params.ref) }),
+    handler: async (req) => ({ ok: true as const, data: await deps.users.ledger(req.params.ref, 50, { test: req.query.test === true }) }),
   });
 
   r.get('/admin/v1/categories', {
@@ -269,6 +275,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     handler: async (req) => ({ ok: true as const, data: await deps.catalog.updateProduct(req.params.id, req.body) }),
   });
   registerAdminOrderRoutes(app, deps, ADMIN_ERRORS);
+  registerAdminSandboxRoutes(app, deps, ADMIN_ERRORS);
   registerAdminPayRoutes(app, deps, ADMIN_ERRORS);
   registerAdminWebhookRoutes(app, deps, ADMIN_ERRORS);
   registerAdminTransactionRoutes(app, deps, ADMIN_ERRORS);

@@ -13,6 +13,9 @@ export const userView = z.object({
   callback_url: z.string().nullable().describe('where order callbacks go; null: none are sent'),
   allow_private_targets: z.boolean().describe('order callbacks may go to loopback/private addresses'),
   callback_secret: z.string().optional().describe('only in the answer that made the first callback secret: shown once'),
+  test_api_key: z.string().optional().describe('the current sandbox key (admin only), once `user test-key` made one'),
+  test_api_key_hint: z.string().optional().describe('once the user has a sandbox key'),
+  test_balance: moneyOutput.optional().describe('what test orders debit (docs/sandbox-ordering.md), once the user has a sandbox key'),
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -54,7 +57,22 @@ export const ledgerEntry = z.object({
   ref: z.string().nullable(),
   note: z.string().nullable(),
   actor: z.string(),
+  test: z.literal(true).optional().describe('a movement of the test balance (only with ?test=true)'),
   created_at: z.string(),
+});
+export const testKeyView = z.object({
+  id: z.number().int(),
+  test_api_key: z.string().describe('the new sandbox key (rgk_test_...); the previous one stops at once'),
+  test_balance: moneyOutput,
+});
+export const testBalanceBody = z.object({ amount: moneyInput.describe('the new test balance, 0 or more') });
+export const testBalanceResult = z.object({ user_id: z.number().int(), test_balance: moneyOutput, ledger_id: z.number().int() });
+export const testListQuery = z.object({
+  test: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .describe('true: the test world (sandbox) instead of the live one'),
 });
 
 /** The sort columns are PostgreSQL `integer`: a larger number would fail in the database instead of here. */

@@ -19,6 +19,8 @@ export const errorStatus = {
   not_found: 404,
   request_id_conflict: 409,
   internal_error: 500,
+  // a sandbox endpoint of either API called with a live key (docs/sandbox-ordering.md, docs/sandbox-payments.md)
+  sandbox_only: 403,
   // catalogue sync (contract): a failed run, which changed nothing
   sync_failed: 502,
   // operations and admin
@@ -47,8 +49,6 @@ export const errorStatus = {
   RATE_LIMITED: 429,
   // payment API, beyond the contract (docs/errors.md): a second open request for one merchant_invoice_id
   PAYMENT_INVOICE_PENDING: 409,
-  // the sandbox (docs/sandbox-payments.md): a sandbox endpoint called with a live key
-  sandbox_only: 403,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;
@@ -86,6 +86,7 @@ export function fieldError(code: 'invalid_request' | 'VALIDATION_ERROR', path: s
 export const errorBodySchema = z
   .object({
     ok: z.literal(false),
+    test: z.literal(true).optional().describe('an answer to a sandbox test key (docs/sandbox-ordering.md)'),
     error: z.string().describe('machine-readable code'),
     message: z.string().describe('text for humans'),
     details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),

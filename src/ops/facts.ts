@@ -45,7 +45,7 @@ export const FACTS_QUERY = sql`
     (SELECT count(*) FROM webhook_outbox WHERE status = 'dead' AND user_id IS NULL)::int AS webhooks_dead,
     (SELECT count(*) FROM webhook_outbox WHERE status = 'pending' AND user_id IS NOT NULL)::int AS callbacks_pending,
     (SELECT count(*) FROM webhook_outbox WHERE status = 'dead' AND user_id IS NOT NULL)::int AS callbacks_dead,
-    (SELECT count(*) FROM orders WHERE status = 'pending' AND upstream_stuck_at IS NOT NULL)::int AS stuck_orders,
+    (SELECT count(*) FROM orders WHERE status = 'pending' AND upstream_stuck_at IS NOT NULL AND NOT test)::int AS stuck_orders,
     (SELECT finished_at FROM last_ok) AS sync_last_success_at,
     (SELECT count(*) FROM (
       SELECT 1 FROM sync_runs WHERE ok = false AND id > coalesce((SELECT id FROM last_ok), 0) LIMIT ${SYNC_FAILURES_CAP}

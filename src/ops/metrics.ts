@@ -11,6 +11,7 @@ import {
   type WebhookKind,
 } from '../shared/metrics.js';
 import type { FactsSource } from './facts.js';
+import { MODES } from '../shared/mode.js';
 
 const ORDER_OUTCOMES: OrderOutcome[] = ['success', 'pending', 'failed', 'refused', 'replayed'];
 const WEBHOOK_RESULTS: WebhookAttemptResult[] = ['delivered', 'failed', 'dead'];
@@ -53,8 +54,8 @@ export function createMetrics(deps: MetricsDeps) {
   });
   const orders = new Counter({
     name: 'rg_orders_total',
-    help: 'Order creates by outcome (success, pending, failed at the source, refused, replayed)',
-    labelNames: ['outcome'] as const,
+    help: 'Order creates by outcome (success, pending, failed at the source, refused, replayed) and mode (live, test)',
+    labelNames: ['outcome', 'mode'] as const,
     registers: [registry],
   });
   const payments = new Counter({
@@ -76,7 +77,7 @@ export function createMetrics(deps: MetricsDeps) {
     registers: [registry],
   });
   // Every label value at 0 from the start: rate() and alerts see a series before its first event.
-  for (const o of ORDER_OUTCOMES) orders.inc({ outcome: o }, 0);
+  for (const o of ORDER_OUTCOMES) for (const mode of MODES) orders.inc({ outcome: o, mode }, 0);
   for (const s of PAYMENT_STATUSES) payments.inc({ to: s }, 0);
   for (const r of WEBHOOK_RESULTS) for (const kind of WEBHOOK_KINDS) attempts.inc({ result: r, kind }, 0);
   for (const r of SYNC_RESULTS) syncRuns.inc({ result: r }, 0);
@@ -111,7 +112,7 @@ export function createMetrics(deps: MetricsDeps) {
   ]);
 
   const domain: DomainMetrics = {
-    orders: { inc: (outcome) => orders.inc({ outcome }) },
+    orders: { inc: (outcome, mode = 'live') => orders.inc({ outcome, mode }) },
     paymentTransitions: { inc: (to, mode, n = 1) => payments.inc({ to, mode }, n) },
     webhookAttempts: { inc: (result, kind) => attempts.inc({ result, kind }) },
     syncRuns: { inc: (result) => syncRuns.inc({ result }) },

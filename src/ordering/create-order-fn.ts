@@ -34,11 +34,11 @@ const orderColumns = Object.fromEntries(
   Object.entries(getTableColumns(orders)).map(([key, col]) => [key, sql`${sql.identifier(col.name)}`.mapWith(col)]),
 ) as { [K in keyof typeof orders.$inferSelect]: SQL<(typeof orders.$inferSelect)[K]> };
 
-function query(db: Db, args: Record<keyof OrderFnArgs, unknown>) {
+function query(db: Db, args: Record<keyof OrderFnArgs, unknown>, fn = sql`order_create`) {
   return db
     .select(orderColumns)
     .from(
-      sql`order_create(${args.userId}::int, ${args.requestId}::text, ${args.productId}::int, ${args.quantity}::int, ${args.markup}::numeric, ${args.orderCode}::text, ${args.codesMessage}::text, ${args.filesMessage}::text, ${args.sourceMessage}::text)`,
+      sql`${fn}(${args.userId}::int, ${args.requestId}::text, ${args.productId}::int, ${args.quantity}::int, ${args.markup}::numeric, ${args.orderCode}::text, ${args.codesMessage}::text, ${args.filesMessage}::text, ${args.sourceMessage}::text)`,
     );
 }
 
@@ -74,7 +74,9 @@ function rowOf(json: string): typeof orders.$inferSelect {
   const row: Record<string, unknown> = {};
   for (let i = 0; i < columns.length; i++) {
     const v = values[i]!;
-    row[columns[i]!.key] = v === null ? null : columns[i]!.col.mapFromDriverValue(v);
+    const col = columns[i]!.col;
+    // A boolean's text is `true`/`false`, which drizzle's boolean column passes through as the string.
+    row[columns[i]!.key] = v === null ? null : col.dataType === 'boolean' ? v === 'true' : col.mapFromDriverValue(v);
   }
   return row as typeof orders.$inferSelect;
 }
@@ -116,7 +118,20 @@ export function createOrderFn(db: Db) {
             (await prepared.execute(args))[0]
         )(query(db, placeholders).prepare('order_create'));
 
-  /** The created order, or the earlier one with this request_id; throws OrderRefused for a refusal. */
+  return refusing(call);
+}
+
+/**
+ * A test order (docs/sandbox-ordering.md): order_create_test, prepared through drizzle on either driver. It is off the
+ * live path, which keeps its own statement above.
+ */
+export function createTestOrderFn(db: Db) {
+  const prepared = query(db, placeholders, sql`order_create_test`).prepare('order_create_test');
+  return refusing(async (args: OrderFnArgs) => (await prepared.execute(args))[0]);
+}
+
+/** The created order, or the earlier one with this request_id; throws OrderRefused for a refusal. */
+function refusing(call: (args: OrderFnArgs) => Promise<typeof orders.$inferSelect | undefined>) {
   return async function createOrder(args: OrderFnArgs): Promise<typeof orders.$inferSelect> {
     try {
       const row = await call(args);

@@ -10,6 +10,8 @@ import { moneyOut } from '../shared/money.js';
 import { formatDisplayTime } from '../shared/time-format.js';
 import { OrderNotFound } from './errors.js';
 import type { OrderRow } from './service.js';
+import type { Mode } from '../shared/mode.js';
+import { testCodesOf } from './test-codes.js';
 
 export type OrderStatus = 'pending' | 'success' | 'failed' | 'refunded';
 
@@ -64,8 +66,14 @@ function upstreamState(o: OrderRow): { upstream_issue?: string | null; stuck?: b
   return { upstream_issue: o.upstreamIssue, stuck: o.status === 'pending' && o.upstreamStuckAt !== null };
 }
 
-/** `before` (an order code) starts after that order, for keyset paging on id; `requestId`: the reseller's own id of an order. */
-export type AdminOrderFilter = { userId?: number; status?: OrderStatus; stuck?: boolean; before?: string; requestId?: string };
+/** A key's owner in its world: every order read names both in its query (docs/sandbox-ordering.md). */
+export type Owner = { id: number; mode: Mode };
+
+/**
+ * `before` (an order code) starts after that order, for keyset paging on id; `requestId`: the reseller's own id of an
+ * order; `test`: sandbox orders instead of live ones (an admin list never mixes the two worlds).
+ */
+export type AdminOrderFilter = { userId?: number; status?: OrderStatus; stuck?: boolean; before?: string; requestId?: string; test?: boolean };
 
 export type DeliveryDeps = {
   db: Db;
@@ -81,12 +89,12 @@ export function createDeliveryService(deps: DeliveryDeps) {
   const { db, cipher, settings, clock } = deps;
   const refresh = deps.refreshUsage ?? (async (o: OrderRow) => o);
 
-  async function own(userId: number, ref: { order_code?: string; request_id?: string }): Promise<OrderRow> {
+  async function own(owner: Owner, ref: { order_code?: string; request_id?: string }): Promise<OrderRow> {
     const where = ref.order_code !== undefined ? eq(orders.orderCode, ref.order_code) : eq(orders.requestId, ref.request_id ?? '');
     const rows = await db
       .select()
       .from(orders)
-      .where(and(eq(orders.userId, userId), where))
+      .where(and(eq(orders.userId, owner.id), eq(orders.test, owner.mode === 'test'), where))
       .limit(1);
     if (!rows[0]) throw new OrderNotFound('No such order for this key');
     return rows[0];
@@ -94,6 +102,8 @@ export function createDeliveryService(deps: DeliveryDeps) {
 
   /** Codes of an order, decrypted, with usage in the display time zone. */
   async function codesOf(order: OrderRow): Promise<CodeDetail[]> {
+    // A test order holds no stocked code: its codes are derived (test-codes.ts), and a refund leaves them with it.
+    if (order.test) return order.productType === 'code' ? testCodesOf(cipher, order) : [];
     const tz = await settings.get('display_timezone');
     const rows = await db
       .select({ codeEnc: codes.codeEnc, used: codes.used, usedAt: codes.usedAt })
@@ -126,13 +136,13 @@ export function createDeliveryService(deps: DeliveryDeps) {
     codesOf,
     markDelivered,
     /** The order's state only: no code usage in it, so the source site is not asked (a polling client cost a call each). */
-    async status(userId: number, ref: { order_code?: string; request_id?: string }): Promise<OrderView> {
-      return orderView(await own(userId, ref));
+    async status(owner: Owner, ref: { order_code?: string; request_id?: string }): Promise<OrderView> {
+      return orderView(await own(owner, ref));
     },
-    async delivery(userId: number, orderCode: string, baseUrl: string): Promise<Delivery> {
+    async delivery(owner: Owner, orderCode: string, baseUrl: string): Promise<Delivery> {
       // Recorded before the codes are read: a refund committing in between then keeps them out of stock, and one that
       // committed just before shows here as `refunded`.
-      const order = await markDelivered(await refresh(await own(userId, { order_code: orderCode })));
+      const order = await markDelivered(await refresh(await own(owner, { order_code: orderCode })));
       const detail = order.status === 'success' || order.status === 'refunded' ? await codesOf(order) : [];
       // Through the one catalogue read path: a source product's description2 may be overridden by the admin.
       const [product] = await selectShown(db, await settings.get('price_markup_percent'))
@@ -153,15 +163,11 @@ export function createDeliveryService(deps: DeliveryDeps) {
       };
     },
     /** Newest first; `has_more` from one extra row, so no count query. */
-    async list(
-      userId: number,
-      page: number,
-      limit: number,
-    ): Promise<{ data: OrderView[]; page: number; limit: number; has_more: boolean }> {
+    async list(owner: Owner, page: number, limit: number): Promise<{ data: OrderView[]; page: number; limit: number; has_more: boolean }> {
       const rows = await db
         .select()
         .from(orders)
-        .where(eq(orders.userId, userId))
+        .where(and(eq(orders.userId, owner.id), eq(orders.test, owner.mode === 'test')))
         .orderBy(desc(orders.id))
         .limit(limit + 1)
         .offset((page - 1) * limit);
@@ -178,6 +184,7 @@ export function createDeliveryService(deps: DeliveryDeps) {
         ...orderView(order),
         user_id: order.userId,
         user_name: owner?.name ?? '',
+        ...(order.test ? { test: true as const } : {}),
         message: order.message,
         delivered_at: order.deliveredAt?.toISOString() ?? null,
         codes: await codesOf(order),
@@ -208,11 +215,12 @@ export function createDeliveryService(deps: DeliveryDeps) {
             filter.stuck === undefined ? undefined : filter.stuck ? isStuck : not(isStuck!),
             filter.before !== undefined ? sql`${orders.id} < (SELECT id FROM orders WHERE order_code = ${filter.before})` : undefined,
             filter.requestId !== undefined ? eq(orders.requestId, filter.requestId) : undefined,
+            eq(orders.test, filter.test === true),
           ),
         )
         .orderBy(desc(orders.id))
         .limit(limit);
-      return rows.map((o) => ({ ...orderView(o), user_id: o.userId, ...upstreamState(o) }));
+      return rows.map((o) => ({ ...orderView(o), user_id: o.userId, ...(o.test ? { test: true as const } : {}), ...upstreamState(o) }));
     },
   };
 }

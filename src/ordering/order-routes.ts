@@ -25,6 +25,7 @@ import { orderSummary, type OrderRow } from './service.js';
 import { SourceDownloadFailed } from './errors.js';
 import type { ClientLink, OrderPlacement, SourceOrders } from './place.js';
 import { orderRateLimit } from './rate-limit.js';
+import { testFileText } from './test-codes.js';
 
 export type OrderRoutesDeps = {
   placement: OrderPlacement;
@@ -80,7 +81,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       if (req.body.request_id === undefined && (await deps.settings.get('require_request_id'))) {
         throw new AppError('missing_request_id', 'This shop requires a request_id on every order');
       }
-      const { order, replay } = await deps.placement.place(userOf(req).id, req.body, linkOf(reply.raw), req.log);
+      const { order, replay } = await deps.placement.place(userOf(req), req.body, linkOf(reply.raw), req.log);
       if (replay) reply.header('Idempotent-Replayed', 'true');
       return { ok: true as const, ...orderSummary(order), ...(replay ? { idempotent_replay: true } : {}) };
     },
@@ -94,7 +95,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       querystring: orderStatusQuery,
       response: { 200: orderStatusResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request', 'not_found') },
     },
-    handler: async (req) => ({ ok: true as const, data: await deps.delivery.status(userOf(req).id, req.query) }),
+    handler: async (req) => ({ ok: true as const, data: await deps.delivery.status(userOf(req), req.query) }),
   });
 
   r.get('/api/v1/order/delivery', {
@@ -108,7 +109,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
     },
     handler: async (req) => ({
       ok: true as const,
-      ...(await deps.delivery.delivery(userOf(req).id, req.query.order_code, await baseUrlOf(req, deps.settings))),
+      ...(await deps.delivery.delivery(userOf(req), req.query.order_code, await baseUrlOf(req, deps.settings))),
     }),
   });
 
@@ -126,11 +127,14 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
     },
     handler: async (req, reply) => {
       const user = userOf(req);
-      const order = await deps.delivery.own(user.id, { order_code: req.query.order_code });
+      const order = await deps.delivery.own(user, { order_code: req.query.order_code });
       if (order.status !== 'success') throw new AppError('not_found', `Order ${order.orderCode} is ${order.status}: nothing to download`);
       if (order.upstreamOrderCode && order.productType === 'file') return passThrough(req, reply, deps.source, order);
       let zip;
-      if (order.productType === 'file') {
+      if (order.test && order.productType === 'file') {
+        // A test file order holds no product file: a small ZIP made for it (docs/sandbox-ordering.md).
+        zip = deps.files.zipOf([{ kind: 'text', filename: 'TEST-README.txt', content: testFileText(order) }]);
+      } else if (order.productType === 'file') {
         const files = await deps.files.listFor(order.productId);
         if (files.length === 0) throw new AppError('not_found', 'No files are attached to this product yet; contact the shop');
         const missing = deps.files.missing(files.map((f) => f.storageName));
@@ -167,7 +171,7 @@ export function registerOrderRoutes(app: FastifyInstance, deps: OrderRoutesDeps)
       response: { 200: ordersResponse, ...errorResponses(...AUTH_ERRORS, 'invalid_request') },
     },
     handler: async (req) => {
-      const page = await deps.delivery.list(userOf(req).id, req.query.page, req.query.limit);
+      const page = await deps.delivery.list(userOf(req), req.query.page, req.query.limit);
       return { ok: true as const, ...page };
     },
   });

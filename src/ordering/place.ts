@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { OrderEventName } from '../webhooks/order-events.js';
 import { SourceOrderFailed } from './errors.js';
 import type { OrderInput, OrderRow, OrderService } from './service.js';
+import type { Owner } from './delivery.js';
 
 /**
  * The create request around its own forward: `lost()` once its client went away (the answer cannot reach it), and
@@ -71,9 +72,10 @@ export function createOrderPlacement(deps: { orders: OrderService; source: Sourc
    * Takes the order exactly once per request_id; a new order of a source product is then asked of the source (same
    * request_id on every retry). A source's refusal is SourceOrderFailed: the order is failed and refunded by then.
    */
-  async function place(userId: number, input: OrderInput, link: ClientLink, log: Log): Promise<{ order: OrderRow; replay: boolean }> {
-    const created = await deps.orders.create(userId, input, { signal: link.signal });
-    if (created.replay || created.order.status !== 'pending') return created;
+  async function place(owner: Owner, input: OrderInput, link: ClientLink, log: Log): Promise<{ order: OrderRow; replay: boolean }> {
+    const created = await deps.orders.create(owner.id, input, { signal: link.signal, mode: owner.mode });
+    // A test order is never forwarded: it waits, pending, for the sandbox settle endpoint (docs/sandbox-ordering.md).
+    if (created.replay || created.order.status !== 'pending' || created.order.test) return created;
     const order = await forwardFirst(created.order, link, log);
     if (order.status === 'failed') throw new SourceOrderFailed(`${order.message}. Order ${order.orderCode}`);
     return { order, replay: false };

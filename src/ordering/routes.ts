@@ -18,6 +18,9 @@ import { installOrderingRateLimit } from './rate-limit.js';
 import { balanceResponse } from './schemas.js';
 import { OrderRefused, RequestIdConflict, SourceOrderFailed } from './errors.js';
 import { registerCatalogRoutes } from '../catalog/routes.js';
+import type { Sandbox } from './sandbox.js';
+import { registerSandboxRoutes } from './sandbox-routes.js';
+import { installTestFlag } from './test-flag.js';
 
 export type OrderingDeps = {
   guard: Guard;
@@ -27,6 +30,7 @@ export type OrderingDeps = {
   settings: SettingsService;
   catalog: CatalogService;
   placement: OrderPlacement;
+  sandbox: Sandbox;
   delivery: DeliveryService;
   verifySignature: SignatureVerifier;
   files: FilesService;
@@ -51,8 +55,10 @@ export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): 
   installOrderingAuth(app, deps);
   await installOrderingRateLimit(app, { settings: deps.settings, guard: deps.guard, redis: deps.redis, prefix: deps.redisPrefix });
   installSignatureCheck(app, { settings: deps.settings, verify: deps.verifySignature });
+  installTestFlag(app);
   registerCatalogRoutes(app, deps);
   registerOrderRoutes(app, deps);
+  registerSandboxRoutes(app, deps);
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.get('/api/v1/balance', {
@@ -64,7 +70,7 @@ export async function orderingRoutes(app: FastifyInstance, deps: OrderingDeps): 
     },
     handler: async (req) => ({
       ok: true as const,
-      balance: await deps.users.balance(userOf(req).id),
+      balance: await deps.users.balance(userOf(req).id, userOf(req).mode),
       currency: await deps.settings.get('currency'),
     }),
   });

@@ -124,7 +124,12 @@ function presentedKey(req: FastifyRequest): string | undefined {
   return bearerToken(req.headers.authorization) ?? (typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined);
 }
 
-const ORDER_CREATE_PATH = '/api/v1/order/create';
+/** The routes where `require_signature` makes a signature mandatory: those that move a balance (docs/signing.md). */
+const SIGNED_ROUTES = new Set([
+  '/api/v1/order/create',
+  '/api/v1/sandbox/orders/:order_code/settle',
+  '/api/v1/sandbox/orders/:order_code/refund',
+]);
 
 /**
  * Request signing (docs/signing.md, "When a signature is checked"): mandatory on order creation when `require_signature` is on, and verified on any
@@ -136,7 +141,7 @@ export function installSignatureCheck(app: FastifyInstance, deps: { settings: Se
     const h = req.headers;
     const sent = h['x-api-timestamp'] !== undefined || h['x-api-nonce'] !== undefined || h['x-api-signature'] !== undefined;
     // Mandatory-ness goes by the matched route, not the raw path: /api/v1/order/%63reate is the same route.
-    if (!sent && !(req.routeOptions.url === ORDER_CREATE_PATH && req.method === 'POST')) return done();
+    if (!sent && !(req.method === 'POST' && SIGNED_ROUTES.has(req.routeOptions.url ?? ''))) return done();
     checkSignature(req, sent, deps).then(() => done(), done);
   });
 }

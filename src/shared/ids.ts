@@ -22,11 +22,25 @@ export function newApiKey(): string {
 }
 
 /**
+ * Sandbox keys (docs/sandbox-ordering.md): the live prefix, then `test_`. A live key's tail is base62, which has no
+ * `_`, so no live key can start with TEST_API_KEY_PREFIX: the prefix alone tells which world a key belongs to.
+ */
+export const TEST_API_KEY_PREFIX = 'rgk_test_';
+export function newTestApiKey(): string {
+  return TEST_API_KEY_PREFIX + randomBase62(40);
+}
+export const isTestApiKey = (key: string): boolean => key.startsWith(TEST_API_KEY_PREFIX);
+
+/**
  * Order codes: "OD" + 14 symbols without look-alikes (src/shared/readable.ts): readable on the phone, 70 bits of
  * randomness.
  */
 export function newOrderCode(): string {
   return 'OD' + randomReadable(14);
+}
+/** A test order's code: "ODT" + 14 symbols, so a test order is told apart at a glance. */
+export function newTestOrderCode(): string {
+  return 'ODT' + randomReadable(14);
 }
 
 /** Payment API credentials: recognisable prefixes, 40-48 base62 chars. */

@@ -1,3 +1,5 @@
+import type { Mode } from './mode.js';
+
 /**
  * What the domain services count for /metrics (docs/operations.md, "Metrics"). The label values are closed sets: a
  * service passes one of these words, never an id, a code or text from a request. ops/metrics.ts implements it with
@@ -10,8 +12,8 @@ export type SyncRunResult = 'ok' | 'failed';
 export type PaymentMode = 'live' | 'test';
 
 export type DomainMetrics = {
-  /** One order create, as its answer decided it. */
-  orders: { inc(outcome: OrderOutcome): void };
+  /** One order create, as its answer decided it, in the world of its key (live when not said). */
+  orders: { inc(outcome: OrderOutcome, mode?: Mode): void };
   /** Payment status changes the service made (the new status: a PaymentStatus), `n` at once for a sweep. */
   paymentTransitions: { inc(to: string, mode: PaymentMode, n?: number): void };
   /** One webhook attempt, once its record is written; `kind`: a payment event, or an order callback to a reseller. */

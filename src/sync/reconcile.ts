@@ -34,6 +34,8 @@ export function createReconciler(deps: { db: Db; settings: SettingsService; logg
       .where(
         and(
           eq(orders.status, 'pending'),
+          // A test order waits for the sandbox settle endpoint, never for the source (docs/sandbox-ordering.md).
+          eq(orders.test, false),
           isNull(orders.upstreamStuckAt),
           lt(orders.createdAt, sql`now() - make_interval(mins => ${minutes})`),
         ),
@@ -67,6 +69,7 @@ export function createReconciler(deps: { db: Db; settings: SettingsService; logg
       .where(
         and(
           eq(orders.status, 'pending'),
+          eq(orders.test, false),
           lt(orders.createdAt, sql`now() - make_interval(secs => ${RECONCILE_MIN_AGE_SECONDS})`),
           leaseFree,
         ),

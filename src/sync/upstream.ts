@@ -236,7 +236,8 @@ export function createUpstreamOrders(deps: UpstreamDeps) {
         upstreamLeaseUntil: sql<Date>`date_trunc('milliseconds', now() + make_interval(secs => ${seconds}))`,
         upstreamAttemptedAt: sql<Date>`now()`,
       })
-      .where(and(eq(orders.id, orderId), eq(orders.status, 'pending'), leaseFree))
+      // A test order is never sent to the source, whoever asks (docs/sandbox-ordering.md).
+      .where(and(eq(orders.id, orderId), eq(orders.status, 'pending'), eq(orders.test, false), leaseFree))
       .returning();
     return taken ?? null;
   }

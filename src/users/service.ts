@@ -7,13 +7,21 @@ import type { Clock } from '../shared/clock.js';
 import type { Cipher } from '../shared/crypto.js';
 import { sha256Hex } from '../shared/crypto.js';
 import type { EventBus } from '../shared/events.js';
-import { newApiKey, newWebhookSecret } from '../shared/ids.js';
+import { isTestApiKey, newApiKey, newTestApiKey, newWebhookSecret } from '../shared/ids.js';
 import { allowlistOf, createIpMatcher, type IpMatcher } from '../shared/ip.js';
 import { DomainError } from '../shared/domain-error.js';
 import type { JsonDecimal } from '../shared/json-exact.js';
 import { MONEY_LIMIT, MONEY_RE, compareMoney, moneyOut } from '../shared/money.js';
+import { setTestBalance } from './test-balance.js';
+import { callbackUrlOf } from './callback-url.js';
+import type { Mode } from '../shared/mode.js';
 
-export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher };
+export type { Mode };
+
+export type AuthUser = { id: number; name: string; apiEnabled: boolean; ips: IpMatcher; mode: Mode };
+
+/** The answer of `user test-key`: the new test key, shown in this answer (and by `user show`). */
+export type TestKeyView = { id: number; test_api_key: string; test_balance: JsonDecimal };
 
 export type UserView = {
   id: number;
@@ -26,6 +34,10 @@ export type UserView = {
   /** Where order callbacks go; null: none are sent (docs/webhooks.md, "Order callbacks"). */
   callback_url: string | null;
   allow_private_targets: boolean;
+  /** Once `user test-key` made one: the sandbox key (only where api_key is shown), its hint and the test balance. */
+  test_api_key?: string;
+  test_api_key_hint?: string;
+  test_balance?: JsonDecimal;
   /** Only in the answer that made it (a first callback URL, or `user callback-secret`): shown once. */
   callback_secret?: string;
   created_at: string;
@@ -35,26 +47,6 @@ export type UserView = {
 /** The answer of `user callback-secret`: the new secret, shown this once. */
 export type CallbackSecretView = { id: number; callback_url: string | null; callback_secret: string };
 
-/** Longest callback URL taken, as for a pay client's webhook URL. */
-const CALLBACK_URL_MAX = 2000;
-
-/** An http(s) URL without credentials (they would be sent, and shown in lists), or null for "" (callbacks off). */
-function callbackUrlOf(raw: string): string | null {
-  const s = raw.trim();
-  if (s === '') return null;
-  let u: URL | null = null;
-  try {
-    u = new URL(s);
-  } catch {
-    // refused below
-  }
-  if (!u || (u.protocol !== 'https:' && u.protocol !== 'http:') || u.username || u.password || s.length > CALLBACK_URL_MAX)
-    throw new DomainError('invalid', `callback_url must be an http(s) URL of at most ${CALLBACK_URL_MAX} characters, without credentials`, {
-      fields: [{ path: 'body.callback_url', message: 'must be an http(s) URL without credentials' }],
-    });
-  return u.toString();
-}
-
 type UserRow = typeof users.$inferSelect;
 /** Columns of an update; a column may be set by a SQL expression over its stored value. */
 type UserSet = { [K in keyof typeof users.$inferInsert]?: (typeof users.$inferInsert)[K] | SQL };
@@ -62,7 +54,7 @@ type UserSet = { [K in keyof typeof users.$inferInsert]?: (typeof users.$inferIn
 export type UsersDeps = { db: Db; cipher: Cipher; bus: EventBus; clock: Clock; authCacheMs?: number; authCacheMax?: number };
 
 function hintOf(key: string): string {
-  return `${key.slice(0, 4)}…${key.slice(-4)}`;
+  return `${key.slice(0, isTestApiKey(key) ? 9 : 4)}…${key.slice(-4)}`;
 }
 
 /** Users, their API keys, allowlists and balances; also the ordering API's key lookup, cached and invalidated on change. */
@@ -76,6 +68,12 @@ export function createUsersService(deps: UsersDeps) {
     .where(eq(users.id, sql.placeholder('userId')))
     .limit(1)
     .prepare('user_balance');
+  const testBalanceQuery = db
+    .select({ balance: users.testBalance })
+    .from(users)
+    .where(eq(users.id, sql.placeholder('userId')))
+    .limit(1)
+    .prepare('user_test_balance');
   const cacheMax = deps.authCacheMax ?? 10_000;
   // digest -> user (or null for an unknown key); dropped whole on any key/IP/enable change in any process.
   const authCache = new Map<string, { user: AuthUser | null; at: number }>();
@@ -92,15 +90,16 @@ export function createUsersService(deps: UsersDeps) {
     return hit && now - hit.at < cacheMs ? hit.user : undefined;
   };
   /** The database half of authenticate: reads the key's user and caches the answer unless a change raced it. */
-  async function lookup(digest: string, now: number): Promise<AuthUser | null> {
+  async function lookup(digest: string, mode: Mode, now: number): Promise<AuthUser | null> {
     const gen = generation;
+    // A key's prefix names its column: a live key can never start with the test prefix (src/shared/ids.ts).
     const rows = await db
       .select({ id: users.id, name: users.name, apiEnabled: users.apiEnabled, allowedIps: users.allowedIps })
       .from(users)
-      .where(eq(users.apiKeyHash, digest))
+      .where(eq(mode === 'test' ? users.testApiKeyHash : users.apiKeyHash, digest))
       .limit(1);
     const r = rows[0];
-    const user = r ? { id: r.id, name: r.name, apiEnabled: r.apiEnabled, ips: createIpMatcher(r.allowedIps) } : null;
+    const user = r ? { id: r.id, name: r.name, apiEnabled: r.apiEnabled, ips: createIpMatcher(r.allowedIps), mode } : null;
     if (gen === generation) {
       if (authCache.size >= cacheMax) authCache.clear();
       authCache.set(digest, { user, at: now });
@@ -119,6 +118,14 @@ export function createUsersService(deps: UsersDeps) {
       allowed_ips: row.allowedIps,
       callback_url: row.callbackUrl,
       allow_private_targets: row.allowPrivateTargets,
+      // The sandbox's fields once the user has a test key (`user test-key`): a user without one reads as before.
+      ...(row.testApiKeyEnc && row.testApiKeyHint
+        ? {
+            ...(withKey ? { test_api_key: cipher.decrypt(row.testApiKeyEnc) } : {}),
+            test_api_key_hint: row.testApiKeyHint,
+            test_balance: moneyOut(row.testBalance),
+          }
+        : {}),
       created_at: row.createdAt.toISOString(),
       updated_at: row.updatedAt.toISOString(),
     };
@@ -210,6 +217,14 @@ export function createUsersService(deps: UsersDeps) {
       const key = newApiKey();
       return update(ref, { apiKeyHash: sha256Hex(key), apiKeyEnc: cipher.encrypt(key), apiKeyHint: hintOf(key) });
     },
+    /** Makes or replaces the test key; the old one stops working on the very next request, as a rotated live key. */
+    async rotateTestKey(ref: string): Promise<TestKeyView> {
+      const key = newTestApiKey();
+      const u = await updateRow(ref, { testApiKeyHash: sha256Hex(key), testApiKeyEnc: cipher.encrypt(key), testApiKeyHint: hintOf(key) });
+      return { id: u.id, test_api_key: key, test_balance: moneyOut(u.testBalance) };
+    },
+    /** Sets the test balance (no live amount moves), with a test ledger row of the difference in the same transaction. */
+    setTestBalance: (ref: string, amount: string, actor: string) => setTestBalance(db, find, ref, amount, actor),
     async setEnabled(ref: string, enabled: boolean): Promise<UserView> {
       return update(ref, { apiEnabled: enabled });
     },
@@ -290,13 +305,20 @@ export function createUsersService(deps: UsersDeps) {
         return { user_id: user.id, amount: moneyOut(amount), balance: moneyOut(row.balance), ledger_id: ledger!.id };
       });
     },
-    /** Newest first; `before` (a ledger row id) starts after that row, for paging. */
-    async ledger(ref: string, limit = 50, before?: number) {
+    /** The movements of one world, newest first: the live balance's, or the test balance's with `test`; `before` (a
+     * ledger row id) starts after that row, for paging. */
+    async ledger(ref: string, limit = 50, page: { before?: number; test?: boolean } = {}) {
       const user = await find(ref);
       const rows = await db
         .select()
         .from(balanceLedger)
-        .where(and(eq(balanceLedger.userId, user.id), before !== undefined ? lt(balanceLedger.id, before) : undefined))
+        .where(
+          and(
+            eq(balanceLedger.userId, user.id),
+            eq(balanceLedger.test, page.test === true),
+            page.before !== undefined ? lt(balanceLedger.id, page.before) : undefined,
+          ),
+        )
         .orderBy(sql`${balanceLedger.id} DESC`)
         .limit(limit);
       return rows.map((r) => ({
@@ -307,6 +329,7 @@ export function createUsersService(deps: UsersDeps) {
         ref: r.ref,
         note: r.note,
         actor: r.actor,
+        ...(r.test ? { test: true as const } : {}),
         created_at: r.createdAt.toISOString(),
       }));
     },
@@ -315,14 +338,14 @@ export function createUsersService(deps: UsersDeps) {
       const digest = sha256Hex(apiKey);
       const now = clock.now().getTime();
       const hit = cachedUser(digest, now);
-      return hit !== undefined ? hit : lookup(digest, now);
+      return hit !== undefined ? hit : lookup(digest, isTestApiKey(apiKey) ? 'test' : 'live', now);
     },
     /** The cached answer of authenticate(apiKey) without waiting: undefined when it would ask the database. */
     cachedAuthentication(apiKey: string): AuthUser | null | undefined {
       return cachedUser(sha256Hex(apiKey), clock.now().getTime());
     },
-    async balance(userId: number): Promise<JsonDecimal> {
-      const rows = await balanceQuery.execute({ userId });
+    async balance(userId: number, mode: Mode = 'live'): Promise<JsonDecimal> {
+      const rows = await (mode === 'test' ? testBalanceQuery : balanceQuery).execute({ userId });
       if (!rows[0]) throw new DomainError('unauthenticated', 'Unknown API key');
       return moneyOut(rows[0].balance);
     },

@@ -19,6 +19,8 @@ export type OrderEventSource = {
   productId: number;
   quantity: number;
   total: string;
+  /** A sandbox order (docs/sandbox-ordering.md): its callback says `"test": true`. */
+  test?: boolean;
 };
 
 /**
@@ -39,6 +41,7 @@ export async function enqueueOrderEvent(tx: Db, order: OrderEventSource, event: 
     product_id: String(order.productId),
     quantity: order.quantity,
     total: moneyOut(order.total),
+    ...(order.test ? { test: true } : {}),
   });
   const res = await tx.execute(sql`
     INSERT INTO webhook_outbox (event_id, user_id, order_id, event, body, next_attempt_at, created_at)

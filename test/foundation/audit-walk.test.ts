@@ -138,6 +138,16 @@ const FIXTURES: Record<string, Fixture> = {
     c.secrets.add(data<{ callback_secret: string }>(res).callback_secret);
     return { res, target: `user:${u.id}` };
   },
+  adminRotateTestKey: async (c) => {
+    const u = await userFixture(c);
+    const res = await admin(c, 'POST', `/admin/v1/users/${u.id}/test-key`);
+    c.secrets.add(data<{ test_api_key: string }>(res).test_api_key);
+    return { res, target: `user:${u.id}` };
+  },
+  adminSetTestBalance: async (c) => {
+    const u = await userFixture(c);
+    return { res: await admin(c, 'PUT', `/admin/v1/users/${u.id}/test-balance`, { amount: '5000' }), target: `user:${u.id}` };
+  },
   adminCreditUser: async (c) => {
     const u = await userFixture(c);
     return { res: await admin(c, 'POST', `/admin/v1/users/${u.id}/credit`, { amount: '12.50', note: 'walk' }), target: `user:${u.id}` };

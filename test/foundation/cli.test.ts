@@ -25,6 +25,8 @@ const CONTRACT_COMMANDS = [
   'user callback-secret',
   'user credit',
   'user ledger',
+  'user test-key',
+  'user test-balance',
   'category create',
   'category list',
   'product create',

@@ -186,6 +186,34 @@ describe('ordering API: the synchronous paths answer as the full checks do', () 
     expect({ pages: fast.pages(), handled: fast.handled() - handledBefore }).toEqual({ pages: 5, handled: 2 });
   });
 
+  it('test keys (docs/sandbox-ordering.md) take the same decision on both paths: admitted, disabled, elsewhere, rotated', async () => {
+    for (const s of [fast, full])
+      for (const name of ['valid', 'disabled', 'elsewhere', 'rotated'] as const) {
+        const k = await s.t.adminData<{ test_api_key: string }>('POST', `/admin/v1/users/${name}/test-key`);
+        (s.keys as Record<string, string>)[`test_${name}`] = k.test_api_key;
+      }
+    const admittedBefore = fast.admitted();
+    for (let i = 0; i < 2; i++) {
+      expect((await both({ path: '/api/v1/products?limit=20', key: 'test_valid' })).status).toBe(200);
+      expect((await both({ path: '/api/v1/balance', key: 'test_valid' })).status).toBe(200);
+      expect((await both({ path: '/api/v1/categories', key: 'test_valid', keyIn: 'x-api-key' })).status).toBe(200);
+      expect((await both({ path: '/api/v1/balance', key: 'test_disabled' })).status).toBe(403);
+      expect((await both({ path: '/api/v1/balance', key: 'test_elsewhere' })).status).toBe(403);
+      expect((await both({ path: '/api/v1/balance', key: 'rgk_test_unknownunknownunknownunknownunkno' })).status).toBe(401);
+    }
+    // Five of the six admitted reads with the valid test key met the cache; no refused test key was admitted.
+    expect(fast.admitted() - admittedBefore).toBe(5);
+    expect(full.admitted()).toBe(0);
+    expect((await both({ path: '/api/v1/balance', key: 'test_rotated' })).status).toBe(200);
+    const old = { fast: fast.keys['test_rotated' as 'valid'], full: full.keys['test_rotated' as 'valid'] };
+    for (const s of [fast, full]) await s.t.adminData('POST', '/admin/v1/users/rotated/test-key');
+    n++;
+    const a = await send(fast, n, { path: '/api/v1/balance', key: old.fast });
+    const b = await send(full, n, { path: '/api/v1/balance', key: old.full });
+    expect(a).toEqual(b);
+    expect(a.status).toBe(401);
+  });
+
   it('a key rotated after it was cached, maintenance, and a required signature', async () => {
     expect((await both({ path: '/api/v1/balance', key: 'rotated' })).status).toBe(200);
     const old = { fast: fast.keys.rotated, full: full.keys.rotated };

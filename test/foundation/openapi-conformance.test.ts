@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, createTestApp, importCodes, makeCategory, makeProduct, makeUser, type TestApp } from '../harness.js';
 import { makeMethod, makePayClient, paySign, type PayCreds } from '../payments/helpers.js';
@@ -136,6 +137,22 @@ describe('every operation of the served document answers as documented', () => {
       payload: JSON.stringify({ product_id: product.id, quantity: 1 }),
     });
     expect(order.statusCode, order.body).toBe(200);
+    // The sandbox verbs take the buyer's test key and its test orders: one success (refund) and one pending (settle).
+    const testKey = (await t.adminData<{ test_api_key: string }>('POST', `/admin/v1/users/${buyer.id}/test-key`)).test_api_key;
+    const testOrder = async () => {
+      const res = await t.request({
+        method: 'POST',
+        url: '/api/v1/order/create',
+        headers: { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ product_id: product.id, quantity: 1 }),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      return (res.json() as { order_code: string }).order_code;
+    };
+    const testRefund = await testOrder();
+    const testSettle = await testOrder();
+    // A pending test order comes from a source product; the fixture shop has none, so one is set pending here.
+    await t.deps.db.execute(sql`UPDATE orders SET status = 'pending' WHERE order_code = ${testSettle}`);
     await makeMethod(t, 'VCB');
     pay = await makePayClient(t);
     const payments: Record<string, string> = {};
@@ -154,6 +171,9 @@ describe('every operation of the served document answers as documented', () => {
       await t.adminData('PUT', `/admin/v1/settings/${key}`, { value });
     Object.assign(fixtures, {
       buyerKey: buyer.api_key,
+      testKey,
+      'sandbox:settle': testSettle,
+      'sandbox:refund': testRefund,
       ref: String(managed.id),
       product: product.id,
       fileProduct: fileProduct.id,
@@ -189,6 +209,7 @@ describe('every operation of the served document answers as documented', () => {
       if (!verb) return fixtures['payment:read']!;
       return fixtures[`payment:${path.startsWith('/admin/') && verb === 'cancel' ? 'adminCancel' : verb}`]!;
     }
+    if (name === 'order_code') return fixtures[path.endsWith('/settle') ? 'sandbox:settle' : 'sandbox:refund']!;
     if (name === 'code') return path.startsWith('/admin/v1/pay/methods') ? 'VCB' : fixtures.order!;
     if (name === 'id') {
       if (path === '/admin/v1/pay/clients/{id}/approve') return fixtures.requestedClient!;
@@ -277,7 +298,8 @@ describe('every operation of the served document answers as documented', () => {
     if (d.body) headers['content-type'] = d.body.contentType ?? 'application/json';
     const raw = typeof payload === 'string' ? payload : '';
     for (const scheme of d.anonymous ? [] : Object.keys(op.security?.[0] ?? {})) {
-      if (scheme === 'bearerAuth') headers.authorization = `Bearer ${fixtures.buyerKey}`;
+      if (scheme === 'bearerAuth')
+        headers.authorization = `Bearer ${pathTemplate.includes('/sandbox/') ? fixtures.testKey : fixtures.buyerKey}`;
       if (scheme === 'adminToken') headers.authorization = `Bearer ${ADMIN_TOKEN}`;
       if (scheme === 'cronToken' && !query.has('token')) query.set('token', CRON_TOKEN);
       if (scheme === 'sepayApiKey') headers.authorization = `Apikey ${SEPAY_KEY}`;

@@ -13,14 +13,15 @@ export const orderCommands: readonly Command[] = [
   cmd({
     noun: 'order',
     verb: 'list',
-    usage: '[--user U] [--status S] [--stuck]',
+    usage: '[--user U] [--status S] [--stuck] [--test]',
     summary:
-      'newest 100 orders; of one user (id or name) with --user, one status with --status; --stuck: source orders pending past upstream_stuck_minutes',
-    options: { user: S, status: S, stuck: B },
+      'newest 100 orders; of one user (id or name) with --user, one status with --status; --stuck: source orders pending past upstream_stuck_minutes; --test: test orders instead of live ones',
+    options: { user: S, status: S, stuck: B, test: B },
     call: (_, o) => {
       const q = new URLSearchParams();
       for (const k of ['user', 'status'] as const) if (str(o, k) !== undefined) q.set(k, str(o, k)!);
       if (o.stuck) q.set('stuck', 'true');
+      if (o.test) q.set('test', 'true');
       const qs = q.toString();
       return get(qs ? `/admin/v1/orders?${qs}` : '/admin/v1/orders');
     },

@@ -1,4 +1,4 @@
-import { bool, changes, cmd, type Command, defined, enc, get, list, pick, post, required, S, str } from './kit.js';
+import { B, bool, changes, cmd, type Command, defined, enc, get, list, pick, post, required, S, str } from './kit.js';
 
 const user = (ref: string) => `/admin/v1/users/${enc(ref)}`;
 
@@ -91,9 +91,27 @@ export const userCommands: readonly Command[] = [
   cmd({
     noun: 'user',
     verb: 'ledger',
-    usage: 'U',
-    summary: 'last 50 balance movements, newest first',
+    usage: 'U [--test]',
+    summary: 'last 50 balance movements, newest first; --test: of the test balance',
     args: ['U'],
-    call: ({ U }) => get(`${user(U)}/ledger`),
+    options: { test: B },
+    call: ({ U }, o) => get(o.test ? `${user(U)}/ledger?test=true` : `${user(U)}/ledger`),
+  }),
+  cmd({
+    noun: 'user',
+    verb: 'test-key',
+    usage: 'U',
+    summary: 'make or rotate the sandbox key; prints {id, test_api_key, test_balance}',
+    args: ['U'],
+    call: ({ U }) => post(`${user(U)}/test-key`),
+    output: (d) => pick(d, ['id', 'test_api_key', 'test_balance']),
+  }),
+  cmd({
+    noun: 'user',
+    verb: 'test-balance',
+    usage: 'U AMOUNT',
+    summary: 'set the test balance (sandbox orders only; no live amount moves)',
+    args: ['U', 'AMOUNT'],
+    call: ({ U, AMOUNT }) => ({ method: 'PUT', path: `${user(U)}/test-balance`, json: { amount: AMOUNT.trim() } }),
   }),
 ];

@@ -21,7 +21,8 @@
 -- The request_id lookup is pinned to the unique index orders_user_request_uq the same way: a plan made while `orders`
 -- was empty or never analysed took orders_user_created_idx (user_id, id) and filtered request_id, so every order read
 -- all the earlier orders of its user. A range on request_id ordered by request_id is answered, without a sort, only by
--- (user_id, request_id); it is one row at most (test/orders/order-plans.test.ts).
+-- (user_id, request_id); it is one row at most (test/orders/order-plans.test.ts). Only live orders are read and
+-- written here: a test order of the same request_id is another world's (order_create_test, docs/sandbox-ordering.md).
 -- The balance debit waits on an advisory lock of the user, not on the user's row: a row-lock waiter keeps the row's
 -- page pinned, and a page pinned by another backend is never pruned, so under concurrent orders of one reseller the
 -- updates stopped being HOT and the row spread over new pages and index entries. Orders of one user still queue, as
@@ -94,7 +95,7 @@ BEGIN
     OR p_quantity < v_prod.min_qty OR p_quantity > v_prod.max_qty OR v_total >= 10000000000000000::numeric;
   IF v_refused AND p_request_id IS NOT NULL THEN
     RETURN QUERY SELECT * FROM orders o
-     WHERE o.user_id = p_user_id AND o.request_id >= p_request_id AND o.request_id <= p_request_id
+     WHERE o.user_id = p_user_id AND o.request_id >= p_request_id AND o.request_id <= p_request_id AND o.test = false
      ORDER BY o.request_id LIMIT 1;
     IF FOUND THEN
       RETURN;
@@ -114,12 +115,12 @@ BEGIN
   VALUES (p_order_code, p_user_id, p_request_id, p_product_id, v_prod.name, v_prod.type, p_quantity, v_prod.price, v_total,
           CASE WHEN v_fulfilment = 'source' THEN 'pending' ELSE 'success' END,
           CASE v_fulfilment WHEN 'codes' THEN p_codes_message WHEN 'files' THEN p_files_message ELSE p_source_message END)
-  ON CONFLICT (user_id, request_id) DO NOTHING
+  ON CONFLICT (user_id, request_id, test) DO NOTHING
   RETURNING * INTO v_order;
   IF NOT FOUND THEN
     -- A replay, or the racing request with this request_id that committed first (read committed: this statement sees it).
     RETURN QUERY SELECT * FROM orders o
-       WHERE o.user_id = p_user_id AND o.request_id >= p_request_id AND o.request_id <= p_request_id
+       WHERE o.user_id = p_user_id AND o.request_id >= p_request_id AND o.request_id <= p_request_id AND o.test = false
        ORDER BY o.request_id LIMIT 1;
     IF NOT FOUND THEN
       RAISE EXCEPTION 'request_id taken but no order found' USING ERRCODE = 'RG002';

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, check, index, integer, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, check, index, integer, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { products } from './catalog.js';
 import { users } from './users.js';
 
@@ -42,10 +42,13 @@ export const orders = pgTable(
     upstreamStuckAt: timestamp('upstream_stuck_at', { withTimezone: true, mode: 'date' }),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    /** A sandbox order (docs/sandbox-ordering.md): made with a test key, seen only by one. */
+    test: boolean('test').notNull().default(false),
   },
   (t) => [
     uniqueIndex('orders_code_uq').on(t.orderCode),
-    uniqueIndex('orders_user_request_uq').on(t.userId, t.requestId),
+    // A request_id is unique per user and world: a live and a test order may share one.
+    uniqueIndex('orders_user_request_uq').on(t.userId, t.requestId, t.test),
     index('orders_user_created_idx').on(t.userId, t.id),
     // The console's dashboard: today's orders and the last 24 hours (src/ops/dashboard.ts).
     index('orders_created_idx').on(t.createdAt),

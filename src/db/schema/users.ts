@@ -24,10 +24,19 @@ export const users = pgTable(
     callbackSecretEnc: text('callback_secret_enc'),
     /** Lets callbacks reach loopback/private addresses (local setups and tests), as pay_clients.allow_private_targets. */
     allowPrivateTargets: boolean('allow_private_targets').notNull().default(false),
+    /** The sandbox key (docs/sandbox-ordering.md): stored like the live key; null until `user test-key` makes one. */
+    testApiKeyHash: text('test_api_key_hash').unique(),
+    testApiKeyEnc: text('test_api_key_enc'),
+    testApiKeyHint: text('test_api_key_hint'),
+    /** What test orders debit; never a live amount. */
+    testBalance: numeric('test_balance', { precision: 18, scale: 2 }).notNull().default('10000000'),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
-  (t) => [check('users_balance_non_negative', sql`${t.balance} >= 0`)],
+  (t) => [
+    check('users_balance_non_negative', sql`${t.balance} >= 0`),
+    check('users_test_balance_non_negative', sql`${t.testBalance} >= 0`),
+  ],
 );
 
 /** One row per balance movement, written in the same transaction as the movement. */
@@ -44,6 +53,8 @@ export const balanceLedger = pgTable(
     ref: text('ref'),
     note: text('note'),
     actor: text('actor').notNull(),
+    /** A movement of the test balance (docs/sandbox-ordering.md). */
+    test: boolean('test').notNull().default(false),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
   (t) => [index('balance_ledger_user_idx').on(t.userId, t.id)],

@@ -23,7 +23,7 @@ export async function detail(
   const u = await deps.users.show(ref);
   const before = /^\d{1,15}$/.test(ctx.query.before ?? '') ? Number(ctx.query.before) : undefined;
   const limit = limitOf(ctx);
-  const ledger = pageOf(await deps.users.ledger(String(u.id), limit + 1, before), limit, (row) => row.id);
+  const ledger = pageOf(await deps.users.ledger(String(u.id), limit + 1, { before }), limit, (row) => row.id);
   const base = `/console/users/${u.id}`;
   const button = (path: string, label: string, quiet = false) =>
     html`<form class="inline" method="post" action="${base}/${path}">${csrfField(csrf)}<button type="submit"${quiet ? html` class="quiet"` : ''}>${label}</button></form>`;

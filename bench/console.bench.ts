@@ -35,7 +35,11 @@ async function timed(label: string, fn: () => Promise<unknown>, limitMs: number)
     times.push(performance.now() - t0);
   }
   const m = median(times);
-  console.log(`${label.padEnd(58)} median ${m.toFixed(1).padStart(7)} ms  max ${Math.max(...times).toFixed(1).padStart(7)} ms  (limit ${limitMs} ms) ${m < limitMs ? 'ok' : 'OVER'}`);
+  console.log(
+    `${label.padEnd(58)} median ${m.toFixed(1).padStart(7)} ms  max ${Math.max(...times)
+      .toFixed(1)
+      .padStart(7)} ms  (limit ${limitMs} ms) ${m < limitMs ? 'ok' : 'OVER'}`,
+  );
 }
 
 export async function run(): Promise<void> {
@@ -72,8 +76,11 @@ export async function run(): Promise<void> {
     await timed('orders page: newest 50 (admin API order list)', () => deps.delivery.adminList({}, PAGE), 200);
     await timed('orders page: newest 50 of one user', () => deps.delivery.adminList({ userId: someUser }, PAGE), 200);
     await timed('orders page: newest 50 refunded', () => deps.delivery.adminList({ status: 'refunded' }, PAGE), 200);
-    await timed(`orders page: 50 before id ${deep} (keyset, deep in the list)`, () =>
-      db.execute(sql`SELECT * FROM orders WHERE id < ${deep} ORDER BY id DESC LIMIT ${PAGE}`), 200);
+    await timed(
+      `orders page: 50 before id ${deep} (keyset, deep in the list)`,
+      () => db.execute(sql`SELECT * FROM orders WHERE id < ${deep} ORDER BY id DESC LIMIT ${PAGE}`),
+      200,
+    );
 
     // The index's cost on the insert path: batches of 50,000 rows without it and with it, in turn.
     const cost = { without: [] as number[], with: [] as number[] };
@@ -99,7 +106,11 @@ export async function run(): Promise<void> {
     console.log(`seeded up to 1,000,000 orders in ${((performance.now() - t0) / 1000).toFixed(1)} s more`);
     const recent = await db.execute(sql`SELECT count(*)::int AS n FROM orders WHERE created_at >= now() - interval '24 hours'`);
     console.log(`orders in the last 24 hours: ${JSON.stringify((recent as { rows?: unknown[] }).rows ?? recent)}`);
-    await timed('dashboard read, 1,000,000 orders', () => readDashboard(db, () => deps.facts.get({ fresh: true }), 'Asia/Ho_Chi_Minh'), 300);
+    await timed(
+      'dashboard read, 1,000,000 orders',
+      () => readDashboard(db, () => deps.facts.get({ fresh: true }), 'Asia/Ho_Chi_Minh'),
+      300,
+    );
     await timed('orders page: newest 50, 1,000,000 orders', () => deps.delivery.adminList({}, PAGE), 200);
   } finally {
     await deps.close();

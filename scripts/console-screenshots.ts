@@ -47,7 +47,11 @@ await app.inject({
   headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'text/plain' },
   payload: Array.from({ length: 60 }, (_, i) => `GRN-${1000 + i}`).join('\n'),
 });
-const shop = await admin<{ id: number; api_key: string }>('POST', '/admin/v1/users', { name: 'shop-hanoi', balance: 5000000, ips: ['203.0.113.7'] });
+const shop = await admin<{ id: number; api_key: string }>('POST', '/admin/v1/users', {
+  name: 'shop-hanoi',
+  balance: 5000000,
+  ips: ['203.0.113.7'],
+});
 await admin('POST', '/admin/v1/users', { name: 'shop-saigon', balance: 1250000 });
 await admin('POST', `/admin/v1/users/${shop.id}/credit`, { amount: 2000000, note: 'chuyển khoản 29/11' });
 for (let i = 0; i < 40; i++) {
@@ -80,7 +84,11 @@ try {
     { name: 'desktop', width: 1280, height: 800 },
     { name: 'phone', width: 360, height: 740 },
   ]) {
-    const context = await browser.newContext({ viewport: { width: size.width, height: size.height }, deviceScaleFactor: 1, locale: 'vi-VN' });
+    const context = await browser.newContext({
+      viewport: { width: size.width, height: size.height },
+      deviceScaleFactor: 1,
+      locale: 'vi-VN',
+    });
     const page = await context.newPage();
     const signIn = async () => {
       await page.goto(`${base}/console/sign-in`);

@@ -18,7 +18,13 @@ export function refusalOf(err: unknown): { status: number; message: string } | n
 }
 
 /** Runs a console action under the admin API route's audit spec, with actor `console` (see Ctx.action). */
-export async function runAction<T>(db: Db, req: FastifyRequest, operationId: string, r: ActionRequest, fn: () => Promise<T>): Promise<Outcome<T>> {
+export async function runAction<T>(
+  db: Db,
+  req: FastifyRequest,
+  operationId: string,
+  r: ActionRequest,
+  fn: () => Promise<T>,
+): Promise<Outcome<T>> {
   const spec = AUDIT_ACTIONS[operationId] ?? { action: operationId };
   const seen = { params: r.params ?? {}, query: r.query ?? {}, body: r.body };
   const entry = {
@@ -48,7 +54,11 @@ export async function runAction<T>(db: Db, req: FastifyRequest, operationId: str
 }
 
 /** The admin API's validation message for the same input (src/http/error-handler.ts): `Invalid body: body.x why`. */
-export function parseWith<S extends z.ZodType>(schema: S, input: unknown, where: 'body' | 'querystring' | 'params' = 'body'): Outcome<z.output<S>> {
+export function parseWith<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  where: 'body' | 'querystring' | 'params' = 'body',
+): Outcome<z.output<S>> {
   const res = schema.safeParse(input);
   if (res.success) return { ok: true, value: res.data };
   const details = res.error.issues.map((i) => `${[where, ...i.path.map(String)].join('.')} ${i.message}`);

@@ -8,7 +8,9 @@ export const LANG_COOKIE = 'rg_console_lang';
 /** The request's cookies by name (the first of a repeated name); values are taken as sent, never decoded. */
 export function readCookies(req: FastifyRequest): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const part of String(req.headers.cookie ?? '').slice(0, 8192).split(';')) {
+  for (const part of String(req.headers.cookie ?? '')
+    .slice(0, 8192)
+    .split(';')) {
     const eq = part.indexOf('=');
     if (eq < 0) continue;
     const name = part.slice(0, eq).trim();

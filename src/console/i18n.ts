@@ -12,7 +12,10 @@ export const COMMON = {
   signOut: { vi: 'Đăng xuất', en: 'Sign out' },
   token: { vi: 'Mã quản trị (ADMIN_TOKEN)', en: 'Admin token (ADMIN_TOKEN)' },
   wrongToken: { vi: 'Mã quản trị không đúng.', en: 'Wrong admin token.' },
-  expired: { vi: 'Phiên đã hết hạn hoặc chưa đăng nhập; hãy đăng nhập lại.', en: 'Your session has ended or you are not signed in; sign in again.' },
+  expired: {
+    vi: 'Phiên đã hết hạn hoặc chưa đăng nhập; hãy đăng nhập lại.',
+    en: 'Your session has ended or you are not signed in; sign in again.',
+  },
   badCsrf: {
     vi: 'Biểu mẫu thiếu hoặc sai mã CSRF; không có gì thay đổi. Hãy tải lại trang và thử lại.',
     en: 'The form lacks a valid CSRF token; nothing was changed. Reload the page and try again.',

@@ -32,11 +32,15 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
 
   // The forms of the console are form-encoded, bounded; any other body (JSON, text, multipart) is refused 415 here.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: CONSOLE_FORM_LIMIT }, (_req, body, done) => {
-    const form: Record<string, string> = {};
-    for (const [k, v] of new URLSearchParams(body as string)) form[k] = v;
-    done(null, form);
-  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: CONSOLE_FORM_LIMIT },
+    (_req, body, done) => {
+      const form: Record<string, string> = {};
+      for (const [k, v] of new URLSearchParams(body as string)) form[k] = v;
+      done(null, form);
+    },
+  );
   // Upload forms (multipart) are read as a stream by their route alone (router.upload); any other route finds no
   // `csrf` in such a body and refuses it.
   await app.register(multipart, { limits: { fileSize: deps.uploadMaxBytes, files: 1, fields: 10 } });
@@ -162,7 +166,8 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): Pr
   const router = {
     get: (path: string, handler: Handler) => app.get(path, { schema: { hide: true } }, serve('GET', handler)),
     post: (path: string, handler: Handler) => app.post(path, { schema: { hide: true } }, serve('POST', handler)),
-    upload: (path: string, handler: Handler, o: { maxBytes: number }) => app.post(path, { schema: { hide: true } }, serve('POST', handler, o)),
+    upload: (path: string, handler: Handler, o: { maxBytes: number }) =>
+      app.post(path, { schema: { hide: true } }, serve('POST', handler, o)),
   };
   for (const page of PAGES) page.register(router, deps);
 }

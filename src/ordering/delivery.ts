@@ -73,7 +73,14 @@ export type Owner = { id: number; mode: Mode };
  * `before` (an order code) starts after that order, for keyset paging on id; `requestId`: the reseller's own id of an
  * order; `test`: sandbox orders instead of live ones (an admin list never mixes the two worlds).
  */
-export type AdminOrderFilter = { userId?: number; status?: OrderStatus; stuck?: boolean; before?: string; requestId?: string; test?: boolean };
+export type AdminOrderFilter = {
+  userId?: number;
+  status?: OrderStatus;
+  stuck?: boolean;
+  before?: string;
+  requestId?: string;
+  test?: boolean;
+};
 
 export type DeliveryDeps = {
   db: Db;

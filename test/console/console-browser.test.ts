@@ -153,7 +153,10 @@ describe.runIf(available || process.env.CI === 'true')('admin console in chromiu
     await page.goto(`${base}/console/settings`);
     await page.evaluate(() => document.querySelector('#setting-products_max_limit input[name="csrf"]')!.remove());
     await page.fill('#setting-products_max_limit input[name="value"]', '77');
-    const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('#setting-products_max_limit button')]);
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.click('#setting-products_max_limit button'),
+    ]);
     expect(answer.status()).toBe(403);
     expect(await page.textContent('.refusal')).toContain('CSRF');
     expect(await t.deps.settings.get('products_max_limit')).not.toBe(77);

@@ -54,15 +54,24 @@ export async function auditRows(t: TestApp, action: string) {
 }
 
 /** Posts a multipart form (the hidden fields first, then `file`) as a browser sends an upload form. */
-export function upload(t: TestApp, v: Visitor, url: string, file: { name: string; content: string | Buffer; type?: string }, fields: Record<string, string | null> = {}) {
+export function upload(
+  t: TestApp,
+  v: Visitor,
+  url: string,
+  file: { name: string; content: string | Buffer; type?: string },
+  fields: Record<string, string | null> = {},
+) {
   const boundary = '----console-test-boundary';
   const parts: Buffer[] = [];
   const all: Record<string, string> = {};
   if (fields.csrf === undefined) all.csrf = v.csrf;
   for (const [k, val] of Object.entries(fields)) if (val !== null) all[k] = val;
-  for (const [k, val] of Object.entries(all)) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${val}\r\n`));
+  for (const [k, val] of Object.entries(all))
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${val}\r\n`));
   parts.push(
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: ${file.type ?? 'text/plain'}\r\n\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: ${file.type ?? 'text/plain'}\r\n\r\n`,
+    ),
     Buffer.isBuffer(file.content) ? file.content : Buffer.from(file.content),
     Buffer.from(`\r\n--${boundary}--\r\n`),
   );
@@ -77,5 +86,10 @@ export function upload(t: TestApp, v: Visitor, url: string, file: { name: string
 /** The text of the page's notice or refusal, unescaped as a browser shows it. */
 export function noticeOf(body: string, kind: 'notice' | 'refusal' = 'notice'): string | undefined {
   const m = new RegExp(`<p class="${kind}"[^>]*>([^<]*)</p>`).exec(body);
-  return m?.[1]?.replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&amp;', '&');
+  return m?.[1]
+    ?.replaceAll('&quot;', '"')
+    .replaceAll('&#39;', "'")
+    .replaceAll('&lt;', '<')
+    .replaceAll('&gt;', '>')
+    .replaceAll('&amp;', '&');
 }

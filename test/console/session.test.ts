@@ -20,7 +20,9 @@ describe('console sign-in and safety', () => {
     const page = await get(t, null, '/console/sign-in');
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('name="token"');
-    expect(page.headers['content-security-policy']).toMatch(/^default-src 'none'; style-src 'sha256-[^']+'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'$/);
+    expect(page.headers['content-security-policy']).toMatch(
+      /^default-src 'none'; style-src 'sha256-[^']+'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'$/,
+    );
     expect(page.headers['cache-control']).toBe('no-store');
     expect(page.headers['x-frame-options']).toBe('DENY');
     expect(page.body).not.toMatch(/<script/i);
@@ -34,7 +36,12 @@ describe('console sign-in and safety', () => {
     expect(bad.headers['set-cookie']).toBeUndefined();
     const v = await signIn(t);
     expect(v.cookie).toMatch(/^rg_console=[A-Za-z0-9]{43}$/);
-    const res = await t.request({ method: 'POST', url: '/console/sign-in', headers: FORM, payload: form({ token: 'test-admin-token-0123456789abcdef' }) });
+    const res = await t.request({
+      method: 'POST',
+      url: '/console/sign-in',
+      headers: FORM,
+      payload: form({ token: 'test-admin-token-0123456789abcdef' }),
+    });
     const set = [res.headers['set-cookie']].flat().join('\n');
     expect(set).toMatch(/rg_console=[A-Za-z0-9]{43}; Path=\/console; HttpOnly; SameSite=Strict$/m);
     expect(set).not.toContain('Secure');
@@ -66,8 +73,7 @@ describe('console sign-in and safety', () => {
 
   it('a form without its CSRF token (or with another) is refused 403 and changes nothing', async () => {
     const v = await signIn(t);
-    for (const csrf of [null, 'x'.repeat(32), ''])
-    {
+    for (const csrf of [null, 'x'.repeat(32), '']) {
       const res = await post(t, v, '/console/settings/products_max_limit', { csrf, value: '7' });
       expect(res.statusCode).toBe(403);
       expect(res.body).toMatch(/CSRF/);
@@ -77,7 +83,11 @@ describe('console sign-in and safety', () => {
     expect(ok.statusCode).toBe(303);
     expect(await t.deps.settings.get('products_max_limit')).toBe(7);
     const [row] = await auditRows(t, 'setting.set');
-    expect(row).toMatchObject({ actor: 'console', target: 'setting:products_max_limit', summary: { key: 'products_max_limit', value: '7' } });
+    expect(row).toMatchObject({
+      actor: 'console',
+      target: 'setting:products_max_limit',
+      summary: { key: 'products_max_limit', value: '7' },
+    });
     await post(t, v, '/console/settings/products_max_limit', { value: '' });
   });
 
@@ -99,7 +109,11 @@ describe('console sign-in and safety', () => {
   it('speaks Vietnamese by default, English by Accept-Language or ?lang=en, which a cookie keeps for the next pages', async () => {
     const v = await signIn(t);
     expect((await get(t, v, '/console/settings')).body).toContain('<h1>Cài đặt</h1>');
-    const en = await t.request({ method: 'GET', url: '/console/settings', headers: { cookie: v.cookie, 'accept-language': 'en-US,en;q=0.9' } });
+    const en = await t.request({
+      method: 'GET',
+      url: '/console/settings',
+      headers: { cookie: v.cookie, 'accept-language': 'en-US,en;q=0.9' },
+    });
     expect(en.body).toContain('<h1>Settings</h1>');
     const asked = await get(t, v, '/console/settings?lang=en');
     expect(asked.body).toContain('<html lang="en">');
@@ -169,8 +183,7 @@ describe('console sign-in and safety', () => {
   it('wrong tokens feed the guard: past the limit even the right token is refused 429 until it lifts', async () => {
     const s = await createTestApp({ env: { GUARD_ENABLED: 'true' } });
     try {
-      const attempt = (token: string) =>
-        s.request({ method: 'POST', url: '/console/sign-in', headers: FORM, payload: form({ token }) });
+      const attempt = (token: string) => s.request({ method: 'POST', url: '/console/sign-in', headers: FORM, payload: form({ token }) });
       for (let i = 0; i < GUARD_AUTH_FAILURES_PER_MINUTE; i++) expect((await attempt(`wrong-${i}`)).statusCode).toBe(401);
       const res = await attempt('test-admin-token-0123456789abcdef');
       expect(res.statusCode).toBe(429);

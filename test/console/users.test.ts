@@ -21,7 +21,10 @@ describe('console users page', () => {
     expect(res.statusCode, res.body).toBe(200);
     const key = keyOn(res.body);
     expect(key).toMatch(/^rgk_/);
-    const [u] = await t.adminData<{ id: number; name: string; api_key?: string; balance: number; allowed_ips: string[] }[]>('GET', '/admin/v1/users');
+    const [u] = await t.adminData<{ id: number; name: string; api_key?: string; balance: number; allowed_ips: string[] }[]>(
+      'GET',
+      '/admin/v1/users',
+    );
     expect(u).toMatchObject({ name: 'shop-one', balance: 150000, allowed_ips: ['203.0.113.7', '198.51.100.0/24'] });
     const shown = await t.adminData<{ api_key: string }>('GET', `/admin/v1/users/${u!.id}`);
     expect(shown.api_key).toBe(key);
@@ -29,7 +32,11 @@ describe('console users page', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).not.toContain(key!);
     expect(keyOn(page.body)).toBeUndefined();
-    expect((await auditRows(t, 'user.create'))[0]).toMatchObject({ actor: 'console', target: `user:${u!.id}`, summary: { name: 'shop-one' } });
+    expect((await auditRows(t, 'user.create'))[0]).toMatchObject({
+      actor: 'console',
+      target: `user:${u!.id}`,
+      summary: { name: 'shop-one' },
+    });
     expect(JSON.stringify(await auditRows(t, 'user.create'))).not.toContain(key!);
   });
 
@@ -77,7 +84,10 @@ describe('console users page', () => {
     const refused = await post(t, v, `/console/users/${u.id}/credit`, { direction: 'debit', amount: '5000', note: 'too much' });
     expect(refused.statusCode).toBe(api.statusCode);
     expect(refused.body).toContain((api.json() as { message: string }).message);
-    const ledger = await t.adminData<{ amount: number; kind: string; note: string; actor: string }[]>('GET', `/admin/v1/users/${u.id}/ledger`);
+    const ledger = await t.adminData<{ amount: number; kind: string; note: string; actor: string }[]>(
+      'GET',
+      `/admin/v1/users/${u.id}/ledger`,
+    );
     expect(ledger.slice(0, 2)).toMatchObject([
       { amount: -200, kind: 'admin_debit', note: 'correction', actor: 'console' },
       { amount: 500.5, kind: 'admin_credit', note: 'bank transfer 42', actor: 'console' },
@@ -114,8 +124,15 @@ describe('console users page', () => {
     expect(cb.statusCode).toBe(200);
     expect(/id="shown-secret">(whsec_[A-Za-z0-9]+)</.exec(cb.body)).not.toBeNull();
     expect((await post(t, v, `/console/users/${u.id}/disable`)).statusCode).toBe(200);
-    const after = await t.adminData<{ allowed_ips: string[]; callback_url: string; api_enabled: boolean }>('GET', `/admin/v1/users/${u.id}`);
-    expect(after).toMatchObject({ allowed_ips: ['192.0.2.1', '192.0.2.2'], callback_url: 'https://reseller.example.com/cb', api_enabled: false });
+    const after = await t.adminData<{ allowed_ips: string[]; callback_url: string; api_enabled: boolean }>(
+      'GET',
+      `/admin/v1/users/${u.id}`,
+    );
+    expect(after).toMatchObject({
+      allowed_ips: ['192.0.2.1', '192.0.2.2'],
+      callback_url: 'https://reseller.example.com/cb',
+      api_enabled: false,
+    });
     const refused = await post(t, v, `/console/users/${u.id}/callback`, { callback_url: 'ftp://x' });
     expect(refused.statusCode).toBe(400);
     expect(refused.body).toContain('callback_url must be an http(s) URL');

@@ -40,7 +40,9 @@ export const auditPage: ConsolePage = {
         )}</select></label><button type="submit">${t(T.filter)}</button></form>
 <div class="card"><div class="scroll"><table id="audit"><thead><tr><th>${t(T.at)}</th><th>${t(T.actor)}</th><th>${t(T.action)}</th><th>${t(T.target)}</th><th>${t(T.summary)}</th><th>${t(T.requestId)}</th></tr></thead><tbody>
 ${page.rows.map(
-  (row) => html`<tr><td>${timeText(row.at, lang, timeZone)}</td><td>${row.actor}</td><td>${row.action}</td><td class="wrap">${row.target ?? ''}</td>
+  (
+    row,
+  ) => html`<tr><td>${timeText(row.at, lang, timeZone)}</td><td>${row.actor}</td><td>${row.action}</td><td class="wrap">${row.target ?? ''}</td>
 <td class="wrap">${JSON.stringify(row.summary)}</td><td class="wrap muted">${row.request_id ?? ''}</td></tr>`,
 )}
 </tbody></table></div>${page.rows.length === 0 ? html`<p>${t(T.none)}</p>` : ''}${pager(ctx, page.next)}</div>`,

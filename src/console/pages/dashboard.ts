@@ -35,7 +35,8 @@ export const dashboardPage: ConsolePage = {
       const f = d.facts;
       const figure = (label: string, value: string, id: string) =>
         html`<div class="card"><p class="label">${label}</p><p class="figure" id="${id}">${value}</p></div>`;
-      const hourLabel = (iso: string) => new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
+      const hourLabel = (iso: string) =>
+        new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
       const labels = d.hours.map((h) => hourLabel(h.hour));
       // Bar heights only: the amounts shown as text stay the exact decimals of SQL.
       const revenue = d.hours.map((h) => Number(h.revenue));

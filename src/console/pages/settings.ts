@@ -46,7 +46,9 @@ ${rows.map(
       if (!params.ok) return page(ctx, { refusal: params.message, status: params.status });
       if (!body.ok) return page(ctx, { refusal: body.message, status: body.status });
       const key = params.value.key;
-      const done = await ctx.action('adminSetSetting', { params: { key }, body: body.value }, () => deps.settings.set(key, body.value.value));
+      const done = await ctx.action('adminSetSetting', { params: { key }, body: body.value }, () =>
+        deps.settings.set(key, body.value.value),
+      );
       if (!done.ok) return page(ctx, { refusal: done.message, status: done.status });
       return { redirect: `/console/settings?done=${encodeURIComponent(key)}` };
     });

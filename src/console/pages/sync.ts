@@ -53,7 +53,9 @@ export const syncPage: ConsolePage = {
 <button type="submit">${t(T.run)}</button></form></div>
 <div class="card"><h2>${t(T.runs)}</h2><div class="scroll"><table id="sync-runs"><thead><tr><th>#</th><th>${t(T.started)}</th><th>${t(T.mode)}</th><th>${t(T.result)}</th><th class="num">${t(T.counts)}</th><th>${t(T.error)}</th></tr></thead><tbody>
 ${runs.map(
-  (run) => html`<tr><td>${run.id}</td><td>${timeText(run.started_at, lang, timeZone)}</td><td>${run.mode}</td><td>${run.ok === null ? t(T.running) : run.ok ? 'ok' : 'failed'}</td>
+  (
+    run,
+  ) => html`<tr><td>${run.id}</td><td>${timeText(run.started_at, lang, timeZone)}</td><td>${run.mode}</td><td>${run.ok === null ? t(T.running) : run.ok ? 'ok' : 'failed'}</td>
 <td class="num">${run.created} / ${run.updated} / ${run.missing} / ${run.skipped}</td><td class="wrap">${run.error_code ?? ''} ${run.error ?? ''}</td></tr>`,
 )}
 </tbody></table></div></div>`,

@@ -55,7 +55,9 @@ export async function detail(
 <button type="submit">${t(T.setCallback)}</button></div></form><p>${button('callback-secret', t(T.rotateSecret), true)}</p></div>
 <div class="card"><h2>${t(T.ledger)}</h2><div class="scroll"><table id="ledger"><thead><tr><th>#</th><th>${t(T.at)}</th><th>${t(T.kind)}</th><th class="num">${t(T.amount)}</th><th class="num">${t(T.after)}</th><th>${t(T.reason)}</th><th>${t(T.actor)}</th></tr></thead><tbody>
 ${ledger.rows.map(
-  (l) => html`<tr><td>${l.id}</td><td>${timeText(l.created_at, lang, timeZone)}</td><td>${l.kind}</td><td class="num">${moneyText(l.amount, lang)}</td>
+  (
+    l,
+  ) => html`<tr><td>${l.id}</td><td>${timeText(l.created_at, lang, timeZone)}</td><td>${l.kind}</td><td class="num">${moneyText(l.amount, lang)}</td>
 <td class="num">${moneyText(l.balance_after, lang)}</td><td class="wrap">${l.note ?? ''} ${l.ref ?? ''}</td><td>${l.actor ?? ''}</td></tr>`,
 )}
 </tbody></table></div>${ledger.rows.length === 0 ? html`<p>${t(T.noLedger)}</p>` : ''}${pager(ctx, ledger.next, base)}</div>`,
@@ -95,17 +97,30 @@ export function registerUserDetail(r: ConsoleRouter, deps: ConsoleDeps): void {
   verb('rotate-key', async (ctx, ref) =>
     after(ctx, ref, await ctx.action('adminRotateKey', { params: { ref } }, () => deps.users.rotateKey(ref)), (u) => ({ key: u.api_key })),
   );
-  verb('disable', async (ctx, ref) => after(ctx, ref, await ctx.action('adminDisableUser', { params: { ref } }, () => deps.users.setEnabled(ref, false))));
-  verb('enable', async (ctx, ref) => after(ctx, ref, await ctx.action('adminEnableUser', { params: { ref } }, () => deps.users.setEnabled(ref, true))));
+  verb('disable', async (ctx, ref) =>
+    after(ctx, ref, await ctx.action('adminDisableUser', { params: { ref } }, () => deps.users.setEnabled(ref, false))),
+  );
+  verb('enable', async (ctx, ref) =>
+    after(ctx, ref, await ctx.action('adminEnableUser', { params: { ref } }, () => deps.users.setEnabled(ref, true))),
+  );
   verb('ips', async (ctx, ref) => {
     const body = ctx.parse(setIpsBody, { ips: ipsOf(ctx.form.ips) });
     if (!body.ok) return after(ctx, ref, body);
-    return after(ctx, ref, await ctx.action('adminSetUserIps', { params: { ref }, body: body.value }, () => deps.users.setIps(ref, body.value.ips)));
+    return after(
+      ctx,
+      ref,
+      await ctx.action('adminSetUserIps', { params: { ref }, body: body.value }, () => deps.users.setIps(ref, body.value.ips)),
+    );
   });
   verb('callback', async (ctx, ref) => {
-    const body = ctx.parse(userCallbackBody, { callback_url: ctx.form.callback_url ?? '', allow_private_targets: ctx.form.allow_private_targets === 'true' });
+    const body = ctx.parse(userCallbackBody, {
+      callback_url: ctx.form.callback_url ?? '',
+      allow_private_targets: ctx.form.allow_private_targets === 'true',
+    });
     if (!body.ok) return after(ctx, ref, body);
-    const done = await ctx.action('adminUpdateUser', { params: { ref }, body: body.value }, () => deps.users.updateCallback(ref, body.value));
+    const done = await ctx.action('adminUpdateUser', { params: { ref }, body: body.value }, () =>
+      deps.users.updateCallback(ref, body.value),
+    );
     return after(ctx, ref, done, (u) => ({ callbackSecret: u.callback_secret }));
   });
   verb('callback-secret', async (ctx, ref) => {
@@ -124,4 +139,3 @@ export function registerUserDetail(r: ConsoleRouter, deps: ConsoleDeps): void {
     return detail(ctx, deps, ref, { notice: `${ctx.t(T.moved)}: ${moneyText(done.value.balance, ctx.lang)}` });
   });
 }
-

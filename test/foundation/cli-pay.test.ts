@@ -155,7 +155,7 @@ describe('reseller-admin CLI: pay method, pay client and pay payment', () => {
       );
       expect((await fails('frobnicate')).envelope).toEqual(
         usage(
-          'Unknown command "frobnicate"; commands: user, category, product, codes, order, override, sync, guard, setting, demo, pay, audit, backup, restore (run reseller-admin --help)',
+          'Unknown command "frobnicate"; commands: user, category, product, codes, order, override, sync, guard, setting, demo, pay, audit, dashboard, backup, restore (run reseller-admin --help)',
         ),
       );
 

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { PoolStats } from '../db/client.js';
 import { PAYMENT_STATUSES } from '../db/schema/payment-statuses.js';
 import {
@@ -11,6 +11,7 @@ import {
   type WebhookKind,
 } from '../shared/metrics.js';
 import type { FactsSource } from './facts.js';
+import { createHttpMetrics } from './http-metrics.js';
 import { MODES } from '../shared/mode.js';
 
 const ORDER_OUTCOMES: OrderOutcome[] = ['success', 'pending', 'failed', 'refused', 'replayed'];
@@ -39,18 +40,14 @@ export function createMetrics(deps: MetricsDeps) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
-  const http = new Counter({
-    name: 'rg_http_requests_total',
-    help: 'HTTP answers by route pattern (unmatched: no route), method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: 'rg_http_request_duration_seconds',
-    help: 'Time from the request to the end of its answer, by route pattern and method',
-    labelNames: ['route', 'method'] as const,
-    buckets: DURATION_BUCKETS,
-    registers: [registry],
+  // Written by this module at scrape time, not through prom-client's calls: src/ops/http-metrics.ts says why.
+  const http = createHttpMetrics({
+    answers: { name: 'rg_http_requests_total', help: 'HTTP answers by route pattern (unmatched: no route), method and status' },
+    durations: {
+      name: 'rg_http_request_duration_seconds',
+      help: 'Time from the request to the end of its answer, by route pattern and method',
+      buckets: DURATION_BUCKETS,
+    },
   });
   const orders = new Counter({
     name: 'rg_orders_total',
@@ -78,7 +75,7 @@ export function createMetrics(deps: MetricsDeps) {
   });
   // Every label value at 0 from the start: rate() and alerts see a series before its first event.
   for (const o of ORDER_OUTCOMES) for (const mode of MODES) orders.inc({ outcome: o, mode }, 0);
-  for (const s of PAYMENT_STATUSES) payments.inc({ to: s }, 0);
+  for (const s of PAYMENT_STATUSES) for (const mode of MODES) payments.inc({ to: s, mode }, 0);
   for (const r of WEBHOOK_RESULTS) for (const kind of WEBHOOK_KINDS) attempts.inc({ result: r, kind }, 0);
   for (const r of SYNC_RESULTS) syncRuns.inc({ result: r }, 0);
 
@@ -123,10 +120,7 @@ export function createMetrics(deps: MetricsDeps) {
     // is404: answered by a not-found handler, whose own pattern (a prefix's wildcard) is not a route.
     const route = req.is404 ? 'unmatched' : (req.routeOptions.url ?? 'unmatched');
     const method = METHODS.has(req.method) ? req.method : 'OTHER';
-    // Through prom-client's public calls, which hash the labels each time: about 1.3 µs per answer, a few per cent of the
-    // cheapest request's CPU (docs/PERFORMANCE.md, "The fixed cost per request").
-    http.inc({ route, method, status: String(reply.statusCode) });
-    duration.observe({ route, method }, reply.elapsedTime / 1000);
+    http.record(route, method, reply.statusCode, reply.elapsedTime / 1000);
   }
 
   /** The text of a scrape. A database that does not answer leaves its gauges out rather than failing the scrape. */
@@ -154,9 +148,14 @@ export function createMetrics(deps: MetricsDeps) {
       stuck.set(f.stuckOrders);
     } catch {
       // No stale values: an absent series says "unknown"; whether the database answers is /readyz's to tell.
-      return withoutMetrics(await registry.metrics(), dbGaugeNames);
+      return withHttp(withoutMetrics(await registry.metrics(), dbGaugeNames));
     }
-    return registry.metrics();
+    return withHttp(await registry.metrics());
+  }
+
+  /** The registry's text with the per-answer metrics' blocks after its own, as the registry joins its blocks. */
+  function withHttp(text: string): string {
+    return `${[text.replace(/\n$/, ''), ...http.blocks()].join('\n\n')}\n`;
   }
 
   return { registry, contentType: registry.contentType, domain, observe, render };

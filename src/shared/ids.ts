@@ -31,16 +31,22 @@ export function newTestApiKey(): string {
 }
 export const isTestApiKey = (key: string): boolean => key.startsWith(TEST_API_KEY_PREFIX);
 
+const TEST_ORDER_CODE_PREFIX = 'ODT';
+
 /**
  * Order codes: "OD" + 14 symbols without look-alikes (src/shared/readable.ts): readable on the phone, 70 bits of
  * randomness.
  */
 export function newOrderCode(): string {
-  return 'OD' + randomReadable(14);
+  // Never "ODT", the sandbox's prefix (newTestOrderCode): the prefix alone tells a live order from a test one.
+  for (;;) {
+    const code = 'OD' + randomReadable(14);
+    if (!code.startsWith(TEST_ORDER_CODE_PREFIX)) return code;
+  }
 }
-/** A test order's code: "ODT" + 14 symbols, so a test order is told apart at a glance. */
+/** A test order's code: "ODT" + 14 symbols, so a test order is told apart at a glance (no live code starts so). */
 export function newTestOrderCode(): string {
-  return 'ODT' + randomReadable(14);
+  return TEST_ORDER_CODE_PREFIX + randomReadable(14);
 }
 
 /** Payment API credentials: recognisable prefixes, 40-48 base62 chars. */

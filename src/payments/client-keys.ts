@@ -16,14 +16,11 @@ export function createClientKeys(deps: { db: Db; cipher: Cipher; find: (id: stri
   // Prepared once per pooled connection: neither drizzle nor PostgreSQL builds or plans it again (PGlite: unnamed).
   // Only the columns authentication reads: every request runs it, and each column costs parsing and mapping.
   const c = payClients;
+  // What both worlds' lookups read of the client; each adds its own secrets.
+  const client = { id: c.id, name: c.name, domain: c.domain, webhookUrl: c.webhookUrl, status: c.status, allowedIps: c.allowedIps };
   const clientByKeyHash = db
     .select({
-      id: c.id,
-      name: c.name,
-      domain: c.domain,
-      webhookUrl: c.webhookUrl,
-      status: c.status,
-      allowedIps: c.allowedIps,
+      ...client,
       apiSecretEnc: c.apiSecretEnc,
       prevApiSecretEnc: c.prevApiSecretEnc,
       prevSecretExpiresAt: c.prevSecretExpiresAt,
@@ -35,12 +32,7 @@ export function createClientKeys(deps: { db: Db; cipher: Cipher; find: (id: stri
   // The sandbox's lookup, chosen by the key's prefix: the live one above stays as it was.
   const clientByTestKeyHash = db
     .select({
-      id: c.id,
-      name: c.name,
-      domain: c.domain,
-      webhookUrl: c.webhookUrl,
-      status: c.status,
-      allowedIps: c.allowedIps,
+      ...client,
       apiSecretEnc: c.testApiSecretEnc,
     })
     .from(payClients)

@@ -38,7 +38,7 @@ ${methods.map(
 )}
 </tbody></table></div>${methods.length === 0 ? html`<p>${t(T.none)}</p>` : ''}</div>
 <form class="card" method="post" action="/console/payments/methods"><h2>${t(T.newMethod)}</h2>${csrfField(csrf)}<div class="fields">
-${field('code', t(T.code), html` required maxlength="32" pattern="[A-Za-z0-9_-]{1,32}"`)}${field('bank_bin', t(T.bankBin), html` required inputmode="numeric" maxlength="6" pattern="[0-9]{6}"`)}
+${field('code', t(T.code), html` required maxlength="32" pattern="[A-Za-z0-9_\\-]{1,32}"`)}${field('bank_bin', t(T.bankBin), html` required inputmode="numeric" maxlength="6" pattern="[0-9]{6}"`)}
 ${field('bank_name', t(T.bankName), html` required maxlength="100"`)}${field('bank_code', t(T.bankCode), html` maxlength="32"`)}
 ${field('account_number', t(T.accountNumber), html` required maxlength="19"`)}${field('account_name', t(T.accountName), html` required maxlength="100"`)}
 ${field('name', t(T.methodName), html` maxlength="100"`)}

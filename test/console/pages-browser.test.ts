@@ -139,7 +139,7 @@ describe.runIf(available || process.env.CI === 'true')('console pages in chromiu
         ['bank_name', 'Asia Commercial Bank'],
         ['account_number', '8800123456789'],
         ['account_name', 'CONG TY TNHH THUONG MAI DICH VU ABC'],
-      ])
+      ] as const)
         await page.fill(`${form} input[name="${field}"]`, value);
       await page.check(`${form} input[name="activate"]`);
       await page.click(`${form} button`);

@@ -126,6 +126,9 @@ describe(`console daily tasks (${dbKind()})`, () => {
     expect(noticeOf(undone.body)).toBe('Marked: 1');
     expect(await usedCount()).toBe(1);
     expect((await auditRows(t, 'codes.mark_used'))[0]).toMatchObject({ actor: 'console', summary: { used: false } });
+    const many = Array.from({ length: 23 }, (_, i) => `NONE-${i}`);
+    const long = await post(t, v, '/console/catalogue/codes/mark-used?lang=en', { codes: many.join('\n') });
+    expect(noticeOf(long.body)).toBe(`Marked: 0; not found: ${many.slice(0, 20).join(', ')} (+3)`);
   });
 
   it("changes a client's webhook URL, private targets and events; refuses as the API; 403 without csrf", async () => {

@@ -100,9 +100,10 @@ ${products.map(
       deps.catalog.markCodesUsed(body.value.codes, body.value.used),
     );
     if (!done.ok) return list(ctx, { refusal: done.message, status: done.status });
-    // As the API answers: how many were marked, and the codes typed that match no sold code.
+    // As the API answers: how many were marked, and the codes typed that match no sold code (the first 20 named).
     const { marked, not_found } = done.value;
-    const missing = not_found.length > 0 ? `; ${ctx.t(T.notFound)}: ${not_found.join(', ')}` : '';
+    const more = not_found.length > 20 ? ` (+${not_found.length - 20})` : '';
+    const missing = not_found.length > 0 ? `; ${ctx.t(T.notFound)}: ${not_found.slice(0, 20).join(', ')}${more}` : '';
     return list(ctx, { notice: `${ctx.t(T.marked)}: ${marked}${missing}` });
   });
   r.post('/console/catalogue/products', async (ctx) => {

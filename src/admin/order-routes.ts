@@ -59,6 +59,7 @@ const adminOrderQuery = z.object({
     .optional()
     .describe('true: test orders (sandbox) instead of live ones'),
 });
+export const markCodesBody = z.object({ codes: z.array(z.string().min(1).max(512)).min(1).max(10_000), used: z.boolean().default(true) });
 const orderCodeParams = z.object({ code: z.string().min(1).max(64) });
 const fileView = z.object({
   id: z.number().int(),
@@ -192,7 +193,7 @@ export function registerAdminOrderRoutes(app: FastifyInstance, deps: AdminOrderD
       operationId: 'adminMarkCodesUsed',
       summary: 'Mark codes used or unused',
       description: 'Mark codes used (used=false to undo); delivery shows used and used_at.',
-      body: z.object({ codes: z.array(z.string().min(1).max(512)).min(1).max(10_000), used: z.boolean().default(true) }),
+      body: markCodesBody,
       response: {
         200: ok(
           z.object({ marked: z.number().int(), not_found: z.array(z.string()) }),

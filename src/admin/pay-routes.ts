@@ -72,10 +72,36 @@ export const clientRequestBody = z.object({
     .meta({ description: 'an http(s) URL on the domain or a subdomain of it', example: 'https://hooks.shop.example.com/pay' }),
   ips: ipsInput.optional(),
 });
+export const clientUpdateBody = z.object({
+  webhook_url: z.string().min(1).max(2000).optional(),
+  allow_private_targets: z.boolean().optional(),
+  events: z.array(z.string()).optional(),
+});
+export const methodCreateBody = z.object({
+  code: z.string().min(1).max(32).meta(METHOD_RULES.code),
+  name: z.string().max(100).optional(),
+  bank_bin: z.string().min(1).max(16).meta(METHOD_RULES.bank_bin),
+  bank_code: z.string().max(32).optional(),
+  bank_name: z.string().min(1).max(100),
+  account_number: z.string().min(1).max(32).meta(METHOD_RULES.account_number),
+  account_name: z.string().min(1).max(100),
+  activate: z.boolean().optional(),
+  make_default: z.boolean().optional(),
+});
+export const methodUpdateBody = z.object({
+  name: z.string().max(100).optional(),
+  bank_bin: z.string().max(16).meta(METHOD_RULES.bank_bin).optional(),
+  bank_code: z.string().max(32).optional(),
+  bank_name: z.string().max(100).optional(),
+  account_number: z.string().max(32).meta(METHOD_RULES.account_number).optional(),
+  account_name: z.string().max(100).optional(),
+  active: z.boolean().optional(),
+  make_default: z.boolean().optional(),
+});
 export const clientApproveBody = z.object({ ips: ipsInput.optional(), allow_private_targets: z.boolean().optional() });
 export const rotateSecretBody = z.object({ grace_seconds: z.number().int().min(0).max(2_592_000).default(0) });
 export const idParams = z.object({ id: z.string().min(1).max(12) });
-const codeParams = z.object({ code: z.string().min(1).max(32) });
+export const codeParams = z.object({ code: z.string().min(1).max(32) });
 export const paymentParams = z.object({ payment_id: z.string().min(1).max(64) });
 const ACTIONS: Record<string, PaymentStatus> = { approve: 'approved', reject: 'rejected', report: 'payment_reported', cancel: 'cancelled' };
 
@@ -153,11 +179,7 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       tags,
       description: 'Change the webhook URL (must stay on the domain), private-target permission or events.',
       params: idParams,
-      body: z.object({
-        webhook_url: z.string().min(1).max(2000).optional(),
-        allow_private_targets: z.boolean().optional(),
-        events: z.array(z.string()).optional(),
-      }),
+      body: clientUpdateBody,
       response: { 200: ok(clientView, 'The changed client, under data.'), ...errs('not_found', 'invalid_request') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payClients.update(req.params.id, req.body) }),
@@ -218,17 +240,7 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       summary: 'Create a payment method',
       tags,
       description: 'A bank-transfer method; --activate makes it active (and default when there is none, or with make_default).',
-      body: z.object({
-        code: z.string().min(1).max(32).meta(METHOD_RULES.code),
-        name: z.string().max(100).optional(),
-        bank_bin: z.string().min(1).max(16).meta(METHOD_RULES.bank_bin),
-        bank_code: z.string().max(32).optional(),
-        bank_name: z.string().min(1).max(100),
-        account_number: z.string().min(1).max(32).meta(METHOD_RULES.account_number),
-        account_name: z.string().min(1).max(100),
-        activate: z.boolean().optional(),
-        make_default: z.boolean().optional(),
-      }),
+      body: methodCreateBody,
       response: { 200: ok(methodView, 'The new payment method, under data.'), ...errs('invalid_request', 'conflict') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payMethods.create(req.body) }),
@@ -250,16 +262,7 @@ export function registerAdminPayRoutes(app: FastifyInstance, deps: AdminPayDeps,
       tags,
       description: 'Change a method; prepared requests keep their snapshot.',
       params: codeParams,
-      body: z.object({
-        name: z.string().max(100).optional(),
-        bank_bin: z.string().max(16).meta(METHOD_RULES.bank_bin).optional(),
-        bank_code: z.string().max(32).optional(),
-        bank_name: z.string().max(100).optional(),
-        account_number: z.string().max(32).meta(METHOD_RULES.account_number).optional(),
-        account_name: z.string().max(100).optional(),
-        active: z.boolean().optional(),
-        make_default: z.boolean().optional(),
-      }),
+      body: methodUpdateBody,
       response: { 200: ok(methodView, 'The changed payment method, under data.'), ...errs('invalid_request', 'not_found') },
     },
     handler: async (req) => ({ ok: true as const, data: await deps.payMethods.update(req.params.code, req.body) }),

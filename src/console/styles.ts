@@ -28,14 +28,14 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 form.inline{display:inline}
 .fields{display:flex;flex-wrap:wrap;gap:8px;align-items:flex-end}
 label{display:flex;flex-direction:column;font-size:.85rem;color:#5b6470;gap:2px}
-input,select{font:inherit;padding:6px 8px;border:1px solid #b8c0ca;border-radius:6px;max-width:100%;min-width:0}
+input,select,textarea{font:inherit;padding:6px 8px;border:1px solid #b8c0ca;border-radius:6px;max-width:100%;min-width:0}
 button{font:inherit;padding:6px 12px;border-radius:6px;border:1px solid #0b5cd5;background:#0b5cd5;color:#fff;cursor:pointer;min-height:36px}
 button.quiet{background:#fff;color:#0b5cd5}
 header button{background:transparent;border-color:#fff}
-.notice{padding:8px 12px;border-radius:8px;margin:0 0 12px;background:#e6f4ea;border:1px solid #1a7f37}
-.refusal{padding:8px 12px;border-radius:8px;margin:0 0 12px;background:#fdecea;border:1px solid #b42318}
+.notice{overflow-wrap:anywhere;padding:8px 12px;border-radius:8px;margin:0 0 12px;background:#e6f4ea;border:1px solid #1a7f37}
+.refusal{overflow-wrap:anywhere;padding:8px 12px;border-radius:8px;margin:0 0 12px;background:#fdecea;border:1px solid #b42318}
 .secret{font-family:ui-monospace,monospace;background:#fff8e1;padding:8px;border-radius:6px;word-break:break-all}
-.paging{display:flex;gap:12px;margin:8px 0}
+.paging{display:flex;flex-wrap:wrap;gap:4px 12px;margin:8px 0}
 svg.chart{width:100%;height:auto;display:block}
 .signin{max-width:420px;margin:10vh auto}
 .signin input{width:100%}

@@ -41,7 +41,7 @@ describe.runIf(available || process.env.CI === 'true')('console pages in chromiu
   });
 
   for (const [name, size] of SIZES) {
-    it(`on a ${name}: import codes, refund an order, approve a client and a payment, resend a webhook`, async () => {
+    it(`on a ${name}: import codes, refund an order, approve a client and a payment, create a payment method, resend a webhook`, async () => {
       const context = await browser.newContext({ viewport: size, locale: 'en-US', javaScriptEnabled: false });
       const requests: string[] = [];
       const problems: string[] = [];
@@ -129,6 +129,27 @@ describe.runIf(available || process.env.CI === 'true')('console pages in chromiu
       expect(await page.textContent('#payment-status')).toBe('approved');
       await check('payment approval');
 
+      // Payment methods: a bank account created active; the default stays the first one.
+      await page.click('text=Payment methods');
+      await check('payment methods');
+      const form = 'form[action="/console/payments/methods"]';
+      for (const [field, value] of [
+        ['code', `BR-${name}`],
+        ['bank_bin', '970416'],
+        ['bank_name', 'Asia Commercial Bank'],
+        ['account_number', '8800123456789'],
+        ['account_name', 'CONG TY TNHH THUONG MAI DICH VU ABC'],
+      ] as const)
+        await page.fill(`${form} input[name="${field}"]`, value);
+      await page.check(`${form} input[name="activate"]`);
+      await page.click(`${form} button`);
+      expect(await page.textContent('.notice')).toBe(`Done: BR-${name}`);
+      expect(await page.textContent(`#method-BR-${name} .method-state`)).toBe('active');
+      expect(
+        (await t.adminData<{ code: string; active: boolean }[]>('GET', '/admin/v1/pay/methods')).find((m) => m.code === `BR-${name}`),
+      ).toMatchObject({ active: true });
+      await check('payment method created');
+
       // Webhooks: the approval's payment.approved, delivered, sent again.
       await until(async () => (await outboxOf(t, hooked.id))[0]?.status === 'delivered', 'the delivery');
       const [event] = await outboxOf(t, hooked.id);
@@ -166,6 +187,7 @@ describe.runIf(available || process.env.CI === 'true')('console pages in chromiu
       '/console/payments',
       '/console/payments/requests',
       '/console/payments/transactions',
+      '/console/payments/methods',
       '/console/webhooks',
     ]) {
       await page.goto(`${base}${path}`);

@@ -1,4 +1,5 @@
 import { categoryCreateBody, productCreateBody, productIdParams } from '../../../admin/schemas.js';
+import { markCodesBody } from '../../../admin/order-routes.js';
 import { categoryOverrideBody } from '../../../admin/sync-routes.js';
 import { html } from '../../html.js';
 import { countText, moneyText } from '../../i18n.js';
@@ -9,7 +10,10 @@ import { T } from './texts.js';
 
 type Shown = { notice?: string; refusal?: string; status?: number };
 
-/** Categories (create; a source category's markup) and every product with its stock; a created product opens on its page. */
+/**
+ * Categories (create; a source category's markup), every product with its stock (a created product opens on its page),
+ * and codes marked used or unused.
+ */
 export function registerCatalogueList(r: ConsoleRouter, deps: ConsoleDeps): void {
   async function list(ctx: Ctx, o: Shown = {}): Promise<PageAnswer> {
     const { t, lang, csrf } = ctx;
@@ -57,7 +61,10 @@ ${products.map(
 <label>${t(T.minQty)}<input name="min_qty" inputmode="numeric" size="5" value="${f.min_qty ?? ''}"></label>
 <label>${t(T.maxQty)}<input name="max_qty" inputmode="numeric" size="5" value="${f.max_qty ?? ''}"></label>
 <label><span><input type="checkbox" name="hidden" value="true"> ${t(T.hidden)}</span></label>
-<button type="submit">${t(T.create)}</button></div></form>`,
+<button type="submit">${t(T.create)}</button></div></form>
+<form class="card" method="post" action="/console/catalogue/codes/mark-used"><h2>${t(T.markUsed)}</h2>${csrfField(csrf)}<div class="fields">
+<label>${t(T.codesOneALine)}<textarea name="codes" rows="4" required></textarea></label>
+<label><span><input type="checkbox" name="unused" value="true"> ${t(T.unused)}</span></label><button type="submit">${t(T.markUsed)}</button></div></form>`,
     };
   }
 
@@ -81,6 +88,23 @@ ${products.map(
     );
     if (!done.ok) return list(ctx, { refusal: done.message, status: done.status });
     return { redirect: '/console/catalogue?done=1' };
+  });
+  r.post('/console/catalogue/codes/mark-used', async (ctx) => {
+    const codes = (ctx.form.codes ?? '')
+      .split(/\r?\n/)
+      .map((c) => c.trim())
+      .filter((c) => c !== '');
+    const body = ctx.parse(markCodesBody, { codes, used: ctx.form.unused !== 'true' });
+    if (!body.ok) return list(ctx, { refusal: body.message, status: body.status });
+    const done = await ctx.action('adminMarkCodesUsed', { body: body.value }, () =>
+      deps.catalog.markCodesUsed(body.value.codes, body.value.used),
+    );
+    if (!done.ok) return list(ctx, { refusal: done.message, status: done.status });
+    // As the API answers: how many were marked, and the codes typed that match no sold code (the first 20 named).
+    const { marked, not_found } = done.value;
+    const more = not_found.length > 20 ? ` (+${not_found.length - 20})` : '';
+    const missing = not_found.length > 0 ? `; ${ctx.t(T.notFound)}: ${not_found.slice(0, 20).join(', ')}${more}` : '';
+    return list(ctx, { notice: `${ctx.t(T.marked)}: ${marked}${missing}` });
   });
   r.post('/console/catalogue/products', async (ctx) => {
     const f = ctx.form;

@@ -47,4 +47,9 @@ export const T = {
   clearOverride: { vi: 'Bỏ mọi ghi đè', en: 'Remove every override' },
   emptyKeeps: { vi: 'Ô trống: giữ nguyên.', en: 'Empty fields: unchanged.' },
   done: { vi: 'Đã xong', en: 'Done' },
+  markUsed: { vi: 'Đánh dấu mã đã dùng', en: 'Mark codes used' },
+  codesOneALine: { vi: 'Mã đã bán (mỗi dòng một mã)', en: 'Sold codes (one a line)' },
+  unused: { vi: 'bỏ đánh dấu (chưa dùng)', en: 'undo (mark unused)' },
+  marked: { vi: 'Đã đánh dấu', en: 'Marked' },
+  notFound: { vi: 'không tìm thấy', en: 'not found' },
 };

@@ -1,4 +1,4 @@
-import { clientApproveBody, clientRequestBody, idParams, rotateSecretBody } from '../../../admin/pay-routes.js';
+import { clientApproveBody, clientRequestBody, clientUpdateBody, idParams, rotateSecretBody } from '../../../admin/pay-routes.js';
 import type { PayClientView } from '../../../payments/clients.js';
 import { html, type Html } from '../../html.js';
 import { timeText } from '../../i18n.js';
@@ -27,7 +27,7 @@ function secrets(ctx: Ctx, c: PayClientView | undefined): Html | string {
   )}</div>`;
 }
 
-/** Payment clients: the list and an access request form; a client's page with approval, IPs, on/off and rotation. */
+/** Payment clients: the list and an access request form; a client's page with approval, IPs, settings, on/off and rotation. */
 export function registerPayClients(r: ConsoleRouter, deps: ConsoleDeps): void {
   async function list(ctx: Ctx, o: Shown = {}): Promise<PageAnswer> {
     const { t, csrf } = ctx;
@@ -64,6 +64,11 @@ ${clients.map(
 <button type="submit">${t(T.approve)}</button></div></form>`;
     const manage = html`<form class="card" method="post" action="${base}/ips">${csrfField(csrf)}<div class="fields">
 <label>${t(T.ips)}<input name="ips" value="${client.allowed_ips.join(', ')}"></label><button type="submit">${t(T.setIps)}</button></div></form>
+<form class="card" method="post" action="${base}/settings"><h2>${t(T.settings)}</h2>${csrfField(csrf)}<div class="fields">
+<label>${t(T.webhookUrl)}<input name="webhook_url" type="url" required maxlength="2000" value="${client.webhook_url}"></label>
+<label>${t(T.events)}<input name="events" value="${client.events.join(', ')}"></label>
+<label><span><input type="checkbox" name="allow_private_targets" value="true"${client.allow_private_targets ? html` checked` : ''}> ${t(T.privateTargets)}</span></label>
+<button type="submit">${t(T.save)}</button></div></form>
 <form class="card" method="post" action="${base}/rotate-secret"><h2>${t(T.rotate)}</h2>${csrfField(csrf)}<div class="fields">
 <label>${t(T.grace)}<input name="grace_seconds" inputmode="numeric" value="0" size="8"></label><button type="submit">${t(T.rotate)}</button></div></form>`;
     return {
@@ -124,6 +129,27 @@ ${client.status === 'requested' ? approve : manage}`,
       ctx,
       id,
       await ctx.action('adminPayClientSetIps', { params: { id }, body: { ips } }, () => deps.payClients.setIps(id, ips)),
+    );
+  });
+  r.post('/console/payments/clients/:id/settings', async (ctx) => {
+    const id = idOf(ctx);
+    const f = ctx.form;
+    const current = await deps.payClients.show(id);
+    // An unchanged URL is not sent, as `pay client update` without --webhook-url: the audit row names what changed.
+    const url = (f.webhook_url ?? '').trim();
+    const body = ctx.parse(clientUpdateBody, {
+      ...(url === current.webhook_url ? {} : { webhook_url: url }),
+      allow_private_targets: f.allow_private_targets === 'true',
+      events: (f.events ?? '')
+        .split(',')
+        .map((e) => e.trim())
+        .filter((e) => e !== ''),
+    });
+    if (!body.ok) return after(ctx, id, body);
+    return after(
+      ctx,
+      id,
+      await ctx.action('adminPayClientUpdate', { params: { id }, body: body.value }, () => deps.payClients.update(id, body.value)),
     );
   });
   for (const [verb, enabled, op] of [

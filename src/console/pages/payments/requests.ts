@@ -13,11 +13,12 @@ import { beforeId, beforeRef, orThrow, textField } from '../form-input.js';
 import { subnav } from './kit.js';
 import { T } from './texts.js';
 
-/** The admin verbs on a request and the state each moves it to, as the admin API's routes (src/admin/pay-routes.ts). */
+/** The admin verbs on a request (the payer's report among them) and the state each moves it to, as the admin API's routes (src/admin/pay-routes.ts). */
 const VERBS = [
   ['approve', 'approved', 'adminPaymentApprove', T.approve],
   ['reject', 'rejected', 'adminPaymentReject', T.reject],
   ['cancel', 'cancelled', 'adminPaymentCancel', T.cancel],
+  ['report', 'payment_reported', 'adminPaymentReport', T.report],
 ] as const;
 const FINAL = new Set(['approved', 'rejected', 'cancelled', 'expired']);
 
@@ -55,14 +56,14 @@ async function requestPage(
 <tr><th>${t(T.description)}</th><td class="wrap">${p.description}</td></tr>
 <tr><th>${t(T.transferNote)}</th><td class="wrap">${p.payment?.transfer_content ?? ''}</td></tr>
 <tr><th>${t(T.expires)}</th><td>${timeText(p.payment?.expires_at, lang, timeZone)}</td></tr></tbody></table>
-${FINAL.has(p.status) ? '' : html`<p>${VERBS.map(([verb, , , label]) => html`<form class="inline" method="post" action="${base}/${verb}">${csrfField(csrf)}<button type="submit"${verb === 'approve' ? '' : html` class="quiet"`}>${t(label)}</button></form> `)}</p>`}</div>
+${FINAL.has(p.status) ? '' : html`<p>${VERBS.filter(([, to]) => to !== p.status).map(([verb, , , label]) => html`<form class="inline" method="post" action="${base}/${verb}">${csrfField(csrf)}<button type="submit"${verb === 'approve' ? '' : html` class="quiet"`}>${t(label)}</button></form> `)}</p>`}</div>
 <div class="card"><h2>${t(T.transitions)}</h2><div class="scroll"><table id="transitions"><thead><tr><th>${t(T.at)}</th><th>${t(T.from)}</th><th>${t(T.to)}</th><th>${t(T.actor)}</th></tr></thead><tbody>
 ${p.transitions.map((x) => html`<tr><td>${timeText(x.at, lang, timeZone)}</td><td>${x.from_status ?? ''}</td><td>${x.to_status}</td><td>${x.actor}</td></tr>`)}
 </tbody></table></div></div>`,
   };
 }
 
-/** Payment requests (filter by status, keyset pages, detail, approve/reject/cancel) and the bank-feed transactions. */
+/** Payment requests (filter by status, keyset pages, detail, approve/reject/cancel/report) and the bank-feed transactions. */
 export function registerPayRequests(r: ConsoleRouter, deps: ConsoleDeps): void {
   r.get('/console/payments/requests', async (ctx) => {
     const { t, lang, timeZone } = ctx;

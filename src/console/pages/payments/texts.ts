@@ -45,11 +45,33 @@ export const T = {
   content: { vi: 'Nội dung', en: 'Content' },
   payment: { vi: 'Yêu cầu', en: 'Request' },
   done: { vi: 'Đã xong', en: 'Done' },
+  methods: { vi: 'Phương thức thanh toán', en: 'Payment methods' },
+  newMethod: { vi: 'Thêm phương thức', en: 'Add a method' },
+  code: { vi: 'Mã', en: 'Code' },
+  methodName: { vi: 'Tên hiển thị', en: 'Display name' },
+  bank: { vi: 'Ngân hàng', en: 'Bank' },
+  bankBin: { vi: 'BIN ngân hàng (6 số)', en: 'Bank BIN (6 digits)' },
+  bankCode: { vi: 'Mã ngân hàng', en: 'Bank code' },
+  bankName: { vi: 'Tên ngân hàng', en: 'Bank name' },
+  account: { vi: 'Tài khoản', en: 'Account' },
+  accountNumber: { vi: 'Số tài khoản', en: 'Account number' },
+  accountName: { vi: 'Chủ tài khoản', en: 'Account name' },
+  active: { vi: 'đang dùng', en: 'active' },
+  inactive: { vi: 'tạm tắt', en: 'inactive' },
+  isDefault: { vi: 'mặc định', en: 'default' },
+  activate: { vi: 'Kích hoạt', en: 'Activate' },
+  deactivate: { vi: 'Tắt', en: 'Deactivate' },
+  makeDefault: { vi: 'Đặt làm mặc định', en: 'Make default' },
+  report: { vi: 'Người trả báo đã chuyển', en: 'Payer reports paid' },
+  settings: { vi: 'Cài đặt webhook', en: 'Webhook settings' },
+  events: { vi: 'Sự kiện (cách nhau bởi dấu phẩy)', en: 'Events (comma-separated)' },
+  save: { vi: 'Lưu', en: 'Save' },
 };
 
-/** The links between the three payments lists. */
+/** The links between the payments lists. */
 export const SUBPAGES = [
   { href: '/console/payments', name: T.clients },
   { href: '/console/payments/requests', name: T.requests },
   { href: '/console/payments/transactions', name: T.transactions },
+  { href: '/console/payments/methods', name: T.methods },
 ];

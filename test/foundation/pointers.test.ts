@@ -133,4 +133,12 @@ describe('the repository speaks in the present tense', () => {
   it('no file names a path of one machine', () => {
     expect(linesMatching(checkedFiles(), MACHINE_PATH)).toEqual([]);
   });
+
+  it('the README and the docs stay short enough to read: README and PERFORMANCE.md 300 lines each, 4,500 in all', () => {
+    const lines = (file: string) => fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n').length - 1;
+    const docs = fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md'));
+    expect(lines('README.md')).toBeLessThanOrEqual(300);
+    expect(lines('docs/PERFORMANCE.md')).toBeLessThanOrEqual(300);
+    expect(['README.md', ...docs.map((f) => `docs/${f}`)].reduce((n, f) => n + lines(f), 0)).toBeLessThanOrEqual(4500);
+  });
 });
